@@ -1,0 +1,199 @@
+/* rk/runtime.h - the runtime, its host actors and their messages.
+ *
+ * A runtime owns one shared region (H2D ring, D2H ring, data arena) and one
+ * backend that serves it: the persistent CUDA ring kernel or the CPU worker
+ * thread. Host actors send requests into the H2D ring and receive the
+ * replies the backend posts on the D2H ring; each reply is routed back to
+ * the actor that sent the request.
+ *
+ * Thread-safety: a runtime may be used from any number of threads. An
+ * actor is like a socket: any thread may use it, but one at a time (give
+ * each thread its own actor). rk_runtime_close must not race with calls on
+ * the runtime or its actors.
+ */
+#ifndef RK_RUNTIME_H
+#define RK_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rk/msg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rk_runtime rk_runtime;
+typedef struct rk_actor rk_actor;
+
+typedef enum rk_backend_kind {
+    RK_BACKEND_AUTO = 0, /* CUDA when a usable GPU passes validation and self-test, else CPU */
+    RK_BACKEND_CPU = 1,
+    RK_BACKEND_CUDA = 2,
+} rk_backend_kind;
+
+/* CPU implementation of an actor: reads in_len bytes at `in`, writes at
+ * most out_cap bytes at `out`, stores the reply length in *out_len and
+ * returns 0 or a negative RK_E* code (sent back as the reply's status). */
+typedef int (*rk_cpu_actor_fn)(const void *in, size_t in_len, void *out, size_t out_cap,
+                               size_t *out_len, void *user);
+
+/* A user-defined actor, served under message type `type` (>= RK_OP_USER).
+ * The CPU backend runs `cpu`; the CUDA backend runs `gpu`, a handle made
+ * by RK_GPU_ACTOR_HANDLE in the user's .cu file (see device/actor.cuh), or
+ * falls back to `cpu` on the host when `gpu` is NULL. */
+typedef struct rk_actor_def {
+    uint16_t type;
+    const char *name;
+    rk_cpu_actor_fn cpu;
+    void *cpu_user;
+    const void *gpu;
+    /* Reply bytes to reserve for a request of in_len bytes; NULL means
+     * in_len. */
+    size_t (*reply_size)(size_t in_len);
+} rk_actor_def;
+
+typedef struct rk_config {
+    rk_backend_kind backend; /* default RK_BACKEND_AUTO */
+    int device;              /* CUDA device ordinal, default 0 */
+    uint32_t grid;           /* blocks; 0 = all co-resident blocks (default) */
+    uint32_t block;          /* threads per block, default 256 */
+    uint32_t smem;           /* dynamic shared memory per block, bytes, default 0 */
+    uint32_t ring_slots;     /* slots per ring, power of two, default 1024 */
+    uint32_t slot_size;      /* bytes per slot, power of two 64..4096, default 256 */
+    size_t arena_size;       /* data arena bytes, default 256 MiB */
+    size_t max_payload;      /* largest request payload, default 128 MiB (two 64 MiB vadd operands) */
+    uint32_t actor_window;   /* requests in flight per actor, 1..32768, default 256 */
+    uint32_t max_actors;     /* 1..65535, default 64 */
+    const rk_actor_def *actors; /* user actors (borrowed until close), may be NULL */
+    size_t n_actors;
+} rk_config;
+
+/* Fills *cfg with the defaults above. */
+void rk_config_init(rk_config *cfg);
+
+/* What the runtime runs on, for logs and the bridge's `status`. */
+typedef struct rk_info {
+    rk_backend_kind backend;  /* the backend in use: CPU or CUDA, never AUTO */
+    char backend_name[8];     /* "cuda" or "cpu" */
+    char why[256];            /* why this backend: e.g. "no CUDA device: ..." */
+    int has_device;           /* 1 when a GPU is in use */
+    char device_name[128];
+    int sm_count;
+    int cc_major, cc_minor;
+    uint32_t grid, block, smem;                /* the running kernel's configuration */
+    uint32_t max_grid, max_block, max_smem;    /* the device's limits for this kernel */
+    uint32_t ring_slots, slot_size, msg_max;   /* msg_max: largest inline message */
+    size_t arena_size, max_payload;
+} rk_info;
+
+typedef struct rk_stats {
+    uint64_t requests;   /* requests enqueued */
+    uint64_t replies;    /* replies delivered to actors */
+    uint64_t errors;     /* replies with a non-zero status, and failed sends */
+    uint64_t restarts;   /* backend relaunches */
+    uint64_t arena_used; /* arena bytes allocated now */
+    uint64_t arena_peak;
+} rk_stats;
+
+/* Opens a runtime. cfg NULL means defaults. On success *out owns the
+ * runtime (close it with rk_runtime_close). On failure returns a negative
+ * code, *out is NULL and rk_last_detail() says what failed, naming the
+ * value and the limit. */
+int rk_runtime_open(rk_runtime **out, const rk_config *cfg);
+
+/* Stops the backend, fails every request still in flight with
+ * -RK_ECLOSED, closes the runtime's actors and frees everything. NULL is a
+ * no-op. */
+void rk_runtime_close(rk_runtime *rt);
+
+/* Copies the runtime's description into *out. Thread-safe. */
+void rk_runtime_info(const rk_runtime *rt, rk_info *out);
+
+/* Copies the counters into *out. Thread-safe. */
+void rk_runtime_stats(const rk_runtime *rt, rk_stats *out);
+
+/* Returns 0 while the backend is healthy, or the negative code of the
+ * fault that stopped it (e.g. -RK_EDEVICE). Thread-safe. */
+int rk_runtime_health(rk_runtime *rt);
+
+/* Relaunches the backend with a new kernel configuration (validated first:
+ * on an invalid configuration nothing changes and the launch error is
+ * returned). Queued requests are kept. On the CPU backend the values are
+ * recorded but nothing GPU-specific is validated. Thread-safe. */
+int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem);
+
+/* Name of a backend kind: "auto", "cpu", "cuda". */
+const char *rk_backend_name(rk_backend_kind kind);
+
+/* Parses "auto", "cpu" or "cuda"; returns 0 or -RK_EINVAL. */
+int rk_backend_parse(const char *s, rk_backend_kind *out);
+
+/* ---- host actors ---- */
+
+/* Opens an actor on rt. *out is owned by the caller until rk_actor_close
+ * (or rk_runtime_close). Fails with -RK_EBUSY at max_actors. */
+int rk_actor_open(rk_runtime *rt, rk_actor **out);
+
+/* Closes an actor. Replies still in flight are discarded when they arrive;
+ * their arena space is reclaimed then. NULL is a no-op. */
+void rk_actor_close(rk_actor *a);
+
+/* A gather element: the request payload is the concatenation of iovs. */
+typedef struct rk_iov {
+    const void *base;
+    size_t len;
+} rk_iov;
+
+/* A reply. data/len are borrowed from the actor: valid until
+ * rk_reply_release() on it or rk_actor_close(). */
+typedef struct rk_reply {
+    uint64_t id;
+    uint16_t type;
+    int status;        /* 0, or the negative code the actor (or the runtime) failed with */
+    const void *data;
+    size_t len;
+    uint32_t tag_;     /* internal */
+} rk_reply;
+
+/* Sends a request of message type `type` whose payload is the
+ * concatenation of iov[0..iovcnt). The payload is copied (into the slot, or
+ * into the arena when it does not fit), so the caller keeps its buffers.
+ * reply_cap is the most reply bytes to reserve; 0 means the type's default
+ * (echo: the payload length; vadd: half of it; user types: reply_size()).
+ * Waits up to timeout_ms (-1 forever, 0 not at all) for ring or arena
+ * space. On success stores the request's correlation id in *id (may be
+ * NULL) and returns 0. Errors: -RK_EINVAL (bad type or arguments),
+ * -RK_EMSGSIZE (payload above max_payload or the arena), -RK_EBUSY
+ * (actor_window requests in flight), -RK_ETIMEDOUT (no ring space),
+ * -RK_ENOSPC (no arena space in time), -RK_ECLOSED, -RK_EDEVICE. */
+int rk_actor_sendv(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, size_t reply_cap,
+                   uint64_t *id, int timeout_ms);
+
+/* rk_actor_sendv with one buffer. */
+int rk_actor_send(rk_actor *a, uint16_t type, const void *data, size_t len, size_t reply_cap,
+                  uint64_t *id, int timeout_ms);
+
+/* Receives the next reply for this actor (in completion order), waiting up
+ * to timeout_ms. Returns 0 and fills *out (release it with
+ * rk_reply_release), -RK_ETIMEDOUT, -RK_EAGAIN when nothing is in flight,
+ * or -RK_EDEVICE / -RK_ECLOSED when the backend failed (in-flight requests
+ * then come back as replies whose status is that code). */
+int rk_actor_recv(rk_actor *a, rk_reply *out, int timeout_ms);
+
+/* Gives a reply's storage (and its arena space) back. */
+void rk_reply_release(rk_actor *a, rk_reply *r);
+
+/* Send + wait for that request's reply. Replies to other requests that
+ * arrive meanwhile stay queued for rk_actor_recv. Returns 0 (check
+ * out->status too) or a send/recv error. */
+int rk_actor_call(rk_actor *a, uint16_t type, const void *data, size_t len, size_t reply_cap,
+                  rk_reply *out, int timeout_ms);
+
+/* Requests this actor has sent whose replies it has not yet received. */
+uint32_t rk_actor_inflight(const rk_actor *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RK_RUNTIME_H */

@@ -1,0 +1,206 @@
+/* ring.c - host side of the rings (layout and protocol: rk/ring.h). */
+#include <string.h>
+
+#include "barrier.h"
+#include "internal.h"
+
+static int rk__is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+size_t rk_ring_memsize(uint32_t slots, uint32_t slot_size)
+{
+    if (!rk__is_pow2(slots) || slots > RK_RING_SLOTS_MAX || !rk__is_pow2(slot_size) ||
+        slot_size < RK_RING_SLOT_MIN || slot_size > RK_RING_SLOT_MAX)
+        return 0;
+    return RK_RING_HDR_BYTES + (size_t)slots * slot_size;
+}
+
+int rk_ring_init(void *mem, size_t memsize, uint32_t slots, uint32_t slot_size)
+{
+    if (!mem || ((uintptr_t)mem & (RK_RING_ALIGN - 1)))
+        return rk__fail(RK_EINVAL, "ring memory %p is not %u-byte aligned", mem, RK_RING_ALIGN);
+    if (!rk__is_pow2(slots) || slots > RK_RING_SLOTS_MAX)
+        return rk__fail(RK_EINVAL, "ring slots %u is not a power of two in 1..%u", slots,
+                        RK_RING_SLOTS_MAX);
+    if (!rk__is_pow2(slot_size) || slot_size < RK_RING_SLOT_MIN || slot_size > RK_RING_SLOT_MAX)
+        return rk__fail(RK_EINVAL, "slot size %u B is not a power of two in %u..%u B", slot_size,
+                        RK_RING_SLOT_MIN, RK_RING_SLOT_MAX);
+    size_t need = rk_ring_memsize(slots, slot_size);
+    if (memsize < need)
+        return rk__fail(RK_EINVAL, "ring memory %zu B is below the %zu B that %u slots of %u B need",
+                        memsize, need, slots, slot_size);
+    memset(mem, 0, need); /* flag 0 = never written: no lap matches it */
+    rk_ring *r = mem;
+    r->slots = slots;
+    r->slot_size = slot_size;
+    r->order = (uint32_t)__builtin_ctz(slots);
+    /* release: a consumer or producer that sees the magic sees the constants */
+    rk__st_release(&r->magic, RK_RING_MAGIC);
+    return 0;
+}
+
+int rk_ring_check(const rk_ring *r, size_t memsize)
+{
+    if (!r || rk__ld_acquire(&r->magic) != RK_RING_MAGIC)
+        return rk__fail(RK_EPROTO, "ring magic missing: memory is not an initialised ring");
+    size_t need = rk_ring_memsize(r->slots, r->slot_size);
+    if (!need || (1u << r->order) != r->slots || need > memsize)
+        return rk__fail(RK_EPROTO, "ring header corrupt: %u slots of %u B (order %u) in %zu B",
+                        r->slots, r->slot_size, r->order, memsize);
+    return 0;
+}
+
+/* Writes the message at pos. Each line is one 64-bit store of
+ * {data, flag}: the consumer validates line by line, so no fence is needed
+ * between lines. Line 0 (the length) goes last so a poller that sees it
+ * usually finds the rest already there. */
+static void rk__ring_write(rk_ring *r, uint64_t pos, const void *msg, uint32_t len)
+{
+    uint64_t *slot = rk_ring_slot(r, pos);
+    const uint64_t flag = (uint64_t)rk_ring_flag(r, pos) << 32;
+    const uint8_t *p = msg;
+    /* release: whatever this thread wrote before (the arena payload the
+     * message points to) is visible before any line of the message; pairs
+     * with the consumer's acquire fence after it validates the flags. */
+    rk__fence_release();
+    uint32_t i = 0;
+    for (; i + 4 <= len; i += 4) {
+        uint32_t d;
+        memcpy(&d, p + i, 4);
+        rk__st_relaxed(&slot[1 + i / 4], flag | d);
+    }
+    if (i < len) {
+        uint32_t d = 0;
+        memcpy(&d, p + i, len - i);
+        rk__st_relaxed(&slot[1 + i / 4], flag | d);
+    }
+    rk__st_relaxed(&slot[0], flag | len);
+}
+
+/* Wakes a host consumer that went to sleep on the doorbell. */
+static void rk__ring_doorbell(rk_ring *r)
+{
+    /* seq_cst: pairs with the fence in rk_ring_sc_sleep between setting
+     * cons_sleeping and re-checking the slot (Dekker): either the consumer
+     * sees our lines, or we see it sleeping and wake it. */
+    rk__fence_seq_cst();
+    if (rk__ld_relaxed(&r->cons_sleeping)) {
+        rk__fetch_add(&r->doorbell, 1u);
+        rk__futex_wake(&r->doorbell, 1);
+    }
+}
+
+int rk_ring_mp_enqueue(rk_ring *r, const void *msg, uint32_t len)
+{
+    if (len > rk_ring_msg_max(r))
+        return rk__fail(RK_EMSGSIZE, "message of %u B exceeds the slot's %u B", len,
+                        rk_ring_msg_max(r));
+    uint64_t pos = rk__ld_relaxed(&r->prod_tail);
+    for (;;) {
+        /* acquire: pairs with the consumer's store-release of cons_head, so
+         * the previous lap of the slot is fully read before we overwrite it */
+        uint64_t head = rk__ld_acquire(&r->cons_head);
+        if (pos - head >= r->slots) {
+            /* full, or pos is stale (another producer moved on, and the
+             * consumer with it, making pos - head wrap): re-read the tail */
+            uint64_t now = rk__ld_relaxed(&r->prod_tail);
+            if (now == pos)
+                return -RK_EAGAIN;
+            pos = now;
+            continue;
+        }
+        /* the reservation is host-only RMW: the device never touches
+         * prod_tail of an H2D ring */
+        if (rk__cas_acq_rel(&r->prod_tail, &pos, pos + 1))
+            break;
+    }
+    rk__ring_write(r, pos, msg, len);
+    rk__ring_doorbell(r);
+    return 0;
+}
+
+int rk_ring_sp_enqueue(rk_ring *r, const void *msg, uint32_t len)
+{
+    if (len > rk_ring_msg_max(r))
+        return rk__fail(RK_EMSGSIZE, "message of %u B exceeds the slot's %u B", len,
+                        rk_ring_msg_max(r));
+    uint64_t pos = rk__ld_relaxed(&r->prod_tail);
+    /* acquire: pairs with the consumer's store-release of cons_head */
+    if (pos - rk__ld_acquire(&r->cons_head) >= r->slots)
+        return -RK_EAGAIN;
+    /* prod_tail is informational for a single producer (rk_ring_count) */
+    rk__st_relaxed(&r->prod_tail, pos + 1);
+    rk__ring_write(r, pos, msg, len);
+    rk__ring_doorbell(r);
+    return 0;
+}
+
+/* True when the line 0 of the slot at cons_head carries this lap's flag. */
+static int rk__ring_ready(rk_ring *r)
+{
+    uint64_t pos = rk__ld_relaxed(&r->cons_head);
+    uint64_t l0 = rk__ld_relaxed(rk_ring_slot(r, pos));
+    return (uint32_t)(l0 >> 32) == rk_ring_flag(r, pos);
+}
+
+int rk_ring_sc_peek(rk_ring *r, void *buf, uint32_t cap, uint32_t *lenp)
+{
+    uint64_t pos = rk__ld_relaxed(&r->cons_head); /* only this consumer writes it */
+    const uint64_t *slot = rk_ring_slot(r, pos);
+    const uint32_t flag = rk_ring_flag(r, pos);
+    uint64_t l0 = rk__ld_relaxed(&slot[0]);
+    if ((uint32_t)(l0 >> 32) != flag)
+        return -RK_EAGAIN;
+    uint32_t len = (uint32_t)l0;
+    if (len > rk_ring_msg_max(r))
+        return rk__fail(RK_EPROTO, "ring slot %llu claims %u B, the slot holds %u B",
+                        (unsigned long long)pos, len, rk_ring_msg_max(r));
+    if (len > cap)
+        return rk__fail(RK_EMSGSIZE, "message of %u B exceeds the %u B buffer", len, cap);
+    uint8_t *out = buf;
+    for (uint32_t i = 0; i < len; i += 4) {
+        uint64_t l = rk__ld_relaxed(&slot[1 + i / 4]);
+        if ((uint32_t)(l >> 32) != flag)
+            return -RK_EAGAIN; /* the producer is still writing this line */
+        uint32_t d = (uint32_t)l;
+        memcpy(out + i, &d, len - i < 4 ? len - i : 4);
+    }
+    /* acquire: pairs with the producer's release fence before its lines, so
+     * the payload the message points to (arena) is visible from here on */
+    rk__fence_acquire();
+    *lenp = len;
+    return 0;
+}
+
+void rk_ring_sc_release(rk_ring *r)
+{
+    uint64_t pos = rk__ld_relaxed(&r->cons_head);
+    /* release: we are done reading the slot; pairs with the producers'
+     * load-acquire of cons_head before they overwrite it */
+    rk__st_release(&r->cons_head, pos + 1);
+}
+
+int rk_ring_sc_dequeue(rk_ring *r, void *buf, uint32_t cap, uint32_t *len)
+{
+    int rc = rk_ring_sc_peek(r, buf, cap, len);
+    if (rc == 0)
+        rk_ring_sc_release(r);
+    return rc;
+}
+
+uint64_t rk_ring_count(const rk_ring *r)
+{
+    uint64_t head = rk__ld_relaxed(&r->cons_head);
+    uint64_t tail = rk__ld_relaxed(&r->prod_tail);
+    return tail - head < (uint64_t)r->slots + 1 ? tail - head : 0;
+}
+
+void rk_ring_sc_sleep(rk_ring *r, int64_t timeout_ns)
+{
+    uint32_t seq = rk__ld_acquire(&r->doorbell);
+    rk__st_relaxed(&r->cons_sleeping, 1u);
+    /* seq_cst: pairs with rk__ring_doorbell's fence (see there) */
+    rk__fence_seq_cst();
+    if (!rk__ring_ready(r))
+        rk__futex_wait(&r->doorbell, seq, timeout_ns);
+    rk__st_relaxed(&r->cons_sleeping, 0u);
+}
