@@ -1,0 +1,195 @@
+/* bridge/codec.h - protocol v1 codec of the bridge daemon (rkb_ = bridge
+ * internal). The wire contract is /work/shared/design/protocol.md; the
+ * client-facing description is bridge/PROTOCOL.md.
+ *
+ * Decoding: rkb_decode_request() turns ONE ZeroMQ body frame into an
+ * rkb_request, or into an rkb_error carrying the protocol error code and a
+ * sentence naming the offending field or limit. It never trusts a declared
+ * length: a bounded header pre-scan (see codec.c) refuses hostile frames
+ * before msgpack-c allocates anything.
+ *
+ * Order of checks (the first failing one decides the reply):
+ *   1. TOO_LARGE            frame longer than lim->max_frame (when non-zero)
+ *   2. MALFORMED            bounded scan: empty, not msgpack, truncated, a
+ *                           length or count past the end of the frame,
+ *                           nesting > max_depth, elements > max_elements;
+ *                           then: first object not a map, a top-level key
+ *                           that is not a string, bytes after the map
+ *   3. UNSUPPORTED_VERSION  `v` missing or not the integer 1
+ *   4. INVALID_ARGUMENT     `id` missing or not a uint64
+ *   5. UNKNOWN_OP           `op` missing, not a string, or unknown
+ *   6. INVALID_ARGUMENT     per-op arguments, in the order of protocol.md
+ * The request id is reported (req->has_id) whenever the frame starts with a
+ * map whose first top-level `id` key holds a uint64 that the scan reached,
+ * even when a later check fails: error replies then echo it.
+ *
+ * Encoding: rkb_reply_begin_ok() / rkb_reply_error() pack through a
+ * msgpack_packer, so a reply can go straight into whatever buffer the
+ * packer's callback writes to (an sbuffer, a zmq_msg, a ring slot).
+ */
+#ifndef RKB_CODEC_H
+#define RKB_CODEC_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RKB_PROTOCOL_VERSION 1
+
+/* Protocol error codes: negative values (0 is success), and the exact
+ * strings that go on the wire in `error.code`. One X-macro generates the
+ * enum and rkb_code_name() (libuv style). */
+#define RKB_CODE_MAP(X)                                                        \
+    X(MALFORMED, 1)                                                            \
+    X(UNSUPPORTED_VERSION, 2)                                                  \
+    X(UNKNOWN_OP, 3)                                                           \
+    X(INVALID_ARGUMENT, 4)                                                     \
+    X(TOO_LARGE, 5)                                                            \
+    X(BUSY, 6)                                                                 \
+    X(LAUNCH_INVALID, 7)                                                       \
+    X(DEVICE_FAULT, 8)                                                         \
+    X(SHUTTING_DOWN, 9)                                                        \
+    X(INTERNAL, 10)
+
+typedef enum rkb_code {
+    RKB_OK = 0,
+#define RKB__CODE_ENUM(name, num) RKB_E_##name = -(num),
+    RKB_CODE_MAP(RKB__CODE_ENUM)
+#undef RKB__CODE_ENUM
+} rkb_code;
+
+/* Wire string for a code ("MALFORMED", ...); "INTERNAL" for anything that is
+ * not a protocol code (a bug must still produce a valid reply). Never NULL. */
+const char *rkb_code_name(int code);
+
+/* Decoder limits. Defaults: RKB_LIMITS_DEFAULT; a 0 in max_depth or
+ * max_elements also means the default. */
+typedef struct rkb_limits {
+    uint32_t max_depth;    /* container nesting, the request map is 1; capped
+                              at RKB_MAX_DEPTH_CAP (msgpack-c's own stack) */
+    uint32_t max_elements; /* msgpack objects in one request, all levels */
+    size_t max_frame;      /* bytes per frame; 0 = no limit (TOO_LARGE) */
+} rkb_limits;
+
+#define RKB_DEFAULT_MAX_DEPTH 16u
+#define RKB_DEFAULT_MAX_ELEMENTS 4096u
+#define RKB_DEFAULT_MAX_FRAME ((size_t)64 << 20) /* 64 MiB */
+#define RKB_MAX_DEPTH_CAP 32u
+#define RKB_LIMITS_DEFAULT                                                     \
+    ((rkb_limits){RKB_DEFAULT_MAX_DEPTH, RKB_DEFAULT_MAX_ELEMENTS,             \
+                  RKB_DEFAULT_MAX_FRAME})
+
+typedef enum rkb_op {
+    RKB_OP_NONE = 0, /* not decoded (error before the op was known) */
+    RKB_OP_PING,
+    RKB_OP_ECHO,
+    RKB_OP_VADD,
+    RKB_OP_STATUS,
+    RKB_OP_LAUNCH,
+} rkb_op;
+
+/* Wire name of an op ("vadd"), "" for RKB_OP_NONE. Never NULL. */
+const char *rkb_op_name(rkb_op op);
+
+/* A byte range BORROWED from the caller's frame: valid only while that
+ * frame's buffer is. Never NULL when len is 0 (it then points into the
+ * frame, or at a static empty byte for an empty frame). */
+typedef struct rkb_bytes {
+    const uint8_t *ptr;
+    size_t len;
+} rkb_bytes;
+
+typedef struct rkb_request {
+    bool has_id; /* false: the reply's id is nil */
+    uint64_t id;
+    rkb_op op;
+    union {
+        struct {
+            rkb_bytes data;
+        } echo;
+        struct {
+            rkb_bytes a, b; /* little-endian float32, a.len == b.len */
+            size_t n;       /* element count, >= 1 */
+        } vadd;
+        struct {
+            uint64_t grid, block, smem; /* not yet checked against a device */
+        } launch;
+    } u;
+} rkb_request;
+
+#define RKB_MESSAGE_MAX 256
+
+/* A failed decode (or any error reply the daemon wants to send). */
+typedef struct rkb_error {
+    int code;                      /* RKB_E_*, or RKB_OK */
+    char message[RKB_MESSAGE_MAX]; /* one sentence, NUL-terminated */
+} rkb_error;
+
+/* Fill err with code and a printf-style sentence (truncated to fit).
+ * Returns code, so callers can `return rkb_error_set(...)`. */
+int rkb_error_set(rkb_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Decoder scratch: owns msgpack-c's zone for the object tree of the last
+ * decoded frame. Caller storage: _init before first use, _destroy once.
+ * Not thread-safe: one state per decoding thread. */
+typedef struct rkb_decode_state {
+    msgpack_unpacked unpacked;
+} rkb_decode_state;
+
+void rkb_decode_state_init(rkb_decode_state *st);
+void rkb_decode_state_destroy(rkb_decode_state *st);
+
+/* Decode one request frame.
+ *  buf/len: the body frame; BORROWED, never copied: bin fields of *req point
+ *           into buf, so buf must outlive every use of *req.
+ *  lim:     NULL for RKB_LIMITS_DEFAULT.
+ *  req:     always written; on failure req->has_id/id still say which id the
+ *           error reply must echo, and req->op is what was decoded so far.
+ *  st:      scratch reused across calls (see above); the object tree in it is
+ *           released at the next call or at _destroy.
+ *  err:     written on failure (code + message); untouched on success.
+ * Returns RKB_OK or a negative RKB_E_* code (== err->code). The only codes
+ * it returns are TOO_LARGE, MALFORMED, UNSUPPORTED_VERSION, INVALID_ARGUMENT,
+ * UNKNOWN_OP, and INTERNAL (msgpack-c out of memory). */
+int rkb_decode_request(const void *buf, size_t len, const rkb_limits *lim,
+                       rkb_request *req, rkb_decode_state *st, rkb_error *err);
+
+/* Read only the request id of a frame, with the same bounded scan (default
+ * limits) and no allocation: for replying to frames refused before
+ * decoding (TOO_LARGE, BUSY, SHUTTING_DOWN). Returns 0 and sets *id when the
+ * frame starts with a map whose first top-level `id` key holds a uint64
+ * reached before any problem in the frame; otherwise a negative code
+ * (RKB_E_MALFORMED or RKB_E_INVALID_ARGUMENT) and *id is untouched. Any
+ * frame size is accepted: the scan reads headers, not payloads. */
+int rkb_peek_id(const void *buf, size_t len, uint64_t *id);
+
+/* Start an OK reply: a map of 3 + nfields entries with `v`: 1,
+ * `id` (nil when !has_id) and `ok`: true. The caller then packs exactly
+ * nfields key/value pairs. Returns 0, or RKB_E_INTERNAL when the packer's
+ * write callback failed. */
+int rkb_reply_begin_ok(msgpack_packer *pk, bool has_id, uint64_t id,
+                       uint32_t nfields);
+
+/* Write a complete error reply: `v`: 1, `id` (or nil), `ok`: false,
+ * `error`: {`code`: rkb_code_name(code), `message`: message}. message NULL
+ * is sent as "". Returns 0 or RKB_E_INTERNAL (write callback failed). */
+int rkb_reply_error(msgpack_packer *pk, bool has_id, uint64_t id, int code,
+                    const char *message);
+
+/* Pack a str key (a C string) - for callers adding fields after
+ * rkb_reply_begin_ok(). Returns 0 or RKB_E_INTERNAL. */
+int rkb_pack_key(msgpack_packer *pk, const char *key);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RKB_CODEC_H */
