@@ -1,0 +1,1152 @@
+/* bridge/bridge.c - the rk-bridge I/O loop (see bridge.h for the shape).
+ *
+ * Requests live in a fixed pool of entries (window + queue of them): an
+ * entry holds the routing envelope and the body frame of one request from
+ * the moment it is read until its reply is sent, so memory is bounded by
+ * the pool, ZeroMQ's high-water marks and --max-message-bytes. Entries in
+ * flight are found by the runtime's request id through a small open
+ * addressing table; entries waiting for admission form a FIFO. */
+#include "bridge.h"
+
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <pthread.h>
+
+#include <msgpack.h>
+#include <zmq.h>
+
+#include "codec.h"
+
+int rkb_log_level = RKB_LOG_INFO;
+
+void rkb_log(int level, const char *fmt, ...)
+{
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    if (level > rkb_log_level)
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "rk-bridge %s: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], line);
+}
+
+void rkb_config_init(rkb_config *c)
+{
+    memset(c, 0, sizeof *c);
+    rk_config_init(&c->rk);
+    c->rk.actor_window = 4096;
+    c->rk.max_actors = 4;
+    c->max_message_bytes = (size_t)16 << 20;
+    c->rk.max_payload = c->max_message_bytes;
+    c->queue = 4096;
+    c->admission_ms = 100;
+    c->sndhwm = 10000;
+    c->rcvhwm = 1000;
+    c->shutdown_grace_ms = 0;
+    c->drain_ms = 10000;
+    c->log_level = RKB_LOG_INFO;
+}
+
+static int64_t rkb__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void rkb__relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+/* ---- keys ---------------------------------------------------------- */
+
+int rkb_key_read(const char *path, char z85[41])
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "rk-bridge: cannot open key file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[256];
+    int rc = -1;
+    if (fgets(line, sizeof line, f)) {
+        size_t n = strcspn(line, " \t\r\n");
+        if (n == 40) {
+            memcpy(z85, line, 40);
+            z85[40] = 0;
+            uint8_t bin[32];
+            if (zmq_z85_decode(bin, z85))
+                rc = 0;
+        }
+    }
+    fclose(f);
+    if (rc)
+        fprintf(stderr, "rk-bridge: key file %s does not start with a 40-character Z85 key\n",
+                path);
+    return rc;
+}
+
+int rkb_keys_generate(const char *prefix)
+{
+    char pub[41], sec[41];
+    if (zmq_curve_keypair(pub, sec) != 0) {
+        fprintf(stderr, "rk-bridge: zmq_curve_keypair failed: %s (libzmq without CURVE?)\n",
+                zmq_strerror(errno));
+        return -1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s.key", prefix);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dprintf(fd, "%s\n", sec) < 0 || close(fd) != 0) {
+        fprintf(stderr, "rk-bridge: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s.pub", prefix);
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "%s\n", pub) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "rk-bridge: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    printf("wrote %s.key (secret, mode 0600) and %s.pub (public: %s)\n", prefix, prefix, pub);
+    return 0;
+}
+
+/* ---- ZAP handler: CURVE allow-list ------------------------------------ */
+
+typedef struct rkb_zap {
+    void *ctx;
+    uint8_t (*keys)[32];
+    size_t n_keys;
+    pthread_t thread;
+    bool running;
+    void *sock;
+} rkb_zap;
+
+static int rkb__zap_load(rkb_zap *z, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "rk-bridge: cannot open --curve-allow-dir %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n < 5 || strcmp(de->d_name + n - 4, ".pub"))
+            continue;
+        char path[4096], z85[41];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (rkb_key_read(path, z85))
+            continue;
+        void *k = realloc(z->keys, (z->n_keys + 1) * sizeof *z->keys);
+        if (!k)
+            break;
+        z->keys = k;
+        zmq_z85_decode(z->keys[z->n_keys++], z85);
+    }
+    closedir(d);
+    rkb_log(RKB_LOG_INFO, "CURVE allow-list: %zu client key(s) from %s", z->n_keys, dir);
+    return 0;
+}
+
+static void *rkb__zap_main(void *arg)
+{
+    rkb_zap *z = arg;
+    for (;;) {
+        zmq_msg_t fr[8];
+        int n = 0, more = 1;
+        while (more) {
+            zmq_msg_t m;
+            zmq_msg_init(&m);
+            if (zmq_msg_recv(&m, z->sock, 0) < 0) {
+                zmq_msg_close(&m);
+                for (int i = 0; i < n; i++)
+                    zmq_msg_close(&fr[i]);
+                if (errno == EINTR)
+                    goto next;
+                return NULL; /* ETERM: the context is shutting down */
+            }
+            more = zmq_msg_more(&m);
+            if (n < 8)
+                fr[n++] = m;
+            else
+                zmq_msg_close(&m);
+        }
+        {
+            /* version, request_id, domain, address, identity, mechanism, credentials */
+            bool ok = false;
+            if (n >= 7 && zmq_msg_size(&fr[5]) == 5 && !memcmp(zmq_msg_data(&fr[5]), "CURVE", 5) &&
+                zmq_msg_size(&fr[6]) == 32) {
+                for (size_t i = 0; i < z->n_keys && !ok; i++)
+                    ok = !memcmp(z->keys[i], zmq_msg_data(&fr[6]), 32);
+            }
+            char addr[64] = "?";
+            if (n >= 4)
+                snprintf(addr, sizeof addr, "%.*s", (int)zmq_msg_size(&fr[3]),
+                         (const char *)zmq_msg_data(&fr[3]));
+            if (!ok)
+                rkb_log(RKB_LOG_WARN, "CURVE: refused a client key not on the allow-list (from %s)",
+                        addr);
+            const char *code = ok ? "200" : "400";
+            const char *text = ok ? "OK" : "client key not allowed";
+            zmq_send(z->sock, "1.0", 3, ZMQ_SNDMORE);
+            if (n >= 2)
+                zmq_send(z->sock, zmq_msg_data(&fr[1]), zmq_msg_size(&fr[1]), ZMQ_SNDMORE);
+            else
+                zmq_send(z->sock, "", 0, ZMQ_SNDMORE);
+            zmq_send(z->sock, code, 3, ZMQ_SNDMORE);
+            zmq_send(z->sock, text, strlen(text), ZMQ_SNDMORE);
+            zmq_send(z->sock, "", 0, ZMQ_SNDMORE);
+            zmq_send(z->sock, "", 0, 0);
+        }
+        for (int i = 0; i < n; i++)
+            zmq_msg_close(&fr[i]);
+    next:;
+    }
+}
+
+static int rkb__zap_start(rkb_zap *z, void *ctx, const char *dir)
+{
+    z->ctx = ctx;
+    if (rkb__zap_load(z, dir))
+        return -1;
+    z->sock = zmq_socket(ctx, ZMQ_REP);
+    int linger = 0;
+    zmq_setsockopt(z->sock, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_bind(z->sock, "inproc://zeromq.zap.01") != 0) {
+        fprintf(stderr, "rk-bridge: binding the ZAP handler failed: %s\n", zmq_strerror(errno));
+        zmq_close(z->sock);
+        return -1;
+    }
+    /* the thread inherits the blocked SIGINT/SIGTERM of the caller */
+    if (pthread_create(&z->thread, NULL, rkb__zap_main, z) != 0) {
+        zmq_close(z->sock);
+        return -1;
+    }
+    z->running = true;
+    return 0;
+}
+
+/* Call after zmq_ctx_shutdown: the handler's recv fails with ETERM. */
+static void rkb__zap_stop(rkb_zap *z)
+{
+    if (z->running) {
+        pthread_join(z->thread, NULL);
+        zmq_close(z->sock);
+        z->running = false;
+    }
+    free(z->keys);
+    z->keys = NULL;
+}
+
+/* ---- the request pool ------------------------------------------------ */
+
+#define RKB_ENV_MAX 4
+#define RKB_FRAMES_MAX 16
+
+enum { RKB_FREE = 0, RKB_PARKED = 1, RKB_INFLIGHT = 2 };
+
+typedef struct rkb_entry {
+    zmq_msg_t env[RKB_ENV_MAX];
+    zmq_msg_t body;
+    rkb_request req;
+    int64_t deadline;
+    uint64_t rk_id;
+    int32_t next;
+    uint8_t n_env;
+    uint8_t state;
+    bool body_open;
+} rkb_entry;
+
+typedef struct rkb_counters {
+    uint64_t requests, replies, errors;
+    uint64_t busy, too_large, malformed, shutting_down, device_fault, internal;
+    uint64_t parked_total, dropped_replies, unroutable;
+} rkb_counters;
+
+typedef struct rkb {
+    const rkb_config *cfg;
+    void *ctx, *router;
+    rk_runtime *rt;
+    rk_actor *act;
+    rk_info info;
+    rkb_entry *pool;
+    uint32_t pool_n;
+    int32_t free_head;
+    uint32_t n_free;
+    int32_t park_head, park_tail;
+    uint32_t n_parked;
+    uint32_t n_inflight;
+    /* id -> entry index + 1 (0 = empty), linear probing */
+    uint64_t *map_key;
+    uint32_t *map_val;
+    uint32_t map_mask;
+    rkb_decode_state dec;
+    rkb_limits lim;
+    msgpack_sbuffer sbuf;
+    msgpack_packer pk;
+    rkb_counters n;
+    bool stopping;
+    int64_t stop_at;
+    char endpoints[1024];
+} rkb;
+
+static uint32_t rkb__hash(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return (uint32_t)k;
+}
+
+static void rkb__map_put(rkb *b, uint64_t key, uint32_t idx)
+{
+    uint32_t i = rkb__hash(key) & b->map_mask;
+    while (b->map_val[i])
+        i = (i + 1) & b->map_mask;
+    b->map_key[i] = key;
+    b->map_val[i] = idx + 1;
+}
+
+/* Removes key; returns its entry index or -1. Backward-shift deletion
+ * keeps every probe chain unbroken without tombstones. */
+static int32_t rkb__map_take(rkb *b, uint64_t key)
+{
+    uint32_t i = rkb__hash(key) & b->map_mask;
+    while (b->map_val[i] && b->map_key[i] != key)
+        i = (i + 1) & b->map_mask;
+    if (!b->map_val[i])
+        return -1;
+    int32_t idx = (int32_t)b->map_val[i] - 1;
+    uint32_t hole = i;
+    for (uint32_t j = (i + 1) & b->map_mask; b->map_val[j]; j = (j + 1) & b->map_mask) {
+        uint32_t home = rkb__hash(b->map_key[j]) & b->map_mask;
+        /* can the element at j move to the hole? yes unless home is in (hole, j] */
+        bool in_range = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+        if (!in_range) {
+            b->map_key[hole] = b->map_key[j];
+            b->map_val[hole] = b->map_val[j];
+            hole = j;
+        }
+    }
+    b->map_val[hole] = 0;
+    return idx;
+}
+
+static int32_t rkb__entry_get(rkb *b)
+{
+    int32_t i = b->free_head;
+    if (i < 0)
+        return -1;
+    b->free_head = b->pool[i].next;
+    b->n_free--;
+    rkb_entry *e = &b->pool[i];
+    e->n_env = 0;
+    e->body_open = false;
+    e->next = -1;
+    return i;
+}
+
+static void rkb__entry_put(rkb *b, int32_t i)
+{
+    rkb_entry *e = &b->pool[i];
+    for (int k = 0; k < e->n_env; k++)
+        zmq_msg_close(&e->env[k]);
+    e->n_env = 0;
+    if (e->body_open)
+        zmq_msg_close(&e->body);
+    e->body_open = false;
+    e->state = RKB_FREE;
+    e->next = b->free_head;
+    b->free_head = i;
+    b->n_free++;
+}
+
+/* ---- replies --------------------------------------------------------- */
+
+static void rkb__sbuf_reset(rkb *b) { b->sbuf.size = 0; }
+
+static void rkb__free_buf(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+/* Sends the envelope of e followed by the packed reply in b->sbuf. The
+ * envelope frames are copied, so e keeps them (the caller frees e). */
+static void rkb__send_reply(rkb *b, rkb_entry *e)
+{
+    int rc = 0;
+    for (int k = 0; k < e->n_env && rc >= 0; k++) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        zmq_msg_copy(&m, &e->env[k]);
+        rc = zmq_msg_send(&m, b->router, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+        if (rc < 0) {
+            zmq_msg_close(&m);
+            if (k > 0) {
+                /* cannot happen: a ROUTER accepts or refuses at the first frame */
+                rkb_log(RKB_LOG_ERROR, "INTERNAL: envelope frame %d refused: %s", k,
+                        zmq_strerror(errno));
+            }
+        }
+    }
+    if (rc >= 0) {
+        zmq_msg_t m;
+        if (b->sbuf.size > 4096) {
+            /* large: hand the buffer to ZeroMQ without a copy */
+            size_t sz = b->sbuf.size;
+            void *data = msgpack_sbuffer_release(&b->sbuf);
+            zmq_msg_init_data(&m, data, sz, rkb__free_buf, NULL);
+        } else {
+            zmq_msg_init_size(&m, b->sbuf.size);
+            memcpy(zmq_msg_data(&m), b->sbuf.data, b->sbuf.size);
+        }
+        rc = zmq_msg_send(&m, b->router, ZMQ_DONTWAIT);
+        if (rc < 0)
+            zmq_msg_close(&m);
+    }
+    if (rc < 0) {
+        if (errno == EHOSTUNREACH) {
+            b->n.unroutable++;
+            rkb_log(RKB_LOG_DEBUG, "reply to a client that is gone: dropped");
+        } else {
+            b->n.dropped_replies++;
+            rkb_log(RKB_LOG_WARN, "reply dropped: the client's queue is full (%d replies unread, "
+                    "--sndhwm) or %s", b->cfg->sndhwm, zmq_strerror(errno));
+        }
+    } else {
+        b->n.replies++;
+    }
+    rkb__sbuf_reset(b);
+}
+
+static void rkb__reply_error(rkb *b, rkb_entry *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void rkb__reply_error(rkb *b, rkb_entry *e, int code, const char *fmt, ...)
+{
+    char msg[RKB_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    b->n.errors++;
+    switch (code) {
+    case RKB_E_BUSY: b->n.busy++; break;
+    case RKB_E_TOO_LARGE: b->n.too_large++; break;
+    case RKB_E_MALFORMED: b->n.malformed++; break;
+    case RKB_E_SHUTTING_DOWN: b->n.shutting_down++; break;
+    case RKB_E_DEVICE_FAULT: b->n.device_fault++; break;
+    case RKB_E_INTERNAL:
+        b->n.internal++;
+        rkb_log(RKB_LOG_ERROR, "INTERNAL error answering id %" PRIu64 " (op %s): %s", e->req.id,
+                rkb_op_name(e->req.op), msg);
+        break;
+    default: break;
+    }
+    rkb__sbuf_reset(b);
+    rkb_reply_error(&b->pk, e->req.has_id, e->req.id, code, msg);
+    rkb__send_reply(b, e);
+}
+
+static void rkb__pack_str(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+static void rkb__pack_kv_uint(msgpack_packer *pk, const char *k, uint64_t v)
+{
+    rkb_pack_key(pk, k);
+    msgpack_pack_uint64(pk, v);
+}
+
+static void rkb__pack_kernel(rkb *b)
+{
+    msgpack_packer *pk = &b->pk;
+    rkb_pack_key(pk, "kernel");
+    msgpack_pack_map(pk, 3);
+    rkb__pack_kv_uint(pk, "grid", b->info.grid);
+    rkb__pack_kv_uint(pk, "block", b->info.block);
+    rkb__pack_kv_uint(pk, "smem", b->info.smem);
+}
+
+static void rkb__reply_status(rkb *b, rkb_entry *e)
+{
+    msgpack_packer *pk = &b->pk;
+    rk_stats st;
+    rk_runtime_stats(b->rt, &st);
+    rkb__sbuf_reset(b);
+    rkb_reply_begin_ok(pk, e->req.has_id, e->req.id, 7);
+    rkb_pack_key(pk, "backend");
+    rkb__pack_str(pk, b->info.backend_name);
+    rkb_pack_key(pk, "backend_why");
+    rkb__pack_str(pk, b->info.why);
+    rkb_pack_key(pk, "device");
+    if (b->info.has_device) {
+        char cc[16];
+        snprintf(cc, sizeof cc, "%d.%d", b->info.cc_major, b->info.cc_minor);
+        msgpack_pack_map(pk, 3);
+        rkb_pack_key(pk, "name");
+        rkb__pack_str(pk, b->info.device_name);
+        rkb__pack_kv_uint(pk, "sm_count", (uint64_t)b->info.sm_count);
+        rkb_pack_key(pk, "cc");
+        rkb__pack_str(pk, cc);
+    } else {
+        msgpack_pack_nil(pk);
+    }
+    rkb__pack_kernel(b);
+    rkb_pack_key(pk, "limits");
+    msgpack_pack_map(pk, 3);
+    rkb__pack_kv_uint(pk, "max_grid", b->info.max_grid);
+    rkb__pack_kv_uint(pk, "max_block", b->info.max_block);
+    rkb__pack_kv_uint(pk, "max_smem", b->info.max_smem);
+    rkb_pack_key(pk, "endpoints");
+    rkb__pack_str(pk, b->endpoints);
+    rkb_pack_key(pk, "counters");
+    msgpack_pack_map(pk, 22);
+    /* this request is counted, its reply is not yet */
+    rkb__pack_kv_uint(pk, "requests", b->n.requests);
+    rkb__pack_kv_uint(pk, "replies", b->n.replies);
+    rkb__pack_kv_uint(pk, "errors", b->n.errors);
+    rkb__pack_kv_uint(pk, "restarts", st.restarts);
+    rkb__pack_kv_uint(pk, "busy", b->n.busy);
+    rkb__pack_kv_uint(pk, "too_large", b->n.too_large);
+    rkb__pack_kv_uint(pk, "malformed", b->n.malformed);
+    rkb__pack_kv_uint(pk, "shutting_down", b->n.shutting_down);
+    rkb__pack_kv_uint(pk, "device_fault", b->n.device_fault);
+    rkb__pack_kv_uint(pk, "internal", b->n.internal);
+    rkb__pack_kv_uint(pk, "in_flight", b->n_inflight);
+    rkb__pack_kv_uint(pk, "queued", b->n_parked);
+    rkb__pack_kv_uint(pk, "queued_total", b->n.parked_total);
+    rkb__pack_kv_uint(pk, "dropped_replies", b->n.dropped_replies);
+    rkb__pack_kv_uint(pk, "unroutable", b->n.unroutable);
+    rkb__pack_kv_uint(pk, "ring_requests", st.requests);
+    rkb__pack_kv_uint(pk, "ring_replies", st.replies);
+    rkb__pack_kv_uint(pk, "ring_errors", st.errors);
+    rkb__pack_kv_uint(pk, "arena_used", st.arena_used);
+    rkb__pack_kv_uint(pk, "arena_peak", st.arena_peak);
+    rkb__pack_kv_uint(pk, "max_message_bytes", b->cfg->max_message_bytes);
+    rkb__pack_kv_uint(pk, "window", b->cfg->rk.actor_window);
+    rkb__send_reply(b, e);
+}
+
+static bool rkb__is_launch_error(int rc)
+{
+    rc = rc < 0 ? -rc : rc;
+    return rc == RK_EBLOCK || rc == RK_ESMEM || rc == RK_EGRID || rc == RK_ENOCOOP ||
+           rc == RK_EINVAL;
+}
+
+static void rkb__do_launch(rkb *b, rkb_entry *e)
+{
+    uint64_t g = e->req.u.launch.grid, bl = e->req.u.launch.block, sm = e->req.u.launch.smem;
+    if (g > UINT32_MAX || bl > UINT32_MAX || sm > UINT32_MAX) {
+        const char *what = g > UINT32_MAX ? "grid" : bl > UINT32_MAX ? "block" : "smem";
+        uint64_t v = g > UINT32_MAX ? g : bl > UINT32_MAX ? bl : sm;
+        rkb__reply_error(b, e, RKB_E_LAUNCH_INVALID, "%s %" PRIu64 " exceeds %u", what, v,
+                         UINT32_MAX);
+        return;
+    }
+    int rc = rk_runtime_relaunch(b->rt, (uint32_t)g, (uint32_t)bl, (uint32_t)sm);
+    if (rc) {
+        const char *d = rk_last_detail();
+        if (rkb__is_launch_error(rc))
+            rkb__reply_error(b, e, RKB_E_LAUNCH_INVALID, "%s", d[0] ? d : rk_strerror(rc));
+        else if (-rc == RK_EDEVICE)
+            rkb__reply_error(b, e, RKB_E_DEVICE_FAULT, "relaunch failed: %s", d[0] ? d : rk_strerror(rc));
+        else
+            rkb__reply_error(b, e, RKB_E_INTERNAL, "relaunch failed (%s): %s", rk_err_name(rc), d);
+        return;
+    }
+    rk_runtime_info(b->rt, &b->info);
+    rkb_log(RKB_LOG_INFO, "launch: kernel now grid %u block %u smem %u on the %s backend",
+            b->info.grid, b->info.block, b->info.smem, b->info.backend_name);
+    rkb__sbuf_reset(b);
+    rkb_reply_begin_ok(&b->pk, e->req.has_id, e->req.id, 2);
+    rkb_pack_key(&b->pk, "backend");
+    rkb__pack_str(&b->pk, b->info.backend_name);
+    rkb__pack_kernel(b);
+    rkb__send_reply(b, e);
+}
+
+/* Maps a runtime error of a send or a reply status onto the protocol. */
+static void rkb__reply_rk_error(rkb *b, rkb_entry *e, int rc, const char *detail)
+{
+    int c = rc < 0 ? -rc : rc;
+    const char *d = detail && detail[0] ? detail : rk_strerror(rc);
+    switch (c) {
+    case RK_EDEVICE:
+    case RK_ENODEV:
+    case RK_ESELFTEST:
+        rkb__reply_error(b, e, RKB_E_DEVICE_FAULT, "the %s backend failed with request %s in flight: %s",
+                         b->info.backend_name, rkb_op_name(e->req.op), d);
+        break;
+    case RK_ECLOSED:
+        rkb__reply_error(b, e, RKB_E_SHUTTING_DOWN, "the bridge is shutting down: %s", d);
+        break;
+    case RK_EMSGSIZE:
+        rkb__reply_error(b, e, RKB_E_TOO_LARGE, "%s", d);
+        break;
+    case RK_EINVAL:
+        rkb__reply_error(b, e, RKB_E_INVALID_ARGUMENT, "%s", d);
+        break;
+    default:
+        rkb__reply_error(b, e, RKB_E_INTERNAL, "runtime error %s: %s", rk_err_name(rc), d);
+        break;
+    }
+}
+
+/* Tries to put e into the ring. Returns 0 (in flight), 1 (no room now:
+ * park or keep parked) or -1 (answered with an error; free e). */
+static int rkb__admit(rkb *b, int32_t idx)
+{
+    rkb_entry *e = &b->pool[idx];
+    rk_iov iov[2];
+    int n;
+    uint16_t type;
+    if (e->req.op == RKB_OP_ECHO) {
+        type = RK_OP_ECHO;
+        iov[0].base = e->req.u.echo.data.ptr;
+        iov[0].len = e->req.u.echo.data.len;
+        n = 1;
+    } else {
+        type = RK_OP_VADD;
+        iov[0].base = e->req.u.vadd.a.ptr;
+        iov[0].len = e->req.u.vadd.a.len;
+        iov[1].base = e->req.u.vadd.b.ptr;
+        iov[1].len = e->req.u.vadd.b.len;
+        n = 2;
+    }
+    uint64_t id;
+    int rc = rk_actor_sendv(b->act, type, iov, n, 0, &id, 0);
+    if (rc == 0) {
+        e->rk_id = id;
+        e->state = RKB_INFLIGHT;
+        rkb__map_put(b, id, (uint32_t)idx);
+        b->n_inflight++;
+        /* the payload is copied: give the frame back now */
+        zmq_msg_close(&e->body);
+        e->body_open = false;
+        return 0;
+    }
+    if (rc == -RK_EBUSY || rc == -RK_ENOSPC || rc == -RK_ETIMEDOUT)
+        return 1;
+    rkb__reply_rk_error(b, e, rc, rk_last_detail());
+    return -1;
+}
+
+static void rkb__park(rkb *b, int32_t idx)
+{
+    rkb_entry *e = &b->pool[idx];
+    e->state = RKB_PARKED;
+    e->deadline = rkb__now_ns() + (int64_t)b->cfg->admission_ms * 1000000;
+    e->next = -1;
+    if (b->park_tail >= 0)
+        b->pool[b->park_tail].next = idx;
+    else
+        b->park_head = idx;
+    b->park_tail = idx;
+    b->n_parked++;
+    b->n.parked_total++;
+}
+
+static int32_t rkb__unpark(rkb *b)
+{
+    int32_t i = b->park_head;
+    b->park_head = b->pool[i].next;
+    if (b->park_head < 0)
+        b->park_tail = -1;
+    b->n_parked--;
+    return i;
+}
+
+/* Retries the parked FIFO in order; BUSY for those whose admission time
+ * ran out; SHUTTING_DOWN for all of them once stopping. */
+static int rkb__retry_parked(rkb *b)
+{
+    int progress = 0;
+    int64_t now = 0;
+    while (b->park_head >= 0) {
+        int32_t idx = b->park_head;
+        rkb_entry *e = &b->pool[idx];
+        if (b->stopping) {
+            rkb__unpark(b);
+            rkb__reply_error(b, e, RKB_E_SHUTTING_DOWN,
+                             "the bridge is shutting down; the request was still waiting for admission");
+            rkb__entry_put(b, idx);
+            progress++;
+            continue;
+        }
+        int rc = rkb__admit(b, idx);
+        if (rc == 1) {
+            if (!now)
+                now = rkb__now_ns();
+            if (now < e->deadline)
+                break; /* keep FIFO order: nothing behind it goes first */
+            rkb__unpark(b);
+            rkb__reply_error(b, e, RKB_E_BUSY,
+                             "the bridge could not queue the request within the admission time of "
+                             "%u ms (%u requests in flight, %u waiting)",
+                             b->cfg->admission_ms, b->n_inflight, b->n_parked);
+            rkb__entry_put(b, idx);
+            progress++;
+            continue;
+        }
+        rkb__unpark(b);
+        if (rc < 0)
+            rkb__entry_put(b, idx);
+        else
+            e->state = RKB_INFLIGHT;
+        progress++;
+    }
+    return progress;
+}
+
+/* One reply out of the runtime. */
+static void rkb__on_reply(rkb *b, rk_reply *r)
+{
+    int32_t idx = rkb__map_take(b, r->id);
+    if (idx < 0) {
+        rkb_log(RKB_LOG_ERROR, "INTERNAL: runtime reply id %" PRIu64 " matches no request", r->id);
+        b->n.internal++;
+        rk_reply_release(b->act, r);
+        return;
+    }
+    b->n_inflight--;
+    rkb_entry *e = &b->pool[idx];
+    if (r->status) {
+        rkb__reply_rk_error(b, e, r->status, rk_strerror(r->status));
+    } else {
+        msgpack_packer *pk = &b->pk;
+        rkb__sbuf_reset(b);
+        rkb_reply_begin_ok(pk, e->req.has_id, e->req.id, 1);
+        rkb_pack_key(pk, e->req.op == RKB_OP_ECHO ? "data" : "c");
+        msgpack_pack_bin(pk, r->len);
+        msgpack_pack_bin_body(pk, r->data, r->len);
+        rk_reply_release(b->act, r);
+        rkb__send_reply(b, e);
+        rkb__entry_put(b, idx);
+        return;
+    }
+    rk_reply_release(b->act, r);
+    rkb__entry_put(b, idx);
+}
+
+static int rkb__drain_replies(rkb *b)
+{
+    int n = 0;
+    rk_reply r;
+    while (b->n_inflight) {
+        int rc = rk_actor_recv(b->act, &r, 0);
+        if (rc == 0) {
+            rkb__on_reply(b, &r);
+            n++;
+            continue;
+        }
+        if (rc != -RK_ETIMEDOUT && rc != -RK_EAGAIN) {
+            rkb_log(RKB_LOG_ERROR, "the runtime failed (%s): %s", rk_err_name(rc), rk_last_detail());
+            /* every request still owed comes back as a reply with that
+             * status (rk_actor_recv's contract); if none does, answer them
+             * here so that each request still gets exactly one reply */
+            if (rc != -RK_EDEVICE || b->n_inflight == 0)
+                break;
+            for (uint32_t i = 0; i < b->pool_n; i++)
+                if (b->pool[i].state == RKB_INFLIGHT) {
+                    rkb__map_take(b, b->pool[i].rk_id);
+                    b->n_inflight--;
+                    rkb__reply_rk_error(b, &b->pool[i], rc, rk_last_detail());
+                    rkb__entry_put(b, (int32_t)i);
+                }
+        }
+        break;
+    }
+    return n;
+}
+
+/* Reads one message from the socket into a fresh entry and answers or
+ * admits it. Returns 1 when a message was read, 0 when none was ready. */
+static int rkb__read_one(rkb *b)
+{
+    zmq_msg_t fr[RKB_FRAMES_MAX];
+    int nf = 0, extra = 0;
+    zmq_msg_init(&fr[0]);
+    if (zmq_msg_recv(&fr[0], b->router, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&fr[0]);
+        if (errno != EAGAIN && errno != EINTR)
+            rkb_log(RKB_LOG_ERROR, "zmq_msg_recv: %s", zmq_strerror(errno));
+        return 0;
+    }
+    nf = 1;
+    int more = zmq_msg_more(&fr[0]);
+    while (more) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, b->router, 0) < 0) { /* parts of a message arrive together */
+            zmq_msg_close(&m);
+            break;
+        }
+        more = zmq_msg_more(&m);
+        if (nf < RKB_FRAMES_MAX)
+            fr[nf++] = m;
+        else
+            zmq_msg_close(&m), extra++;
+    }
+    b->n.requests++;
+    /* envelope: the routing id, then everything up to and including the
+     * first empty frame that is not the last frame (REQ's delimiter) */
+    int env_n = 1;
+    for (int k = 1; k < nf - 1; k++)
+        if (zmq_msg_size(&fr[k]) == 0) {
+            env_n = k + 1;
+            break;
+        }
+    int n_body = nf - env_n + extra;
+    int32_t idx = rkb__entry_get(b);
+    if (idx < 0 || env_n > RKB_ENV_MAX) {
+        /* the caller checks for a free entry first; a deeper envelope than
+         * RKB_ENV_MAX cannot be routed back */
+        rkb_log(RKB_LOG_WARN, "dropped a message with %d envelope frames (at most %d)", env_n,
+                RKB_ENV_MAX);
+        b->n.unroutable++;
+        if (idx >= 0)
+            rkb__entry_put(b, idx);
+        for (int k = 0; k < nf; k++)
+            zmq_msg_close(&fr[k]);
+        return 1;
+    }
+    rkb_entry *e = &b->pool[idx];
+    for (int k = 0; k < env_n; k++)
+        e->env[k] = fr[k]; /* moves: the entry owns them now */
+    e->n_env = (uint8_t)env_n;
+    memset(&e->req, 0, sizeof e->req);
+    if (n_body != 1) {
+        if (n_body > 1) {
+            uint64_t id;
+            if (rkb_peek_id(zmq_msg_data(&fr[env_n]), zmq_msg_size(&fr[env_n]), &id) == 0)
+                e->req.has_id = true, e->req.id = id;
+        }
+        rkb__reply_error(b, e, RKB_E_MALFORMED,
+                         "the request has %d body frames; the protocol allows exactly one", n_body);
+        for (int k = env_n; k < nf; k++)
+            zmq_msg_close(&fr[k]);
+        rkb__entry_put(b, idx);
+        return 1;
+    }
+    e->body = fr[env_n];
+    e->body_open = true;
+    if (b->stopping) {
+        uint64_t id;
+        if (rkb_peek_id(zmq_msg_data(&e->body), zmq_msg_size(&e->body), &id) == 0)
+            e->req.has_id = true, e->req.id = id;
+        rkb__reply_error(b, e, RKB_E_SHUTTING_DOWN, "the bridge is shutting down");
+        rkb__entry_put(b, idx);
+        return 1;
+    }
+    rkb_error err;
+    int rc = rkb_decode_request(zmq_msg_data(&e->body), zmq_msg_size(&e->body), &b->lim, &e->req,
+                                &b->dec, &err);
+    if (rc) {
+        rkb__reply_error(b, e, err.code, "%s", err.message);
+        rkb__entry_put(b, idx);
+        return 1;
+    }
+    switch (e->req.op) {
+    case RKB_OP_PING:
+        rkb__sbuf_reset(b);
+        rkb_reply_begin_ok(&b->pk, e->req.has_id, e->req.id, 1);
+        rkb_pack_key(&b->pk, "backend");
+        rkb__pack_str(&b->pk, b->info.backend_name);
+        rkb__send_reply(b, e);
+        rkb__entry_put(b, idx);
+        return 1;
+    case RKB_OP_STATUS:
+        rkb__reply_status(b, e);
+        rkb__entry_put(b, idx);
+        return 1;
+    case RKB_OP_LAUNCH:
+        rkb__do_launch(b, e);
+        rkb__entry_put(b, idx);
+        return 1;
+    case RKB_OP_ECHO:
+    case RKB_OP_VADD:
+        break;
+    default:
+        rkb__reply_error(b, e, RKB_E_INTERNAL, "decoder returned op %d", (int)e->req.op);
+        rkb__entry_put(b, idx);
+        return 1;
+    }
+    /* FIFO: behind whatever already waits */
+    if (b->park_head < 0) {
+        rc = rkb__admit(b, idx);
+        if (rc == 0)
+            return 1;
+        if (rc < 0) {
+            rkb__entry_put(b, idx);
+            return 1;
+        }
+    }
+    rkb__park(b, idx);
+    return 1;
+}
+
+/* ---- start-up and the loop ------------------------------------------- */
+
+static int rkb__open_socket(rkb *b, rkb_zap *zap)
+{
+    const rkb_config *c = b->cfg;
+    b->router = zmq_socket(b->ctx, ZMQ_ROUTER);
+    if (!b->router) {
+        fprintf(stderr, "rk-bridge: zmq_socket: %s\n", zmq_strerror(errno));
+        return -1;
+    }
+    int one = 1, linger = 2000;
+    zmq_setsockopt(b->router, ZMQ_SNDHWM, &c->sndhwm, sizeof c->sndhwm);
+    zmq_setsockopt(b->router, ZMQ_RCVHWM, &c->rcvhwm, sizeof c->rcvhwm);
+    zmq_setsockopt(b->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(b->router, ZMQ_LINGER, &linger, sizeof linger);
+    /* frames far above the limit drop the connection instead of being
+     * buffered whole: up to twice the limit still gets a TOO_LARGE reply */
+    int64_t maxmsg = (int64_t)c->max_message_bytes * 2 + (1 << 20);
+    zmq_setsockopt(b->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (c->curve_secret_file) {
+        char sec[41];
+        if (rkb_key_read(c->curve_secret_file, sec))
+            return -1;
+        if (rkb__zap_start(zap, b->ctx, c->curve_allow_dir ? c->curve_allow_dir : "/nonexistent"))
+            return -1;
+        int srv = 1;
+        zmq_setsockopt(b->router, ZMQ_CURVE_SERVER, &srv, sizeof srv);
+        if (zmq_setsockopt(b->router, ZMQ_CURVE_SECRETKEY, sec, 40) != 0) {
+            fprintf(stderr, "rk-bridge: CURVE unavailable: %s\n", zmq_strerror(errno));
+            return -1;
+        }
+        char pub[41];
+        zmq_curve_public(pub, sec);
+        rkb_log(RKB_LOG_INFO, "CURVE on: server public key %s", pub);
+        explicit_bzero(sec, sizeof sec);
+    }
+    size_t off = 0;
+    for (int i = 0; i < c->n_binds; i++) {
+        if (zmq_bind(b->router, c->binds[i]) != 0) {
+            fprintf(stderr, "rk-bridge: cannot bind %s: %s\n", c->binds[i], zmq_strerror(errno));
+            return -1;
+        }
+        char last[512];
+        size_t sz = sizeof last;
+        if (zmq_getsockopt(b->router, ZMQ_LAST_ENDPOINT, last, &sz) != 0)
+            snprintf(last, sizeof last, "%s", c->binds[i]);
+        off += (size_t)snprintf(b->endpoints + off, off < sizeof b->endpoints ? sizeof b->endpoints - off : 0,
+                                "%s%s", i ? " " : "", last);
+        if (off >= sizeof b->endpoints)
+            off = sizeof b->endpoints - 1;
+    }
+    return 0;
+}
+
+/* A start-up configuration that the CUDA backend refused as a launch
+ * error is not silently served by the CPU fallback: the operator asked for
+ * a kernel shape that cannot run. */
+static const char *rkb__launch_refusal(const rk_info *in)
+{
+    static const char *names[] = {"RK_EBLOCK", "RK_ESMEM", "RK_EGRID"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strstr(in->why, names[i]))
+            return names[i];
+    return NULL;
+}
+
+int rkb_run(const rkb_config *c)
+{
+    rkb *b = calloc(1, sizeof *b);
+    if (!b)
+        return 1;
+    rkb_zap zap = {0};
+    int exit_code = 1;
+    int sfd = -1;
+    b->cfg = c;
+    rkb_log_level = c->log_level;
+    b->free_head = b->park_head = b->park_tail = -1;
+    rkb_decode_state_init(&b->dec);
+    msgpack_sbuffer_init(&b->sbuf);
+    msgpack_packer_init(&b->pk, &b->sbuf, msgpack_sbuffer_write);
+
+    int rc = rk_runtime_open(&b->rt, &c->rk);
+    if (rc) {
+        int code = rkb__is_launch_error(rc) && -rc != RK_EINVAL ? RKB_E_LAUNCH_INVALID : 0;
+        if (code)
+            fprintf(stderr, "rk-bridge: LAUNCH_INVALID: %s\n", rk_last_detail());
+        else
+            fprintf(stderr, "rk-bridge: cannot open the runtime (%s): %s\n", rk_err_name(rc),
+                    rk_last_detail());
+        exit_code = code ? 2 : 1;
+        goto out;
+    }
+    rk_runtime_info(b->rt, &b->info);
+    const char *refusal = rkb__launch_refusal(&b->info);
+    if (refusal) {
+        fprintf(stderr, "rk-bridge: LAUNCH_INVALID: %s\n", b->info.why);
+        exit_code = 2;
+        goto out;
+    }
+    rc = rk_actor_open(b->rt, &b->act);
+    if (rc) {
+        fprintf(stderr, "rk-bridge: rk_actor_open: %s\n", rk_last_detail());
+        goto out;
+    }
+    b->pool_n = c->rk.actor_window + c->queue;
+    b->pool = calloc(b->pool_n, sizeof *b->pool);
+    uint32_t mcap = 1;
+    while (mcap < 2 * c->rk.actor_window)
+        mcap <<= 1;
+    b->map_key = calloc(mcap, sizeof *b->map_key);
+    b->map_val = calloc(mcap, sizeof *b->map_val);
+    b->map_mask = mcap - 1;
+    if (!b->pool || !b->map_key || !b->map_val) {
+        fprintf(stderr, "rk-bridge: out of memory for %u request entries\n", b->pool_n);
+        goto out;
+    }
+    for (int32_t i = (int32_t)b->pool_n - 1; i >= 0; i--) {
+        b->pool[i].next = b->free_head;
+        b->free_head = i;
+    }
+    b->n_free = b->pool_n;
+    b->lim = RKB_LIMITS_DEFAULT;
+    b->lim.max_frame = c->max_message_bytes;
+
+    sigset_t ss;
+    sigemptyset(&ss);
+    sigaddset(&ss, SIGINT);
+    sigaddset(&ss, SIGTERM);
+    sfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
+
+    b->ctx = zmq_ctx_new();
+    if (rkb__open_socket(b, &zap))
+        goto out;
+
+    char dev[200] = "none";
+    if (b->info.has_device)
+        snprintf(dev, sizeof dev, "%s (%d SMs, cc %d.%d)", b->info.device_name, b->info.sm_count,
+                 b->info.cc_major, b->info.cc_minor);
+    printf("rk-bridge %d.%d.%d: backend %s (%s); device %s; kernel grid %u block %u smem %u; "
+           "rings %u x %u B, arena %zu B, window %u, max message %zu B; %s; listening on %s\n",
+           RK_VERSION_MAJOR, RK_VERSION_MINOR, RK_VERSION_PATCH, b->info.backend_name, b->info.why,
+           dev, b->info.grid, b->info.block, b->info.smem, b->info.ring_slots, b->info.slot_size,
+           b->info.arena_size, c->rk.actor_window, c->max_message_bytes,
+           c->curve_secret_file ? "CURVE on" : "no encryption", b->endpoints);
+    fflush(stdout);
+
+    zmq_pollitem_t items[2] = {{b->router, 0, ZMQ_POLLIN, 0}, {NULL, sfd, ZMQ_POLLIN, 0}};
+    int64_t last_progress = rkb__now_ns();
+    for (;;) {
+        int progress = rkb__drain_replies(b);
+        if (b->n_parked)
+            progress += rkb__retry_parked(b);
+        /* read while a request has somewhere to go */
+        for (int k = 0; k < 64 && b->n_free && b->n_parked < c->queue; k++) {
+            if (!rkb__read_one(b))
+                break;
+            progress++;
+        }
+        int64_t now = rkb__now_ns();
+        if (b->stopping) {
+            bool grace_over = now >= b->stop_at + (int64_t)c->shutdown_grace_ms * 1000000;
+            bool drain_over = now >= b->stop_at + (int64_t)c->drain_ms * 1000000;
+            if (b->n_inflight == 0 && b->n_parked == 0 && grace_over)
+                break;
+            if (drain_over) {
+                rkb_log(RKB_LOG_WARN, "shutdown: %u request(s) still in flight after %u ms; exiting",
+                        b->n_inflight, c->drain_ms);
+                break;
+            }
+        }
+        if (progress) {
+            last_progress = now;
+            continue;
+        }
+        int64_t idle = now - last_progress;
+        bool busy = b->n_inflight || b->n_parked;
+        if (busy && idle < 50000) { /* 50 us: replies normally come back within this */
+            for (int k = 0; k < 16; k++)
+                rkb__relax();
+            continue;
+        }
+        if (busy && idle < 2000000) {
+            sched_yield();
+            continue;
+        }
+        long tmo = busy ? 1 : -1;
+        if (b->stopping && !busy) {
+            int64_t left = b->stop_at + (int64_t)c->shutdown_grace_ms * 1000000 - now;
+            tmo = left > 0 ? (long)(left / 1000000) + 1 : 0;
+        }
+        /* stop reading when the queue is full: poll only the signal */
+        bool can_read = b->n_free && b->n_parked < c->queue;
+        int np = zmq_poll(can_read ? items : items + 1, can_read ? 2 : 1, tmo);
+        if (np < 0 && errno != EINTR) {
+            rkb_log(RKB_LOG_ERROR, "zmq_poll: %s", zmq_strerror(errno));
+            break;
+        }
+        if (sfd >= 0) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && !b->stopping) {
+                b->stopping = true;
+                b->stop_at = rkb__now_ns();
+                rkb_log(RKB_LOG_INFO, "signal %u: shutting down (%u in flight, %u waiting)",
+                        si.ssi_signo, b->n_inflight, b->n_parked);
+            }
+        }
+    }
+    rkb_log(RKB_LOG_INFO, "stopped: %" PRIu64 " requests, %" PRIu64 " replies, %" PRIu64 " errors",
+            b->n.requests, b->n.replies, b->n.errors);
+    exit_code = 0;
+
+out:
+    if (b->router)
+        zmq_close(b->router);
+    if (b->ctx) {
+        zmq_ctx_shutdown(b->ctx);
+        rkb__zap_stop(&zap);
+        zmq_ctx_term(b->ctx);
+    } else {
+        rkb__zap_stop(&zap);
+    }
+    /* entries still holding frames (a drain that timed out) */
+    for (uint32_t i = 0; b->pool && i < b->pool_n; i++)
+        if (b->pool[i].state != RKB_FREE)
+            rkb__entry_put(b, (int32_t)i);
+    rkb_decode_state_destroy(&b->dec);
+    msgpack_sbuffer_destroy(&b->sbuf);
+    rk_actor_close(b->act);
+    rk_runtime_close(b->rt);
+    if (sfd >= 0)
+        close(sfd);
+    free(b->pool);
+    free(b->map_key);
+    free(b->map_val);
+    free(b);
+    return exit_code;
+}
