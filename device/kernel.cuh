@@ -1,0 +1,691 @@
+/* device/kernel.cuh - the persistent cooperative ring kernel, as a template
+ * over the user's GPU actors (device/actor.cuh explains why a template).
+ *
+ * Roles (one cooperative grid, launched once per runtime):
+ *   block 0, warp 0  DISPATCHER: polls the H2D ring in host memory. Idle, it
+ *                    reads one slot per poll (a warp loads the whole 256-B
+ *                    slot: lane i reads line i, so "a message is here" and
+ *                    the message itself arrive in ONE PCIe round trip);
+ *                    busy, it reads 32 slots per round trip. Small messages
+ *                    (echo, NOP) are answered straight from registers; the
+ *                    rest is staged in shared memory and run by the warp,
+ *                    or, for arena payloads above RK__WARP_ARENA_MAX, posted
+ *                    as a job for the whole grid. No grid-wide barrier is
+ *                    ever on the small-message path.
+ *   block 0, warp 1  HOUSEKEEPER: writes the heartbeat, reads the stop word,
+ *                    publishes H2D cons_head (so the dispatcher never stalls
+ *                    on a system-scope release fence), posts the replies of
+ *                    finished grid jobs, and shuts the kernel down cleanly.
+ *   blocks 1..G-1    WORKERS: wait on DEVICE memory (job counter in the
+ *                    scratch, __nanosleep backoff) and run grid jobs (large
+ *                    vadd / echo / user actors) over all their threads.
+ *
+ * D2H positions are reserved with a shared-memory atomic in block 0 (the
+ * dispatcher and the housekeeper both produce); lines are LL lines, so
+ * replies need no fence, except that arena output is fenced (system scope)
+ * before the reply that points to it.
+ *
+ * Host memory is only loaded and stored (ring.cuh), never RMW'd.
+ */
+#ifndef RK_DEVICE_KERNEL_CUH
+#define RK_DEVICE_KERNEL_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernel_desc.h"
+#include "ring.cuh"
+#include "rk/error.h"
+
+namespace rk {
+
+/* What a GPU actor's handler learns about the threads serving a request:
+ * every thread of the group calls the handler with its own rank. A warp
+ * serves inline (small) messages; the whole worker grid serves arena
+ * payloads above 16 KiB. Handlers loop rank-strided over their data and
+ * must not wait for one another (no group barrier). Rank 0's return value
+ * and *out_len are the reply's status and length. */
+struct gpu_ctx {
+    uint32_t rank;
+    uint32_t size;
+    bool grid;
+};
+
+namespace dev {
+
+constexpr uint32_t FULL = 0xffffffffu;
+constexpr int K = 32;                         /* slots per busy poll */
+constexpr uint32_t RK__WARP_ARENA_MAX = 16384; /* larger arena payloads go to the grid */
+constexpr uint32_t NJ = 16;                   /* grid job queue entries */
+constexpr uint32_t MAX_WORDS = RK_RING_SLOT_MAX / 8; /* lines of the largest slot */
+
+/* one grid job: the request's header + arena ref as message words 1..12 */
+struct job {
+    uint32_t words[13];
+    uint32_t op; /* 0 run, 1 quit */
+    int32_t status;
+    uint32_t out_len;
+};
+struct scratch {
+    uint32_t job_posted;
+    uint32_t pad0[31];
+    uint32_t job_completed;
+    uint32_t pad1[31];
+    uint32_t job_done[NJ];
+    uint32_t pad2[32 - NJ];
+    job jobs[NJ];
+};
+static_assert(sizeof(scratch) <= RK_KERNEL_SCRATCH_BYTES, "scratch too large");
+
+/* block 0's shared state */
+struct shared0 {
+    unsigned long long d2h_tail; /* next D2H position to reserve (smem atomics) */
+    unsigned long long d2h_head; /* cached D2H cons_head (atomicMax) */
+    unsigned long long h2d_done; /* positions the dispatcher consumed */
+    uint32_t stop;               /* housekeeper -> dispatcher: 1 stop, 2 abort */
+    uint32_t jobs_posted;        /* dispatcher -> housekeeper */
+    uint32_t dispatcher_done;
+    uint32_t words[MAX_WORDS];   /* staged request (slow path) */
+    uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
+    uint32_t jreply[16];         /* housekeeper's job reply */
+    uint64_t lines[K * 32];      /* one busy poll: K slots x 32 lines */
+};
+
+__device__ __forceinline__ uint32_t vol_ld(const uint32_t *p) { return *(const volatile uint32_t *)p; }
+__device__ __forceinline__ unsigned long long vol_ld(const unsigned long long *p)
+{
+    return *(const volatile unsigned long long *)p;
+}
+
+/* float add with the host's (x86 SSE / AArch64) NaN rule, so results are
+ * bit-identical to rk__vadd_f32 even for NaN inputs: a NaN operand comes
+ * back quieted, the first one when both are NaN. Plain IEEE add, round to
+ * nearest, denormals kept (no FMA, no fast-math). */
+__device__ __forceinline__ float vadd1(float x, float y)
+{
+    uint32_t ux = __float_as_uint(x), uy = __float_as_uint(y);
+    if ((ux & 0x7fffffffu) > 0x7f800000u)
+        return __uint_as_float(ux | 0x00400000u);
+    if ((uy & 0x7fffffffu) > 0x7f800000u)
+        return __uint_as_float(uy | 0x00400000u);
+    return __fadd_rn(x, y);
+}
+
+__device__ __forceinline__ void copy_bytes(const gpu_ctx &c, uint8_t *dst, const uint8_t *src, uint64_t n)
+{
+    uint64_t i = 0;
+    if ((((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
+        const uint64_t n16 = n / 16;
+        const uint4 *s = reinterpret_cast<const uint4 *>(src);
+        uint4 *d = reinterpret_cast<uint4 *>(dst);
+        for (uint64_t k = c.rank; k < n16; k += c.size)
+            d[k] = s[k];
+        i = n16 * 16;
+    } else if ((((uintptr_t)dst | (uintptr_t)src) & 3) == 0) {
+        const uint64_t n4 = n / 4;
+        const uint32_t *s = reinterpret_cast<const uint32_t *>(src);
+        uint32_t *d = reinterpret_cast<uint32_t *>(dst);
+        for (uint64_t k = c.rank; k < n4; k += c.size)
+            d[k] = s[k];
+        i = n4 * 4;
+    }
+    for (uint64_t k = i + c.rank; k < n; k += c.size)
+        dst[k] = src[k];
+}
+
+__device__ __forceinline__ void vadd_n(const gpu_ctx &c, const float *a, const float *b, float *o, uint64_t n)
+{
+    uint64_t i = 0;
+    if ((((uintptr_t)a | (uintptr_t)b | (uintptr_t)o) & 15) == 0) {
+        const uint64_t n4 = n / 4;
+        const float4 *a4 = reinterpret_cast<const float4 *>(a);
+        const float4 *b4 = reinterpret_cast<const float4 *>(b);
+        float4 *o4 = reinterpret_cast<float4 *>(o);
+        for (uint64_t k = c.rank; k < n4; k += c.size) {
+            float4 x = a4[k], y = b4[k];
+            o4[k] = make_float4(vadd1(x.x, y.x), vadd1(x.y, y.y), vadd1(x.z, y.z), vadd1(x.w, y.w));
+        }
+        i = n4 * 4;
+    }
+    for (uint64_t k = i + c.rank; k < n; k += c.size)
+        o[k] = vadd1(a[k], b[k]);
+}
+
+/* ---- the user's actors, dispatched by type at compile time ---- */
+template <class... A> struct actor_list;
+template <> struct actor_list<> {
+    __device__ static bool run(uint16_t, const gpu_ctx &, const void *, uint32_t, void *, uint32_t,
+                               uint32_t *, int *)
+    {
+        return false;
+    }
+};
+template <class H, class... T> struct actor_list<H, T...> {
+    __device__ static bool run(uint16_t type, const gpu_ctx &c, const void *in, uint32_t in_len,
+                               void *out, uint32_t out_cap, uint32_t *out_len, int *status)
+    {
+        if (type == H::type) {
+            *status = H::run(c, in, in_len, out, out_cap, out_len);
+            return true;
+        }
+        return actor_list<T...>::run(type, c, in, in_len, out, out_cap, out_len, status);
+    }
+};
+
+/* Runs one operation on the calling group. Returns the status (rank 0's
+ * counts); *out_len the reply bytes. */
+template <class... A>
+__device__ int run_op(const rk_kargs &ka, uint16_t type, const gpu_ctx &c, const uint8_t *in,
+                      uint32_t in_len, uint8_t *out, uint64_t out_cap, uint32_t *out_len)
+{
+    *out_len = 0;
+    switch (type) {
+    case RK_OP_NOP:
+        return 0;
+    case RK_OP_ECHO:
+        if (in_len > out_cap)
+            return -RK_EMSGSIZE;
+        copy_bytes(c, out, in, in_len);
+        *out_len = in_len;
+        return 0;
+    case RK_OP_VADD: {
+        if (in_len == 0 || in_len % 8)
+            return -RK_EINVAL;
+        const uint64_t n = in_len / 8;
+        if (out_cap < n * 4)
+            return -RK_EMSGSIZE;
+        const float *a = reinterpret_cast<const float *>(in);
+        vadd_n(c, a, a + n, reinterpret_cast<float *>(out), n);
+        *out_len = (uint32_t)(n * 4);
+        return 0;
+    }
+    case RK_OP_FAULT:
+        /* test only: an illegal address, as a buggy actor would make */
+        if (c.rank == 0)
+            *(volatile uint32_t *)(ka.arena + ka.arena_size + (1ull << 44)) = 1u;
+        return 0;
+    default: {
+        int st = -RK_ENOTSUP;
+        uint32_t cap = out_cap > 0xffffffffull ? 0xffffffffu : (uint32_t)out_cap;
+        if (type >= RK_OP_USER && actor_list<A...>::run(type, c, in, in_len, out, cap, out_len, &st))
+            return st;
+        return -RK_ENOTSUP;
+    }
+    }
+}
+
+/* ---- D2H production (block 0; lane 0 reserves, the warp writes) ---- */
+__device__ __forceinline__ uint64_t d2h_reserve(shared0 &sh, const ring_view &out, const rk_kargs &ka,
+                                                uint32_t lane)
+{
+    uint64_t pos = 0;
+    if (lane == 0) {
+        pos = atomicAdd(&sh.d2h_tail, 1ull);
+        uint32_t ns = 0;
+        while (pos - vol_ld(&sh.d2h_head) >= out.slots) {
+            /* full by the cached head: refresh it (one PCIe read). acquire:
+             * pairs with the host consumer's store-release of cons_head, so
+             * its reads of the slot's old lap are done before we overwrite. */
+            uint64_t h = rk__ld_acquire_sys(out.cons_head);
+            atomicMax(&sh.d2h_head, (unsigned long long)h);
+            if (pos - h < out.slots)
+                break;
+            if (vol_ld(&sh.stop) >= 2)
+                break; /* abort: the host no longer drains */
+            __nanosleep(ns);
+            ns = ns < 8192 ? ns * 2 + 32 : ns;
+        }
+    }
+    return __shfl_sync(FULL, pos, 0);
+}
+
+/* words[0] = reply length, words[1..] the reply */
+__device__ __forceinline__ void d2h_post_words(shared0 &sh, const ring_view &out, const rk_kargs &ka,
+                                               const uint32_t *words, uint32_t lane)
+{
+    uint64_t pos = d2h_reserve(sh, out, ka, lane);
+    ring_warp_store(out, pos, words, lane);
+}
+
+/* Serves a staged request (sh.words) with the warp; posts its reply or a
+ * grid job. Returns false when it could not be taken now (job queue full
+ * and stopping): the request then stays in the ring. */
+template <class... A>
+__device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch *ds,
+                                        const ring_view &out, bool has_workers, uint32_t lane)
+{
+    uint32_t *w = sh.words;
+    uint32_t *r = sh.reply;
+    const uint32_t len = w[0];
+    const uint16_t type = (uint16_t)(w[1] & 0xffffu);
+    const uint16_t flags = (uint16_t)(w[1] >> 16);
+    const uint32_t hlen = w[6];
+    int status = 0;
+    uint32_t out_len = 0;
+    uint32_t rwords; /* reply message bytes */
+
+    if (len < sizeof(rk_msg_hdr)) {
+        status = -RK_EPROTO;
+        rwords = sizeof(rk_msg_hdr);
+    } else if (flags & RK_MSG_ARENA) {
+        rwords = sizeof(rk_msg_hdr) + sizeof(rk_arena_ref);
+        if (len < rwords) {
+            status = -RK_EPROTO;
+            rwords = sizeof(rk_msg_hdr);
+        } else {
+            const uint64_t in_off = w[7] | ((uint64_t)w[8] << 32);
+            const uint64_t out_off = w[9] | ((uint64_t)w[10] << 32);
+            const uint64_t out_cap = w[11] | ((uint64_t)w[12] << 32);
+            const uint64_t asz = ka.arena_size;
+            if (in_off > asz || hlen > asz - in_off || out_off > asz || out_cap > asz - out_off) {
+                status = -RK_EPROTO;
+            } else if (has_workers && hlen > RK__WARP_ARENA_MAX) {
+                /* the whole grid: post a job (the housekeeper replies) */
+                uint32_t posted = sh.jobs_posted;
+                if (lane == 0) {
+                    uint32_t ns = 0;
+                    while (posted - rk__ld_acquire_gpu(&ds->job_completed) >= NJ) {
+                        if (vol_ld(&sh.stop) >= 2)
+                            break;
+                        __nanosleep(ns);
+                        ns = ns < 4096 ? ns * 2 + 32 : ns;
+                    }
+                }
+                __syncwarp();
+                if (vol_ld(&sh.stop) >= 2)
+                    return false;
+                job *j = &ds->jobs[posted % NJ];
+                if (lane < 13)
+                    j->words[lane] = w[lane];
+                if (lane == 0)
+                    j->op = 0;
+                __syncwarp();
+                if (lane == 0) {
+                    /* release (gpu): the job's words before the counter;
+                     * pairs with the workers' acquire of job_posted */
+                    rk__st_release_gpu(&ds->job_posted, posted + 1);
+                    rk__st_release_cta(&sh.jobs_posted, posted + 1);
+                }
+                __syncwarp();
+                return true;
+            } else {
+                /* acquire: pairs with the producer's release fence before
+                 * its lines, so the arena payload is visible */
+                rk__fence_acquire_sys();
+                gpu_ctx c{lane, 32, false};
+                status = run_op<A...>(ka, type, c, ka.arena + in_off, hlen, ka.arena + out_off, out_cap,
+                                      &out_len);
+                status = __shfl_sync(FULL, status, 0);
+                out_len = __shfl_sync(FULL, out_len, 0);
+                __syncwarp();
+                /* release: the arena output before the reply's lines */
+                rk__fence_release_sys();
+            }
+            if (lane >= 7 && lane < 13)
+                r[lane] = w[lane];
+        }
+    } else if (hlen > len - sizeof(rk_msg_hdr)) {
+        status = -RK_EPROTO;
+        rwords = sizeof(rk_msg_hdr);
+    } else {
+        gpu_ctx c{lane, 32, false};
+        status = run_op<A...>(ka, type, c, reinterpret_cast<const uint8_t *>(w + 7), hlen,
+                              reinterpret_cast<uint8_t *>(r + 7), out.msg_max - sizeof(rk_msg_hdr),
+                              &out_len);
+        status = __shfl_sync(FULL, status, 0);
+        out_len = __shfl_sync(FULL, out_len, 0);
+        rwords = sizeof(rk_msg_hdr) + (status == 0 ? out_len : 0);
+    }
+    __syncwarp();
+    if (lane >= 1 && lane < 5)
+        r[lane] = w[lane];
+    if (lane == 0)
+        r[0] = rwords;
+    if (lane == 5)
+        r[5] = (uint32_t)status;
+    if (lane == 6)
+        r[6] = status == 0 ? out_len : 0;
+    __syncwarp();
+    d2h_post_words(sh, out, ka, r, lane);
+    __syncwarp();
+    return true;
+}
+
+/* ---- the dispatcher warp ---- */
+template <class... A>
+__device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
+    const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
+    uint64_t hpos = vol_ld(&sh.h2d_done);
+    uint32_t kcur = 1, idle = 0, ns = 0;
+
+    if (ka.flags & RK_KF_MUTE) {
+        while (!vol_ld(&sh.stop))
+            __nanosleep(10000);
+        return;
+    }
+    for (;;) {
+        if (vol_ld(&sh.stop))
+            break;
+        /* all loads first (K slots in flight in one round trip), then park
+         * them in shared memory so the checks below index them freely */
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            if (k < (int)kcur)
+                sh.lines[k * 32 + lane] = ring_warp_load(in, hpos + k, lane);
+        __syncwarp();
+        uint32_t found = 0;
+        bool stalled = false;
+        for (int k = 0; k < (int)kcur; k++) {
+            const uint64_t pos = hpos + k;
+            const uint32_t flag = ring_flag(in, pos);
+            const uint64_t L = sh.lines[k * 32 + lane];
+            const uint64_t l0 = __shfl_sync(FULL, L, 0);
+            if ((uint32_t)(l0 >> 32) != flag)
+                break;
+            const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
+            const uint32_t nl = 1u + (len + 3u) / 4u;
+            if (!__all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag))
+                break; /* the producer is still writing lines */
+            const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
+            const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
+            const uint16_t type = (uint16_t)(w1 & 0xffffu);
+            const bool fast = nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
+                              (type == RK_OP_ECHO || type == RK_OP_NOP) &&
+                              hlen <= len - sizeof(rk_msg_hdr);
+            if (fast) {
+                /* straight from registers: lane i writes reply line i */
+                const uint32_t plen = type == RK_OP_ECHO ? hlen : 0u;
+                uint32_t d = (uint32_t)L;
+                if (lane == 0)
+                    d = (uint32_t)sizeof(rk_msg_hdr) + plen;
+                if (lane == 5)
+                    d = 0;
+                if (lane == 6)
+                    d = plen;
+                const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
+                const uint64_t dpos = d2h_reserve(sh, out, ka, lane);
+                if (lane < rl)
+                    rk__st_relaxed_sys(ring_slot(out, dpos) + lane, ring_line(d, ring_flag(out, dpos)));
+            } else {
+                /* stage the message in shared memory */
+                if (lane < nl)
+                    sh.words[lane] = (uint32_t)L;
+                for (uint32_t i = 32 + lane; i < nl; i += 32) {
+                    uint64_t x;
+                    do {
+                        x = rk__ld_relaxed_sys(ring_slot(in, pos) + i);
+                    } while ((uint32_t)(x >> 32) != flag && !vol_ld(&sh.stop));
+                    sh.words[i] = (uint32_t)x;
+                }
+                if (lane == 0)
+                    sh.words[0] = len;
+                __syncwarp();
+                if (vol_ld(&sh.stop) ||
+                    !serve_slow<A...>(ka, sh, ds, out, has_workers, lane)) {
+                    stalled = true;
+                    break;
+                }
+            }
+            found++;
+        }
+        __syncwarp();
+        if (found) {
+            hpos += found;
+            /* consumed: the housekeeper publishes cons_head (release) */
+            if (lane == 0)
+                rk__st_release_cta(&sh.h2d_done, (unsigned long long)hpos);
+            kcur = K;
+            idle = 0;
+            ns = 0;
+        } else {
+            kcur = 1;
+            if (++idle > 20000) {
+                __nanosleep(ns);
+                ns = ns < 32000 ? ns * 2 + 64 : ns;
+            }
+        }
+        if (stalled)
+            break;
+    }
+    __syncwarp();
+    if (lane == 0) {
+        rk__st_release_cta(&sh.h2d_done, (unsigned long long)hpos);
+        rk__st_release_cta(&sh.dispatcher_done, 1u);
+    }
+}
+
+/* ---- the housekeeper warp ---- */
+template <class... A>
+__device__ void housekeeper(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
+    const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
+    uint64_t published = vol_ld(&sh.h2d_done);
+    uint32_t replied = 0;
+    uint64_t last_hb = 0;
+    uint32_t ns = 0;
+    bool quit_posted = false;
+
+    if (lane == 0)
+        rk__st_release_sys(ka.state, (int32_t)1 /* RK__STATE_RUNNING */);
+    for (;;) {
+        const uint64_t now = rk__globaltimer();
+        bool busy = false;
+        if (lane == 0) {
+            if (now - last_hb > 200000ull) { /* 0.2 ms */
+                rk__st_relaxed_sys(ka.heartbeat, now);
+                last_hb = now;
+            }
+            /* acquire: pairs with the host's store-release of stop */
+            uint32_t s = rk__ld_acquire_sys(ka.stop);
+            if (s > vol_ld(&sh.stop))
+                *(volatile uint32_t *)&sh.stop = s;
+        }
+        /* publish consumption: release orders the dispatcher's reads of
+         * the slots (before its cta-release of h2d_done, which we acquired)
+         * before the host may overwrite them */
+        const uint64_t done = rk__ld_acquire_cta(&sh.h2d_done);
+        if (done != published) {
+            if (lane == 0)
+                rk__st_release_sys(in.cons_head, done);
+            published = done;
+            busy = true;
+        }
+        /* replies of finished grid jobs */
+        const uint32_t posted = rk__ld_acquire_cta(&sh.jobs_posted);
+        if (posted != replied) {
+            uint32_t completed = 0;
+            if (lane == 0)
+                completed = rk__ld_acquire_gpu(&ds->job_completed);
+            completed = __shfl_sync(FULL, completed, 0);
+            while (replied != completed) {
+                const job *j = &ds->jobs[replied % NJ];
+                uint32_t *r = sh.jreply;
+                if (lane < 13)
+                    r[lane] = j->words[lane];
+                __syncwarp();
+                if (lane == 0) {
+                    r[0] = sizeof(rk_msg_hdr) + sizeof(rk_arena_ref);
+                    r[5] = (uint32_t)j->status;
+                    r[6] = j->status == 0 ? j->out_len : 0;
+                }
+                __syncwarp();
+                /* release: the workers' arena output (fenced at system
+                 * scope by each block before job_completed) before the
+                 * reply's lines */
+                rk__fence_release_sys();
+                d2h_post_words(sh, out, ka, r, lane);
+                __syncwarp();
+                replied++;
+            }
+            busy = true;
+        }
+        const bool ddone = rk__ld_acquire_cta(&sh.dispatcher_done) != 0;
+        if (ddone && (replied == rk__ld_acquire_cta(&sh.jobs_posted) || vol_ld(&sh.stop) >= 2))
+            break;
+        if (busy || posted != replied) {
+            ns = 0;
+        } else {
+            __nanosleep(ns);
+            ns = ns < 20000 ? ns * 2 + 256 : ns;
+        }
+        __syncwarp();
+    }
+    /* clean stop: workers quit, indices go back to the host */
+    if (lane == 0) {
+        if (has_workers && !quit_posted) {
+            uint32_t p = vol_ld(&sh.jobs_posted);
+            uint32_t spins = 0;
+            while (p - rk__ld_acquire_gpu(&ds->job_completed) >= NJ && spins++ < 100000)
+                __nanosleep(1000);
+            ds->jobs[p % NJ].op = 1;
+            rk__st_release_gpu(&ds->job_posted, p + 1);
+            quit_posted = true;
+        }
+        const uint64_t done = rk__ld_acquire_cta(&sh.h2d_done);
+        rk__st_release_sys(in.cons_head, done);
+        rk__st_release_sys(out.prod_tail, (uint64_t)vol_ld(&sh.d2h_tail));
+        rk__st_relaxed_sys(ka.heartbeat, rk__globaltimer());
+        rk__st_release_sys(ka.state, (int32_t)2 /* RK__STATE_STOPPED */);
+    }
+}
+
+/* ---- worker blocks ---- */
+template <class... A>
+__device__ void worker(const rk_kargs &ka, scratch *ds)
+{
+    __shared__ uint32_t s_op;
+    const uint32_t nworkers = gridDim.x - 1;
+    const gpu_ctx c{(blockIdx.x - 1) * blockDim.x + threadIdx.x, nworkers * blockDim.x, true};
+    uint32_t next = 0;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            uint32_t ns = 0, spins = 0;
+            /* acquire: pairs with the dispatcher's release of job_posted */
+            while (rk__ld_acquire_gpu(&ds->job_posted) <= next) {
+                if (++spins > 64) {
+                    __nanosleep(ns);
+                    ns = ns < 20000 ? ns * 2 + 128 : ns;
+                }
+            }
+            s_op = ds->jobs[next % NJ].op;
+        }
+        __syncthreads();
+        job *j = &ds->jobs[next % NJ];
+        if (s_op == 1)
+            return;
+        const uint32_t *w = j->words;
+        const uint16_t type = (uint16_t)(w[1] & 0xffffu);
+        const uint32_t hlen = w[6];
+        const uint64_t in_off = w[7] | ((uint64_t)w[8] << 32);
+        const uint64_t out_off = w[9] | ((uint64_t)w[10] << 32);
+        const uint64_t out_cap = w[11] | ((uint64_t)w[12] << 32);
+        /* acquire: the arena payload (the host's release fence before the
+         * request's lines; the dispatcher validated them) */
+        rk__fence_acquire_sys();
+        uint32_t out_len = 0;
+        int st = run_op<A...>(ka, type, c, ka.arena + in_off, hlen, ka.arena + out_off, out_cap, &out_len);
+        if (c.rank == 0) {
+            j->status = st;
+            j->out_len = out_len;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            /* release at system scope: this block's arena output (cumulative
+             * over the block through the barrier) before the completion */
+            __threadfence_system();
+            const uint32_t prev = atomicAdd(&ds->job_done[next % NJ], 1u);
+            if (prev == nworkers - 1) {
+                ds->job_done[next % NJ] = 0;
+                __threadfence_system();
+                rk__st_release_gpu(&ds->job_completed, next + 1);
+            }
+        }
+        next++;
+    }
+}
+
+template <unsigned MaxThreads, class... A>
+__global__ void __launch_bounds__(MaxThreads) ring_kernel(rk_kargs ka)
+{
+    scratch *ds = static_cast<scratch *>(ka.scratch);
+    const bool has_workers = gridDim.x > 1;
+    if (blockIdx.x != 0) {
+        worker<A...>(ka, ds);
+        return;
+    }
+    __shared__ shared0 sh;
+    if (threadIdx.x == 0) {
+        sh.d2h_tail = ka.d2h_start;
+        sh.d2h_head = rk__ld_acquire_sys(&static_cast<rk_ring *>(ka.d2h)->cons_head);
+        sh.h2d_done = rk__ld_acquire_sys(&static_cast<rk_ring *>(ka.h2d)->cons_head);
+        sh.stop = 0;
+        sh.jobs_posted = 0;
+        sh.dispatcher_done = 0;
+    }
+    __syncthreads();
+    const uint32_t warp = threadIdx.x / 32;
+    if (warp == 0)
+        dispatcher<A...>(ka, sh, ds, has_workers);
+    else if (warp == 1)
+        housekeeper<A...>(ka, sh, ds, has_workers);
+}
+
+/* ---- host-side entry points, compiled in the kernel's translation unit ---- */
+template <unsigned MaxThreads, class... A> struct kernel_host {
+    static int launch(const rk_kargs *args, unsigned grid, unsigned block, unsigned smem, void *stream)
+    {
+        rk_kargs copy = *args;
+        void *params[] = {&copy};
+        return (int)cudaLaunchCooperativeKernel((const void *)ring_kernel<MaxThreads, A...>, dim3(grid), dim3(block),
+                                                params, smem, (cudaStream_t)stream);
+    }
+    static int attrs(int *max_threads, size_t *static_smem, int *num_regs)
+    {
+        cudaFuncAttributes fa;
+        cudaError_t e = cudaFuncGetAttributes(&fa, (const void *)ring_kernel<MaxThreads, A...>);
+        if (e == cudaSuccess) {
+            *max_threads = fa.maxThreadsPerBlock;
+            *static_smem = fa.sharedSizeBytes;
+            *num_regs = fa.numRegs;
+        }
+        return (int)e;
+    }
+    static int occupancy(int *blocks_per_sm, int block, size_t dyn_smem)
+    {
+        return (int)cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, ring_kernel<MaxThreads, A...>, block,
+                                                                  dyn_smem);
+    }
+    static int set_max_dyn_smem(int bytes)
+    {
+        return (int)cudaFuncSetAttribute((const void *)ring_kernel<MaxThreads, A...>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    }
+};
+
+template <unsigned MaxThreads, class... A> rk_kernel_desc make_desc(const char *name)
+{
+    rk_kernel_desc d = {};
+    d.magic = RK_KDESC_MAGIC;
+    d.version = RK_KDESC_VERSION;
+    d.name = name;
+    const uint16_t types[] = {A::type..., 0};
+    static_assert(sizeof...(A) <= RK_KDESC_MAX_TYPES, "too many GPU actors in one kernel");
+    d.n_types = sizeof...(A);
+    for (uint32_t i = 0; i < d.n_types; i++)
+        d.types[i] = types[i];
+    d.launch = kernel_host<MaxThreads, A...>::launch;
+    d.attrs = kernel_host<MaxThreads, A...>::attrs;
+    d.occupancy = kernel_host<MaxThreads, A...>::occupancy;
+    d.set_max_dyn_smem = kernel_host<MaxThreads, A...>::set_max_dyn_smem;
+    return d;
+}
+
+} // namespace dev
+} // namespace rk
+
+#endif

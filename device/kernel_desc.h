@@ -1,0 +1,66 @@
+/* device/kernel_desc.h - what the host side (runtime/src/cuda) knows about a
+ * ring kernel: its launch arguments and a descriptor with the entry points
+ * compiled in the kernel's own translation unit. Plain C.
+ *
+ * Every ring kernel (the library's built-in one, or one a user instantiates
+ * with RK_GPU_ACTOR_HANDLE in their own .cu, device/actor.cuh) exports one
+ * rk_kernel_desc. The CUDA backend launches, sizes and validates the kernel
+ * only through it, so the CUDA runtime calls that touch the kernel function
+ * run in the module (and CUDA runtime instance) that registered it. */
+#ifndef RK_KERNEL_DESC_H
+#define RK_KERNEL_DESC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RK_KDESC_MAGIC 0x524b4b44u /* "RKKD" */
+#define RK_KDESC_VERSION 1u
+#define RK_KDESC_MAX_TYPES 32
+/* Device scratch (cudaMalloc, zeroed before each launch) the kernel needs. */
+#define RK_KERNEL_SCRATCH_BYTES 8192u
+/* The ring kernel's smallest block: a dispatcher warp and a housekeeper warp. */
+#define RK_KERNEL_MIN_BLOCK 64u
+
+enum {
+    RK_KF_MUTE = 1u << 0, /* test only: never poll H2D (the self-test must time out) */
+};
+
+/* The ring kernel's one parameter. Every pointer is a device pointer. */
+typedef struct rk_kargs {
+    void *h2d;            /* rk_ring (host-mapped) */
+    void *d2h;            /* rk_ring (host-mapped) */
+    uint8_t *arena;       /* data arena (host-mapped) */
+    uint64_t arena_size;
+    uint64_t *heartbeat;  /* rk__region words (host-mapped) */
+    uint32_t *stop;
+    int32_t *state;
+    void *scratch;        /* RK_KERNEL_SCRATCH_BYTES of device memory, zeroed */
+    uint64_t d2h_start;   /* first D2H position to produce (the ring's prod_tail) */
+    uint32_t flags;       /* RK_KF_* */
+    uint32_t pad;
+} rk_kargs;
+
+typedef struct rk_kernel_desc {
+    uint32_t magic;   /* RK_KDESC_MAGIC */
+    uint32_t version; /* RK_KDESC_VERSION */
+    const char *name;
+    uint32_t n_types; /* user message types this kernel serves on the GPU */
+    uint16_t types[RK_KDESC_MAX_TYPES];
+    /* The entry points return a cudaError_t as int (0 = success). */
+    int (*launch)(const rk_kargs *args, unsigned grid, unsigned block, unsigned smem, void *stream);
+    int (*attrs)(int *max_threads, size_t *static_smem, int *num_regs);
+    int (*occupancy)(int *blocks_per_sm, int block, size_t dyn_smem);
+    int (*set_max_dyn_smem)(int bytes);
+} rk_kernel_desc;
+
+/* The library's kernel: echo, vadd, the test-only fault, the self-test NOP. */
+extern const rk_kernel_desc rk_builtin_kernel;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
