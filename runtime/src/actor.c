@@ -27,8 +27,10 @@ struct rk__pending {
     int32_t status;
     uint32_t len;
     uint16_t type;
-    uint8_t state; /* RK__P_*: written by the router under d2h_lock, read by the owner
-                    * after it pops the tag from its ready queue */
+    uint8_t state; /* RK__P_*: atomic (relaxed) because the owner peeks at it
+                    * while a router may set it under d2h_lock; the data
+                    * fields are handed over by the ready queue's
+                    * release/acquire */
     uint8_t *inline_buf;
 };
 
@@ -87,7 +89,8 @@ int rk_actor_open(rk_runtime *rt, rk_actor **out)
     a->rt = rt;
     a->window = rt->cfg.actor_window;
     uint32_t qcap = rk__pow2_at_least(a->window);
-    size_t ibuf = rk_ring_msg_max(rt->d2h);
+    /* 16-byte stride: reply data is as aligned as malloc's */
+    size_t ibuf = (rk_ring_msg_max(rt->d2h) + 15u) & ~(size_t)15u;
     a->pend = calloc(a->window, sizeof *a->pend);
     a->inline_bufs = malloc((size_t)a->window * ibuf);
     a->free_tags = malloc(a->window * sizeof *a->free_tags);
@@ -129,7 +132,7 @@ static void rk__pending_put(rk_actor *a, uint16_t tag)
     if (p->arena_len)
         rk__arena_free(&a->rt->arena, p->arena_off, p->arena_len);
     p->arena_len = 0;
-    p->state = RK__P_FREE;
+    rk__st_relaxed(&p->state, (uint8_t)RK__P_FREE);
     a->free_tags[a->n_free++] = tag;
     atomic_fetch_sub(&a->inflight, 1);
 }
@@ -153,12 +156,12 @@ void rk_actor_close(rk_actor *a)
     pthread_mutex_lock(&rt->d2h_lock);
     a->closing = true;
     for (uint32_t i = 0; i < a->window; i++)
-        if (a->pend[i].state == RK__P_DONE)
+        if (rk__ld_relaxed(&a->pend[i].state) == RK__P_DONE)
             rk__pending_put(a, (uint16_t)i);
     /* a stopped backend answers nothing more: drop what it still owed */
     if (atomic_load(&rt->closing))
         for (uint32_t i = 0; i < a->window; i++)
-            if (a->pend[i].state == RK__P_SENT)
+            if (rk__ld_relaxed(&a->pend[i].state) == RK__P_SENT)
                 rk__pending_put(a, (uint16_t)i);
     if (atomic_load(&a->inflight) == 0)
         rk__actor_reap(a);
@@ -182,7 +185,7 @@ static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
     rk_actor *a = h.actor < rt->n_actor_slots
                       ? __atomic_load_n(&rt->actors[h.actor], __ATOMIC_ACQUIRE)
                       : NULL;
-    if (!a || h.tag >= a->window || a->pend[h.tag].state != RK__P_SENT || a->pend[h.tag].id != h.id) {
+    if (!a || h.tag >= a->window || rk__ld_relaxed(&a->pend[h.tag].state) != RK__P_SENT || a->pend[h.tag].id != h.id) {
         rk__log(RK__LOG_ERROR, "D2H: reply id %llu for actor %u tag %u matches no request; dropped",
                 (unsigned long long)h.id, h.actor, h.tag);
         atomic_fetch_add(&rt->n_errors, 1);
@@ -204,7 +207,7 @@ static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
     if (p->status)
         atomic_fetch_add(&rt->n_errors, 1);
     atomic_fetch_add(&rt->n_replies, 1);
-    p->state = RK__P_DONE;
+    rk__st_relaxed(&p->state, (uint8_t)RK__P_DONE);
     if (a->closing) {
         rk__pending_put(a, h.tag);
         if (atomic_load(&a->inflight) == 0)
@@ -266,12 +269,12 @@ static void rk__fill_reply(rk_actor *a, uint16_t tag, rk_reply *out)
 static bool rk__fault_reply(rk_actor *a, int want, int fault, uint16_t *tag)
 {
     for (uint32_t i = 0; i < a->window; i++) {
-        if (a->pend[i].state != RK__P_SENT || (want >= 0 && (int)i != want))
+        if (rk__ld_relaxed(&a->pend[i].state) != RK__P_SENT || (want >= 0 && (int)i != want))
             continue;
         pthread_mutex_lock(&a->rt->d2h_lock); /* against a late router */
-        bool still = a->pend[i].state == RK__P_SENT;
+        bool still = rk__ld_relaxed(&a->pend[i].state) == RK__P_SENT;
         if (still) {
-            a->pend[i].state = RK__P_DONE;
+            rk__st_relaxed(&a->pend[i].state, (uint8_t)RK__P_DONE);
             a->pend[i].status = fault;
             a->pend[i].len = 0;
             atomic_fetch_add(&a->rt->n_errors, 1);
@@ -368,7 +371,7 @@ int rk_actor_recv(rk_actor *a, rk_reply *out, int timeout_ms)
 
 void rk_reply_release(rk_actor *a, rk_reply *r)
 {
-    if (!a || !r || r->tag_ >= a->window || a->pend[r->tag_].state != RK__P_DONE)
+    if (!a || !r || r->tag_ >= a->window || rk__ld_relaxed(&a->pend[r->tag_].state) != RK__P_DONE)
         return;
     rk__pending_put(a, (uint16_t)r->tag_);
     r->data = NULL;
@@ -454,7 +457,7 @@ static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, s
     memcpy(msg, &h, sizeof h);
     p->id = h.id;
     p->type = type;
-    p->state = RK__P_SENT;
+    rk__st_relaxed(&p->state, (uint8_t)RK__P_SENT);
     atomic_fetch_add(&a->inflight, 1);
 
     rk__backoff b;

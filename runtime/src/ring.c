@@ -50,30 +50,30 @@ int rk_ring_check(const rk_ring *r, size_t memsize)
 }
 
 /* Writes the message at pos. Each line is one 64-bit store of
- * {data, flag}: the consumer validates line by line, so no fence is needed
- * between lines. Line 0 (the length) goes last so a poller that sees it
+ * {data, flag}: the consumer validates line by line, so lines may land in
+ * any order. Line 0 (the length) goes last so a poller that sees it
  * usually finds the rest already there. */
 static void rk__ring_write(rk_ring *r, uint64_t pos, const void *msg, uint32_t len)
 {
     uint64_t *slot = rk_ring_slot(r, pos);
     const uint64_t flag = (uint64_t)rk_ring_flag(r, pos) << 32;
     const uint8_t *p = msg;
-    /* release: whatever this thread wrote before (the arena payload the
-     * message points to) is visible before any line of the message; pairs
-     * with the consumer's acquire fence after it validates the flags. */
-    rk__fence_release();
+    /* release on every line: whatever this thread wrote before (the arena
+     * payload the message points to) is visible to a consumer that
+     * load-acquires any line of it. Pairs with rk_ring_sc_peek's
+     * load-acquire of each line. (On x86 both are plain moves.) */
     uint32_t i = 0;
     for (; i + 4 <= len; i += 4) {
         uint32_t d;
         memcpy(&d, p + i, 4);
-        rk__st_relaxed(&slot[1 + i / 4], flag | d);
+        rk__st_release(&slot[1 + i / 4], flag | d);
     }
     if (i < len) {
         uint32_t d = 0;
         memcpy(&d, p + i, len - i);
-        rk__st_relaxed(&slot[1 + i / 4], flag | d);
+        rk__st_release(&slot[1 + i / 4], flag | d);
     }
-    rk__st_relaxed(&slot[0], flag | len);
+    rk__st_release(&slot[0], flag | len);
 }
 
 /* Wakes a host consumer that went to sleep on the doorbell. */
@@ -147,7 +147,10 @@ int rk_ring_sc_peek(rk_ring *r, void *buf, uint32_t cap, uint32_t *lenp)
     uint64_t pos = rk__ld_relaxed(&r->cons_head); /* only this consumer writes it */
     const uint64_t *slot = rk_ring_slot(r, pos);
     const uint32_t flag = rk_ring_flag(r, pos);
-    uint64_t l0 = rk__ld_relaxed(&slot[0]);
+    /* acquire on every line: pairs with the producer's store-release of
+     * the same line, so the payload the message points to (arena) is
+     * visible once the flags check out */
+    uint64_t l0 = rk__ld_acquire(&slot[0]);
     if ((uint32_t)(l0 >> 32) != flag)
         return -RK_EAGAIN;
     uint32_t len = (uint32_t)l0;
@@ -158,15 +161,12 @@ int rk_ring_sc_peek(rk_ring *r, void *buf, uint32_t cap, uint32_t *lenp)
         return rk__fail(RK_EMSGSIZE, "message of %u B exceeds the %u B buffer", len, cap);
     uint8_t *out = buf;
     for (uint32_t i = 0; i < len; i += 4) {
-        uint64_t l = rk__ld_relaxed(&slot[1 + i / 4]);
+        uint64_t l = rk__ld_acquire(&slot[1 + i / 4]);
         if ((uint32_t)(l >> 32) != flag)
             return -RK_EAGAIN; /* the producer is still writing this line */
         uint32_t d = (uint32_t)l;
         memcpy(out + i, &d, len - i < 4 ? len - i : 4);
     }
-    /* acquire: pairs with the producer's release fence before its lines, so
-     * the payload the message points to (arena) is visible from here on */
-    rk__fence_acquire();
     *lenp = len;
     return 0;
 }

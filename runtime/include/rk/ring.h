@@ -45,10 +45,11 @@
  *  - producer: reserve pos (CAS on prod_tail, host only); load-acquire
  *    cons_head so the slot's previous lap is fully read before it is
  *    overwritten (pairs with the consumer's store-release of cons_head);
- *    release fence, then the line stores (the fence orders data the message
- *    points to - arena payloads - before the lines; pairs with the
- *    consumer's acquire fence after it validates the flags).
- *  - consumer: load lines, validate flags, acquire fence, use the message,
+ *    then store-release each line (orders data the message points to -
+ *    arena payloads - before the line; a device producer may instead issue
+ *    one release fence and then relaxed line stores).
+ *  - consumer: load-acquire the lines (a device consumer: relaxed loads,
+ *    then one acquire fence once the flags check out), use the message,
  *    then store-release cons_head = pos + 1.
  *  - free space: a producer may write pos only when pos - cons_head < slots.
  *    Producers keep a cached copy of cons_head and refresh it only when the
