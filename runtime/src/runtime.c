@@ -212,9 +212,9 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
             rk__free(rt);
             return rk__fail(RK_ENOCUDA,
                             "backend cuda requested, but librk was built without the CUDA backend "
-                            "(no nvcc at configure time)");
+                            "(%s)", RK_NO_CUDA_WHY);
         }
-        snprintf(why, sizeof why, "librk was built without the CUDA backend (no nvcc at configure time)");
+        snprintf(why, sizeof why, "librk was built without the CUDA backend (%s)", RK_NO_CUDA_WHY);
 #endif
     }
     if (!rt->backend) {
