@@ -1061,6 +1061,9 @@ int rkb_run(const rkb_config *c)
 
     zmq_pollitem_t items[2] = {{b->router, 0, ZMQ_POLLIN, 0}, {NULL, sfd, ZMQ_POLLIN, 0}};
     int64_t last_progress = rkb__now_ns();
+    /* while replies are owed: spin (pause) this long, then yield, then poll */
+    int64_t spin_ns = getenv("RKB_SPIN_NS") ? atoll(getenv("RKB_SPIN_NS")) : 0;
+    int64_t yield_ns = getenv("RKB_YIELD_NS") ? atoll(getenv("RKB_YIELD_NS")) : 2000000;
     for (;;) {
         int progress = rkb__drain_replies(b);
         if (b->n_parked)
@@ -1089,12 +1092,12 @@ int rkb_run(const rkb_config *c)
         }
         int64_t idle = now - last_progress;
         bool busy = b->n_inflight || b->n_parked;
-        if (busy && idle < 50000) { /* 50 us: replies normally come back within this */
+        if (busy && idle < spin_ns) {
             for (int k = 0; k < 16; k++)
                 rkb__relax();
             continue;
         }
-        if (busy && idle < 2000000) {
+        if (busy && idle < yield_ns) {
             sched_yield();
             continue;
         }

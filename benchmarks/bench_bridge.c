@@ -1,0 +1,440 @@
+/* bench_bridge.c - rk-bench bridge: the bridge against raw ZeroMQ on the
+ * same transport, and the in-process ring, in one run (see bench_bridge.h). */
+#include "bench_bridge.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rk/rk.h>
+#include <zmq.h>
+
+#define BB_MAX_PAYLOAD 4096
+
+typedef struct bb_opts {
+    const char *endpoint;
+    char raw_endpoint[512];
+    long count, messages, warmup;
+    int threads, window;
+    size_t size;
+    bool ring;
+} bb_opts;
+
+/* ---- frames ---------------------------------------------------------- */
+
+/* A protocol v1 echo request with a fixed-width id (0xcf + 8 bytes BE at
+ * BB_ID_OFF) so each request only patches the id. */
+#define BB_ID_OFF 8
+static size_t bb_request(uint8_t *buf, const uint8_t *payload, size_t n)
+{
+    size_t o = 0;
+    buf[o++] = 0x84;
+    buf[o++] = 0xa1, buf[o++] = 'v', buf[o++] = 0x01;
+    buf[o++] = 0xa2, buf[o++] = 'i', buf[o++] = 'd';
+    buf[o++] = 0xcf;
+    memset(buf + o, 0, 8);
+    o += 8;
+    buf[o++] = 0xa2, buf[o++] = 'o', buf[o++] = 'p';
+    buf[o++] = 0xa4, memcpy(buf + o, "echo", 4), o += 4;
+    buf[o++] = 0xa4, memcpy(buf + o, "data", 4), o += 4;
+    if (n < 256) {
+        buf[o++] = 0xc4, buf[o++] = (uint8_t)n;
+    } else {
+        buf[o++] = 0xc5, buf[o++] = (uint8_t)(n >> 8), buf[o++] = (uint8_t)n;
+    }
+    memcpy(buf + o, payload, n);
+    return o + n;
+}
+
+static void bb_set_id(uint8_t *buf, uint64_t id)
+{
+    for (int i = 0; i < 8; i++)
+        buf[BB_ID_OFF + i] = (uint8_t)(id >> (56 - 8 * i));
+}
+
+/* Checks a bridge echo reply cheaply: `ok` true and the payload at the end. */
+static bool bb_reply_ok(const uint8_t *r, size_t len, const uint8_t *payload, size_t n)
+{
+    if (len < n + 8 || memcmp(r + len - n, payload, n))
+        return false;
+    for (size_t i = 0; i + 3 < len - n; i++)
+        if (r[i] == 0xa2 && r[i + 1] == 'o' && r[i + 2] == 'k')
+            return r[i + 3] == 0xc3;
+    return false;
+}
+
+/* ---- the raw echo server --------------------------------------------- */
+
+typedef struct bb_raw {
+    void *ctx, *sock;
+    pthread_t thread;
+} bb_raw;
+
+static void *bb_raw_main(void *arg)
+{
+    bb_raw *s = arg;
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    for (;;) {
+        if (zmq_msg_recv(&m, s->sock, 0) < 0) {
+            if (errno == EINTR)
+                continue;
+            break; /* ETERM */
+        }
+        int more = zmq_msg_more(&m);
+        zmq_msg_send(&m, s->sock, more ? ZMQ_SNDMORE : 0);
+    }
+    zmq_msg_close(&m);
+    zmq_close(s->sock);
+    return NULL;
+}
+
+/* The sibling endpoint: tcp on the same host with an ephemeral port, ipc
+ * beside the bridge's path, inproc is not reachable from here. */
+static int bb_sibling(const char *ep, char *out, size_t cap)
+{
+    if (!strncmp(ep, "tcp://", 6)) {
+        const char *colon = strrchr(ep + 6, ':');
+        if (!colon)
+            return -1;
+        snprintf(out, cap, "%.*s:*", (int)(colon - ep), ep);
+    } else if (!strncmp(ep, "ipc://", 6)) {
+        snprintf(out, cap, "%s.raw-%d", ep, (int)getpid());
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static int bb_raw_start(bb_raw *s, char *endpoint, size_t cap)
+{
+    s->ctx = zmq_ctx_new();
+    s->sock = zmq_socket(s->ctx, ZMQ_ROUTER);
+    int hwm = 100000;
+    zmq_setsockopt(s->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(s->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    if (zmq_bind(s->sock, endpoint) != 0) {
+        fprintf(stderr, "rk-bench bridge: cannot bind the raw echo server on %s: %s\n", endpoint,
+                zmq_strerror(errno));
+        zmq_close(s->sock);
+        zmq_ctx_term(s->ctx);
+        return -1;
+    }
+    size_t sz = cap;
+    zmq_getsockopt(s->sock, ZMQ_LAST_ENDPOINT, endpoint, &sz);
+    pthread_create(&s->thread, NULL, bb_raw_main, s);
+    return 0;
+}
+
+static void bb_raw_stop(bb_raw *s)
+{
+    zmq_ctx_shutdown(s->ctx);
+    pthread_join(s->thread, NULL);
+    zmq_ctx_term(s->ctx);
+}
+
+/* ---- clients --------------------------------------------------------- */
+
+static void *bb_dealer(void *ctx, const char *ep)
+{
+    void *s = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0, hwm = 100000;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_connect(s, ep);
+    return s;
+}
+
+/* Round-trip latency: one in flight. raw: the payload itself is the frame. */
+static int bb_latency(const bb_opts *o, const char *ep, bool raw, bench_result *res)
+{
+    uint8_t payload[BB_MAX_PAYLOAD], req[BB_MAX_PAYLOAD + 64], rep[BB_MAX_PAYLOAD + 256];
+    for (size_t i = 0; i < o->size; i++)
+        payload[i] = (uint8_t)(i * 7 + 1);
+    size_t rlen = raw ? o->size : bb_request(req, payload, o->size);
+    if (raw)
+        memcpy(req, payload, o->size);
+    void *ctx = zmq_ctx_new();
+    void *s = bb_dealer(ctx, ep);
+    int tmo = 5000;
+    zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+    uint64_t *samples = malloc((size_t)o->count * sizeof *samples);
+    int rc = 0;
+    for (long i = 0; i < o->warmup + o->count; i++) {
+        if (!raw)
+            bb_set_id(req, (uint64_t)i + 1);
+        uint64_t t0 = bench_now_ns();
+        zmq_send(s, req, rlen, 0);
+        int n = zmq_recv(s, rep, sizeof rep, 0);
+        uint64_t t1 = bench_now_ns();
+        if (n < 0) {
+            fprintf(stderr, "rk-bench bridge: no reply from %s within 5 s (%s)\n", ep,
+                    zmq_strerror(errno));
+            rc = 1;
+            break;
+        }
+        bool ok = raw ? ((size_t)n == o->size && !memcmp(rep, payload, o->size))
+                      : bb_reply_ok(rep, (size_t)n, payload, o->size);
+        if (!ok) {
+            fprintf(stderr, "rk-bench bridge: wrong reply (%d B) from %s\n", n, ep);
+            rc = 1;
+            break;
+        }
+        if (i >= o->warmup)
+            samples[i - o->warmup] = t1 - t0;
+    }
+    if (!rc)
+        bench_latency_stats(res, samples, (size_t)o->count);
+    free(samples);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    return rc;
+}
+
+typedef struct bb_tp {
+    const bb_opts *o;
+    const char *ep;
+    bool raw;
+    long n;
+    long bad;
+    pthread_barrier_t *start;
+} bb_tp;
+
+static void *bb_tp_main(void *arg)
+{
+    bb_tp *t = arg;
+    const bb_opts *o = t->o;
+    uint8_t payload[BB_MAX_PAYLOAD], req[BB_MAX_PAYLOAD + 64], rep[BB_MAX_PAYLOAD + 256];
+    for (size_t i = 0; i < o->size; i++)
+        payload[i] = (uint8_t)(i * 7 + 1);
+    size_t rlen = t->raw ? o->size : bb_request(req, payload, o->size);
+    if (t->raw)
+        memcpy(req, payload, o->size);
+    void *ctx = zmq_ctx_new();
+    void *s = bb_dealer(ctx, t->ep);
+    int tmo = 10000;
+    zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+    /* one round trip first: connected before the clock starts */
+    zmq_send(s, req, rlen, 0);
+    zmq_recv(s, rep, sizeof rep, 0);
+    pthread_barrier_wait(t->start);
+    long sent = 0, got = 0;
+    while (got < t->n) {
+        while (sent < t->n && sent - got < o->window) {
+            if (!t->raw)
+                bb_set_id(req, (uint64_t)sent + 2);
+            if (zmq_send(s, req, rlen, ZMQ_DONTWAIT) < 0)
+                break;
+            sent++;
+        }
+        int n = zmq_recv(s, rep, sizeof rep, 0);
+        if (n < 0) {
+            t->bad += t->n - got;
+            break;
+        }
+        got++;
+        if (t->raw ? (size_t)n != o->size : !bb_reply_ok(rep, (size_t)n, payload, o->size))
+            t->bad++;
+    }
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    return NULL;
+}
+
+static int bb_throughput(const bb_opts *o, const char *ep, bool raw, bench_result *res)
+{
+    int T = o->threads;
+    bb_tp *t = calloc((size_t)T, sizeof *t);
+    pthread_t *th = calloc((size_t)T, sizeof *th);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)T + 1);
+    for (int i = 0; i < T; i++) {
+        t[i] = (bb_tp){o, ep, raw, o->messages / T, 0, &start};
+        pthread_create(&th[i], NULL, bb_tp_main, &t[i]);
+    }
+    pthread_barrier_wait(&start);
+    uint64_t t0 = bench_now_ns();
+    long bad = 0, total = 0;
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        bad += t[i].bad;
+        total += t[i].n;
+    }
+    uint64_t t1 = bench_now_ns();
+    pthread_barrier_destroy(&start);
+    free(t);
+    free(th);
+    res->count = (uint64_t)total;
+    res->msgs_per_s = (double)total / ((double)(t1 - t0) / 1e9);
+    snprintf(res->extra, sizeof res->extra, "\"threads\": %d, \"window\": %d, \"bad\": %ld", T,
+             o->window, bad);
+    if (bad)
+        fprintf(stderr, "rk-bench bridge: %ld of %ld replies missing or wrong on %s\n", bad, total, ep);
+    return bad ? 1 : 0;
+}
+
+/* The in-process ring of the same machine (CPU backend), same run. */
+static int bb_ring(const bb_opts *o, bench_result *res)
+{
+    rk_config cfg;
+    rk_config_init(&cfg);
+    cfg.backend = RK_BACKEND_CPU;
+    cfg.arena_size = 16 << 20;
+    rk_runtime *rt;
+    rk_actor *a;
+    if (rk_runtime_open(&rt, &cfg) || rk_actor_open(rt, &a)) {
+        fprintf(stderr, "rk-bench bridge: ring: %s\n", rk_last_detail());
+        return 1;
+    }
+    uint8_t msg[BB_MAX_PAYLOAD];
+    memset(msg, 1, sizeof msg);
+    uint64_t *samples = malloc((size_t)o->count * sizeof *samples);
+    int rc = 0;
+    for (long i = 0; i < o->warmup + o->count && !rc; i++) {
+        rk_reply r;
+        uint64_t t0 = bench_now_ns();
+        rc = rk_actor_call(a, RK_OP_ECHO, msg, o->size, 0, &r, 5000);
+        uint64_t t1 = bench_now_ns();
+        if (!rc)
+            rk_reply_release(a, &r);
+        if (i >= o->warmup)
+            samples[i - o->warmup] = t1 - t0;
+    }
+    if (!rc)
+        bench_latency_stats(res, samples, (size_t)o->count);
+    free(samples);
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+    return rc;
+}
+
+/* The bridge's backend name, from a ping. */
+static void bb_backend(const char *ep, char *out, size_t cap)
+{
+    snprintf(out, cap, "?");
+    void *ctx = zmq_ctx_new();
+    void *s = bb_dealer(ctx, ep);
+    int tmo = 5000;
+    zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+    static const uint8_t ping[] = {0x83, 0xa1, 'v', 1, 0xa2, 'i', 'd', 0, 0xa2, 'o', 'p',
+                                   0xa4, 'p', 'i', 'n', 'g'};
+    uint8_t rep[256];
+    zmq_send(s, ping, sizeof ping, 0);
+    int n = zmq_recv(s, rep, sizeof rep - 1, 0);
+    if (n > 0) {
+        rep[n] = 0;
+        for (int i = 0; i + 10 < n; i++)
+            if (!memcmp(rep + i, "\xa7" "backend", 8) && (rep[i + 8] & 0xe0) == 0xa0) {
+                int l = rep[i + 8] & 0x1f;
+                if (i + 9 + l <= n)
+                    snprintf(out, cap, "%.*s", l, (const char *)rep + i + 9);
+                break;
+            }
+    }
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+}
+
+static void bb_usage(FILE *f)
+{
+    fprintf(f,
+"usage: rk-bench bridge --endpoint E [options]   (against a running rk-bridge)\n"
+"  -e, --endpoint E       the bridge (default tcp://127.0.0.1:5555)\n"
+"  -r, --raw-endpoint R   where the raw ROUTER echo server binds (default: a\n"
+"                         sibling of E on the same transport)\n"
+"  -n, --count N          round trips per latency run (default 20000)\n"
+"  -m, --messages M       messages per throughput run (default 400000)\n"
+"  -t, --threads T        client threads for throughput (default 4)\n"
+"  -w, --window W         requests in flight per client thread (default 64)\n"
+"      --size B           payload bytes (default 64)\n"
+"      --no-ring          skip the in-process ring reference\n");
+}
+
+int bench_bridge_run(int argc, char **argv, bench_report *rep)
+{
+    enum { O_SIZE = 256, O_NORING };
+    static const struct option opts[] = {
+        {"endpoint", required_argument, 0, 'e'}, {"raw-endpoint", required_argument, 0, 'r'},
+        {"count", required_argument, 0, 'n'},    {"messages", required_argument, 0, 'm'},
+        {"threads", required_argument, 0, 't'},  {"window", required_argument, 0, 'w'},
+        {"size", required_argument, 0, O_SIZE},  {"no-ring", no_argument, 0, O_NORING},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+    };
+    bb_opts o = {.endpoint = "tcp://127.0.0.1:5555", .count = 20000, .messages = 400000,
+                 .warmup = 2000, .threads = 4, .window = 64, .size = 64, .ring = true};
+    const char *raw_ep = NULL;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "e:r:n:m:t:w:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'e': o.endpoint = optarg; break;
+        case 'r': raw_ep = optarg; break;
+        case 'n': o.count = strtol(optarg, NULL, 0); break;
+        case 'm': o.messages = strtol(optarg, NULL, 0); break;
+        case 't': o.threads = atoi(optarg); break;
+        case 'w': o.window = atoi(optarg); break;
+        case O_SIZE: o.size = (size_t)strtoul(optarg, NULL, 0); break;
+        case O_NORING: o.ring = false; break;
+        case 'h': bb_usage(stdout); return 0;
+        default: bb_usage(stderr); return 2;
+        }
+    }
+    if (o.count < 1 || o.messages < 1 || o.threads < 1 || o.window < 1 || o.size > BB_MAX_PAYLOAD) {
+        bb_usage(stderr);
+        return 2;
+    }
+    if (o.warmup > o.count / 5 + 100)
+        o.warmup = o.count / 5 + 100;
+    if (raw_ep)
+        snprintf(o.raw_endpoint, sizeof o.raw_endpoint, "%s", raw_ep);
+    else if (bb_sibling(o.endpoint, o.raw_endpoint, sizeof o.raw_endpoint)) {
+        fprintf(stderr, "rk-bench bridge: give --raw-endpoint for %s (tcp:// and ipc:// have a "
+                "default sibling)\n", o.endpoint);
+        return 2;
+    }
+    bb_raw raw;
+    if (bb_raw_start(&raw, o.raw_endpoint, sizeof o.raw_endpoint))
+        return 1;
+    char backend[16];
+    bb_backend(o.endpoint, backend, sizeof backend);
+    const char *transport = !strncmp(o.endpoint, "ipc://", 6) ? "ipc" : "tcp";
+    char extra[256];
+    snprintf(extra, sizeof extra, "\"transport\": \"%s\", \"size\": %zu", transport, o.size);
+    fprintf(stderr, "rk-bench bridge: bridge %s (backend %s), raw echo server %s\n", o.endpoint,
+            backend, o.raw_endpoint);
+
+    int rc = 0;
+    bench_result *r = bench_add(rep, "zmq_raw_echo_64", "zmq");
+    snprintf(r->extra, sizeof r->extra, "%s", extra);
+    rc |= bb_latency(&o, o.raw_endpoint, true, r);
+    r = bench_add(rep, "bridge_echo_64", backend);
+    snprintf(r->extra, sizeof r->extra, "%s", extra);
+    rc |= bb_latency(&o, o.endpoint, false, r);
+    double raw_p50 = rep->results[rep->n - 2].p50_ns, br_p50 = rep->results[rep->n - 1].p50_ns;
+    if (o.ring) {
+        r = bench_add(rep, "ring_echo_64", "cpu");
+        snprintf(r->extra, sizeof r->extra, "\"in_process\": true");
+        rc |= bb_ring(&o, r);
+    }
+    double ring_p50 = o.ring ? rep->results[rep->n - 1].p50_ns : 0;
+    r = bench_add(rep, "zmq_raw_throughput_echo_64", "zmq");
+    rc |= bb_throughput(&o, o.raw_endpoint, true, r);
+    r = bench_add(rep, "bridge_throughput_echo_64", backend);
+    rc |= bb_throughput(&o, o.endpoint, false, r);
+    size_t el = strlen(r->extra);
+    snprintf(r->extra + el, sizeof r->extra - el, ", %s", extra);
+    bb_raw_stop(&raw);
+    if (o.ring && !rc)
+        fprintf(stderr,
+                "rk-bench bridge: bridge p50 %.0f ns vs raw ZeroMQ p50 %.0f ns + 1.2 x ring p50 "
+                "%.0f ns = %.0f ns: %s\n",
+                br_p50, raw_p50, ring_p50, raw_p50 + 1.2 * ring_p50,
+                br_p50 <= raw_p50 + 1.2 * ring_p50 ? "within" : "OVER");
+    return rc;
+}

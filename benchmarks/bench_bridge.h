@@ -1,0 +1,29 @@
+/* bench_bridge.h - rk-bench's bridge mode (against a running rk-bridge).
+ *
+ *   rk-bench bridge --endpoint E [--count N] [--threads T] [--window W]
+ *                   [--messages M] [--size B] [--raw-endpoint R] [--no-ring]
+ *
+ * Results (benchmarks.md names): zmq_raw_echo_64 (raw DEALER/ROUTER echo,
+ * no msgpack, no ring, against a ROUTER echo thread the bench binds on a
+ * sibling endpoint of the same transport), bridge_echo_64 (protocol v1 echo
+ * round trip through the bridge), bridge_throughput_echo_64 (T client
+ * threads, W requests in flight each); plus zmq_raw_throughput_echo_64 and
+ * ring_echo_64 (in-process CPU-backend ring, the same run) for the
+ * must-show check: bridge p50 <= raw p50 + 1.2 x ring p50. */
+#ifndef RK_BENCH_BRIDGE_H
+#define RK_BENCH_BRIDGE_H
+
+#include "bench.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* argv[0] is "bridge"; --json/--samples were already taken out. Returns 0
+ * or a non-zero exit status (with a message on stderr). */
+int bench_bridge_run(int argc, char **argv, bench_report *rep);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
