@@ -41,7 +41,7 @@ typedef struct rk_kargs {
     void *scratch;        /* RK_KERNEL_SCRATCH_BYTES of device memory, zeroed */
     uint64_t d2h_start;   /* first D2H position to produce (the ring's prod_tail) */
     uint32_t flags;       /* RK_KF_* */
-    uint32_t pad;
+    uint32_t nan_bits;    /* the host's default NaN (inf - inf), for bit-identical vadd */
 } rk_kargs;
 
 typedef struct rk_kernel_desc {

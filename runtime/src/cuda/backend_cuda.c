@@ -292,6 +292,13 @@ static int rk__cuda_start(rk_runtime *rt)
     c->args.stop = RK__DEV(&rt->region->stop);
     c->args.state = RK__DEV(&rt->region->state);
     c->args.scratch = c->scratch;
+    {
+        /* the host's default NaN (x86: 0xffc00000, Arm: 0x7fc00000): what
+         * rk__vadd_f32 returns for inf - inf */
+        volatile float inf = __builtin_inff();
+        float nan = inf - inf;
+        memcpy(&c->args.nan_bits, &nan, 4);
+    }
 #undef RK__DEV
     rt->backend_state = c;
     rc = rk__cuda_launch(rt, c, rk__cuda_fake("mute") ? RK_KF_MUTE : 0);

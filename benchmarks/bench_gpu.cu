@@ -1,0 +1,744 @@
+/* bench_gpu.cu - `rk-bench gpu`: every GPU path of the product side by side,
+ * in one run, on one machine, so each claim is a ratio against the floor
+ * measured in the same run.
+ *
+ *   floor                 one GPU thread ping-pongs one word through host-mapped memory
+ *   launch_sync           cudaLaunchKernel(empty) + cudaStreamSynchronize
+ *   graph_sync            cudaGraphLaunch(one empty kernel) + sync
+ *   memcpy_launch_memcpy  64 B cudaMemcpyAsync H2D + kernel + 64 B D2H + sync
+ *   pinned_copy           cudaMemcpy of pinned memory: 2 x 64 MiB H2D + 64 MiB D2H
+ *   vadd_staged_16777216  the same copies around a vadd kernel (what users do today)
+ *   ring_echo_64_raw      64 B echo round trip through the ring kernel, host loop on the rings
+ *   throughput_echo_64    pipelined 64 B echoes through the ring kernel, host loop on the rings
+ *   vadd_16777216         vadd of 2^24 float32 through the ring kernel, operands in the arena
+ *   ring_echo_64          64 B echo round trip through the runtime API (rk_actor_call)
+ *   throughput_echo_64_api, vadd_16777216_api   the same through the runtime API
+ *   idle_cpu              host CPU of an idle CUDA runtime over --idle seconds
+ *
+ * The "raw" paths drive the library's own ring kernel (rk_builtin_kernel)
+ * over rings laid out with the public rk_ring_* API, with a host loop that
+ * writes and reads the LL lines directly (one producer, one consumer
+ * thread): they measure what the kernel and the ring layout can do,
+ * separately from the runtime's actor layer. */
+#include <cuda_runtime.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../device/kernel_desc.h"
+#include "bench_gpu.h"
+#include "rk/rk.h"
+
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "rk-bench gpu: %s: %s\n", #x, cudaGetErrorString(e_));                 \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+#define CKRK(x)                                                                                    \
+    do {                                                                                           \
+        int r_ = (x);                                                                              \
+        if (r_) {                                                                                  \
+            fprintf(stderr, "rk-bench gpu: %s: %s: %s\n", #x, rk_err_name(r_), rk_last_detail()); \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static const size_t VN = (size_t)1 << 24; /* vadd elements */
+
+/* ---------------- kernels of the baselines ---------------- */
+__device__ __forceinline__ uint32_t ld_sys(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_sys(uint32_t *p, uint32_t v)
+{
+    asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__global__ void floor_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n)
+{
+    for (uint32_t i = 1; i <= n; i++) {
+        while (ld_sys(ping) != i)
+            ;
+        st_sys(pong, i);
+    }
+}
+__global__ void empty_kernel() {}
+__global__ void copy64_kernel(const uint4 *in, uint4 *out)
+{
+    if (threadIdx.x < 4)
+        out[threadIdx.x] = in[threadIdx.x];
+}
+__global__ void vadd_kernel(const float4 *a, const float4 *b, float4 *c, size_t n4)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
+        float4 x = a[i], y = b[i];
+        c[i] = make_float4(__fadd_rn(x.x, y.x), __fadd_rn(x.y, y.y), __fadd_rn(x.z, y.z), __fadd_rn(x.w, y.w));
+    }
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return v[n / 2];
+}
+
+static void latency_row(bench_report *rep, const char *name, const char *backend, uint64_t *s, size_t n,
+                        const char *extra)
+{
+    bench_result *r = bench_add(rep, name, backend);
+    bench_latency_stats(r, s, n);
+    if (extra)
+        snprintf(r->extra, sizeof r->extra, "%s", extra);
+    printf("  %-24s p50 %8.2f us  p99 %8.2f us  (%zu)\n", name, r->p50_ns / 1e3, r->p99_ns / 1e3, n);
+    fflush(stdout);
+}
+
+/* ---------------- raw rings: the ring kernel without the actor layer ---------------- */
+typedef struct raw {
+    uint8_t *mem;
+    size_t size;
+    rk_ring *h2d, *d2h;
+    uint8_t *arena;
+    size_t arena_size;
+    uint64_t *hb;
+    uint32_t *stop;
+    int32_t *state;
+    void *scratch;
+    cudaStream_t s;
+    uint32_t slots;
+} raw;
+
+static int raw_open(raw *r, uint32_t slots, size_t arena_size, int sm_count)
+{
+    memset(r, 0, sizeof *r);
+    r->slots = slots;
+    size_t ring = rk_ring_memsize(slots, 256);
+    size_t ring_pg = (ring + 4095) & ~(size_t)4095;
+    r->size = 4096 + 2 * ring_pg + arena_size;
+    r->mem = (uint8_t *)mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (r->mem == MAP_FAILED)
+        return 1;
+    r->hb = (uint64_t *)(r->mem + 128);
+    r->stop = (uint32_t *)(r->mem + 256);
+    r->state = (int32_t *)(r->mem + 384);
+    r->h2d = (rk_ring *)(r->mem + 4096);
+    r->d2h = (rk_ring *)(r->mem + 4096 + ring_pg);
+    r->arena = r->mem + 4096 + 2 * ring_pg;
+    r->arena_size = arena_size;
+    CKRK(rk_ring_init(r->h2d, ring, slots, 256));
+    CKRK(rk_ring_init(r->d2h, ring, slots, 256));
+    CK(cudaHostRegister(r->mem, r->size, cudaHostRegisterMapped | cudaHostRegisterPortable));
+    uint8_t *d;
+    CK(cudaHostGetDevicePointer((void **)&d, r->mem, 0));
+    CK(cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking));
+    CK(cudaMalloc(&r->scratch, RK_KERNEL_SCRATCH_BYTES));
+    CK(cudaMemset(r->scratch, 0, RK_KERNEL_SCRATCH_BYTES));
+    rk_kargs a;
+    memset(&a, 0, sizeof a);
+    a.h2d = d + ((uint8_t *)r->h2d - r->mem);
+    a.d2h = d + ((uint8_t *)r->d2h - r->mem);
+    a.arena = d + (r->arena - r->mem);
+    a.arena_size = arena_size;
+    a.heartbeat = (uint64_t *)(d + 128);
+    a.stop = (uint32_t *)(d + 256);
+    a.state = (int32_t *)(d + 384);
+    a.scratch = r->scratch;
+    a.nan_bits = 0xffc00000u;
+    int per_sm = 0;
+    CK((cudaError_t)rk_builtin_kernel.occupancy(&per_sm, 256, 0));
+    CK((cudaError_t)rk_builtin_kernel.launch(&a, (unsigned)(per_sm * sm_count), 256, 0, r->s));
+    while (__atomic_load_n(r->state, __ATOMIC_ACQUIRE) != 1) {
+        if (cudaStreamQuery(r->s) != cudaErrorNotReady) {
+            fprintf(stderr, "rk-bench gpu: raw ring kernel died\n");
+            return 1;
+        }
+        usleep(100);
+    }
+    return 0;
+}
+
+static void raw_close(raw *r)
+{
+    __atomic_store_n(r->stop, 1u, __ATOMIC_RELEASE);
+    cudaStreamSynchronize(r->s);
+    cudaStreamDestroy(r->s);
+    cudaFree(r->scratch);
+    cudaHostUnregister(r->mem);
+    munmap(r->mem, r->size);
+}
+
+/* Writes a message (len bytes at msg) at position pos of ring r: LL lines,
+ * line 0 last. The device consumer never sleeps: no doorbell. */
+static inline void raw_put(rk_ring *rg, uint64_t pos, const uint32_t *w, uint32_t len)
+{
+    uint64_t *slot = rk_ring_slot(rg, pos);
+    const uint64_t flag = (uint64_t)rk_ring_flag(rg, pos) << 32;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    for (uint32_t i = 0; i < (len + 3) / 4; i++)
+        __atomic_store_n(&slot[1 + i], flag | w[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&slot[0], flag | len, __ATOMIC_RELAXED);
+}
+
+/* Reads the message at pos when complete: returns its length, or -1. */
+static inline int raw_get(rk_ring *rg, uint64_t pos, uint32_t *w, uint32_t cap)
+{
+    const uint64_t *slot = rk_ring_slot(rg, pos);
+    const uint32_t flag = rk_ring_flag(rg, pos);
+    uint64_t l0 = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
+    if ((uint32_t)(l0 >> 32) != flag)
+        return -1;
+    uint32_t len = (uint32_t)l0, nw = (len + 3) / 4;
+    if (nw > cap)
+        nw = cap;
+    for (uint32_t i = 0; i < nw; i++) {
+        uint64_t l;
+        while ((uint32_t)((l = __atomic_load_n(&slot[1 + i], __ATOMIC_RELAXED)) >> 32) != flag)
+            ;
+        w[i] = (uint32_t)l;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return (int)len;
+}
+
+/* 64-byte echo request: 24-byte header + 64 bytes */
+static void echo_msg(uint32_t *w, uint64_t id)
+{
+    memset(w, 0, 88);
+    rk_msg_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = RK_OP_ECHO;
+    h.id = id;
+    h.len = 64;
+    memcpy(w, &h, sizeof h);
+    for (int i = 0; i < 16; i++)
+        w[6 + i] = (uint32_t)(id * 16 + i);
+}
+
+typedef struct {
+    raw *r;
+    uint64_t n;
+} prod_arg;
+
+static void *raw_producer(void *p)
+{
+    prod_arg *a = (prod_arg *)p;
+    rk_ring *rg = a->r->h2d;
+    uint32_t w[22];
+    uint64_t head = 0;
+    for (uint64_t pos = 0; pos < a->n; pos++) {
+        while (pos - head >= rg->slots)
+            head = __atomic_load_n(&rg->cons_head, __ATOMIC_ACQUIRE);
+        echo_msg(w, pos);
+        raw_put(rg, pos, w, 88);
+    }
+    __atomic_store_n(&rg->prod_tail, a->n, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+static int raw_section(bench_report *rep, int sm_count, long count, double seconds)
+{
+    raw r;
+    const size_t arena = (size_t)3 * VN * 4 + ((size_t)1 << 20);
+    if (raw_open(&r, 4096, arena, sm_count))
+        return 1;
+    uint32_t w[64];
+    uint64_t hpos = 0, dpos = 0;
+
+    /* latency, raw loop */
+    {
+        const long warm = 20000;
+        uint64_t *s = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
+        for (long i = 0; i < warm + count; i++) {
+            uint64_t t0 = bench_now_ns();
+            echo_msg(w, hpos);
+            raw_put(r.h2d, hpos, w, 88);
+            int len;
+            while ((len = raw_get(r.d2h, dpos, w, 64)) < 0)
+                ;
+            uint64_t t1 = bench_now_ns();
+            __atomic_store_n(&r.d2h->cons_head, dpos + 1, __ATOMIC_RELEASE);
+            if (len != 88 || ((rk_msg_hdr *)w)->id != hpos) {
+                fprintf(stderr, "rk-bench gpu: raw echo: bad reply (len %d)\n", len);
+                return 1;
+            }
+            hpos++;
+            dpos++;
+            if (i >= warm)
+                s[i - warm] = t1 - t0;
+        }
+        latency_row(rep, "ring_echo_64_raw", "cuda", s, (size_t)count,
+                    "\"path\": \"ring kernel, host loop on the rings (no actor layer)\"");
+        free(s);
+    }
+    /* throughput, raw loop: one producer thread, this thread consumes */
+    {
+        /* reset both rings to position 0 with the kernel idle */
+        raw_close(&r);
+        if (raw_open(&r, 4096, arena, sm_count))
+            return 1;
+        uint64_t n = (uint64_t)(seconds * 25e6);
+        prod_arg pa = {&r, n};
+        pthread_t th;
+        uint64_t t0 = bench_now_ns();
+        pthread_create(&th, NULL, raw_producer, &pa);
+        uint64_t got = 0, bad = 0;
+        while (got < n) {
+            int len = raw_get(r.d2h, got, w, 64);
+            if (len < 0)
+                continue;
+            if (len != 88 || ((rk_msg_hdr *)w)->id != got || w[6 + 15] != (uint32_t)(got * 16 + 15))
+                bad++;
+            got++;
+            if ((got & 31) == 0)
+                __atomic_store_n(&r.d2h->cons_head, got, __ATOMIC_RELEASE);
+        }
+        uint64_t t1 = bench_now_ns();
+        __atomic_store_n(&r.d2h->cons_head, got, __ATOMIC_RELEASE);
+        pthread_join(th, NULL);
+        bench_result *b = bench_add(rep, "throughput_echo_64", "cuda");
+        b->msgs_per_s = (double)n / ((double)(t1 - t0) * 1e-9);
+        b->count = n;
+        snprintf(b->extra, sizeof b->extra,
+                 "\"path\": \"ring kernel, host loop on the rings: 1 producer + 1 consumer thread, 4096 slots\", \"bad\": %llu",
+                 (unsigned long long)bad);
+        printf("  %-24s %.2f M msg/s (%llu messages, %llu bad)\n", "throughput_echo_64", b->msgs_per_s / 1e6,
+               (unsigned long long)n, (unsigned long long)bad);
+        if (bad)
+            return 1;
+        hpos = dpos = n;
+    }
+    /* vadd 2^24 with the operands already in the (pinned, mapped) arena */
+    {
+        float *a = (float *)r.arena, *b = a + VN, *c = a + 2 * VN;
+        for (size_t i = 0; i < VN; i++) {
+            a[i] = (float)(i % 1000) * 0.25f;
+            b[i] = 1.0f / (float)(i % 777 + 1);
+        }
+        double t[12];
+        const int R = 12;
+        for (int k = 0; k < R + 1; k++) {
+            memset(c, 0xff, VN * 4);
+            uint32_t m[12];
+            rk_msg_hdr h;
+            memset(&h, 0, sizeof h);
+            h.type = RK_OP_VADD;
+            h.flags = RK_MSG_ARENA;
+            h.id = hpos;
+            h.len = (uint32_t)(2 * VN * 4);
+            rk_arena_ref ref = {0, 2 * VN * 4, VN * 4};
+            memcpy(m, &h, sizeof h);
+            memcpy((uint8_t *)m + sizeof h, &ref, sizeof ref);
+            uint64_t t0 = bench_now_ns();
+            raw_put(r.h2d, hpos, m, 48);
+            while (raw_get(r.d2h, dpos, w, 64) < 0)
+                ;
+            uint64_t t1 = bench_now_ns();
+            __atomic_store_n(&r.d2h->cons_head, dpos + 1, __ATOMIC_RELEASE);
+            rk_msg_hdr rh;
+            memcpy(&rh, w, sizeof rh);
+            if (rh.status != 0 || rh.len != VN * 4) {
+                fprintf(stderr, "rk-bench gpu: raw vadd: status %d len %u\n", rh.status, rh.len);
+                return 1;
+            }
+            for (size_t i = 0; i < VN; i += 4099)
+                if (c[i] != a[i] + b[i]) {
+                    fprintf(stderr, "rk-bench gpu: raw vadd wrong at %zu\n", i);
+                    return 1;
+                }
+            hpos++;
+            dpos++;
+            if (k)
+                t[k - 1] = (double)(t1 - t0);
+        }
+        double tm = median(t, R);
+        bench_result *v = bench_add(rep, "vadd_16777216", "cuda");
+        v->gb_per_s = 3.0 * (double)VN * 4 / tm;
+        v->count = R;
+        snprintf(v->extra, sizeof v->extra,
+                 "\"path\": \"ring kernel, operands in the mapped arena, zero-copy reads/writes by the whole grid\", \"median_ms\": %.3f, \"bytes\": %zu",
+                 tm / 1e6, 3 * VN * 4);
+        printf("  %-24s %.1f GB/s (%.3f ms median of %d)\n", "vadd_16777216", v->gb_per_s, tm / 1e6, R);
+    }
+    raw_close(&r);
+    return 0;
+}
+
+/* ---------------- through the runtime API ---------------- */
+static int runtime_section(bench_report *rep, int device, long count, double seconds, double idle_s)
+{
+    rk_config cfg;
+    rk_config_init(&cfg);
+    cfg.backend = RK_BACKEND_CUDA;
+    cfg.device = device;
+    rk_runtime *rt;
+    CKRK(rk_runtime_open(&rt, &cfg));
+    rk_info in;
+    rk_runtime_info(rt, &in);
+    printf("  runtime: %s\n", in.why);
+    rk_actor *a;
+    CKRK(rk_actor_open(rt, &a));
+    uint8_t msg[64];
+    for (int i = 0; i < 64; i++)
+        msg[i] = (uint8_t)i;
+    {
+        const long warm = 20000;
+        uint64_t *s = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
+        for (long i = 0; i < warm + count; i++) {
+            rk_reply r;
+            uint64_t t0 = bench_now_ns();
+            int rc = rk_actor_call(a, RK_OP_ECHO, msg, 64, 0, &r, 5000);
+            uint64_t t1 = bench_now_ns();
+            if (rc || r.status || r.len != 64) {
+                fprintf(stderr, "rk-bench gpu: echo: %s status %d\n", rk_err_name(rc), rc ? 0 : r.status);
+                return 1;
+            }
+            rk_reply_release(a, &r);
+            if (i >= warm)
+                s[i - warm] = t1 - t0;
+        }
+        latency_row(rep, "ring_echo_64", "cuda", s, (size_t)count, "\"path\": \"rk_actor_call through the runtime\"");
+        free(s);
+    }
+    {
+        /* pipelined through the API: one actor, a window of 256 */
+        uint64_t sent = 0, got = 0, t0 = bench_now_ns(), end = t0 + (uint64_t)(seconds * 1e9), t1;
+        for (;;) {
+            while (sent - got < 256) {
+                int rc = rk_actor_send(a, RK_OP_ECHO, msg, 64, 0, NULL, 1000);
+                if (rc == -RK_EBUSY)
+                    break;
+                CKRK(rc);
+                sent++;
+            }
+            rk_reply r;
+            CKRK(rk_actor_recv(a, &r, 5000));
+            rk_reply_release(a, &r);
+            got++;
+            if ((got & 1023) == 0 && bench_now_ns() > end)
+                break;
+        }
+        t1 = bench_now_ns();
+        while (got < sent) {
+            rk_reply r;
+            CKRK(rk_actor_recv(a, &r, 5000));
+            rk_reply_release(a, &r);
+            got++;
+        }
+        bench_result *b = bench_add(rep, "throughput_echo_64_api", "cuda");
+        b->msgs_per_s = (double)got / ((double)(t1 - t0) * 1e-9);
+        b->count = got;
+        snprintf(b->extra, sizeof b->extra, "\"path\": \"rk_actor_send/recv, 1 actor, window 256\"");
+        printf("  %-24s %.2f M msg/s\n", "throughput_echo_64_api", b->msgs_per_s / 1e6);
+    }
+    {
+        float *v = (float *)malloc(2 * VN * 4);
+        for (size_t i = 0; i < 2 * VN; i++)
+            v[i] = (float)(i % 1000) * 0.5f;
+        double t[6];
+        const int R = 6;
+        for (int k = 0; k < R + 1; k++) {
+            rk_reply r;
+            uint64_t t0 = bench_now_ns();
+            CKRK(rk_actor_call(a, RK_OP_VADD, v, 2 * VN * 4, 0, &r, 30000));
+            uint64_t t1 = bench_now_ns();
+            if (r.status || r.len != VN * 4) {
+                fprintf(stderr, "rk-bench gpu: vadd api: status %d\n", r.status);
+                return 1;
+            }
+            rk_reply_release(a, &r);
+            if (k)
+                t[k - 1] = (double)(t1 - t0);
+        }
+        double tm = median(t, R);
+        bench_result *b = bench_add(rep, "vadd_16777216_api", "cuda");
+        b->gb_per_s = 3.0 * (double)VN * 4 / tm;
+        b->count = R;
+        snprintf(b->extra, sizeof b->extra,
+                 "\"path\": \"rk_actor_call: includes copying the 128 MiB operands into the arena on the host\", \"median_ms\": %.3f",
+                 tm / 1e6);
+        printf("  %-24s %.1f GB/s (%.3f ms)\n", "vadd_16777216_api", b->gb_per_s, tm / 1e6);
+        free(v);
+    }
+    rk_actor_close(a);
+    {
+        uint64_t c0 = bench_cpu_ns(), t0 = bench_now_ns();
+        usleep((useconds_t)(idle_s * 1e6));
+        uint64_t c1 = bench_cpu_ns(), t1 = bench_now_ns();
+        double pct = 100.0 * (double)(c1 - c0) / (double)(t1 - t0);
+        bench_result *b = bench_add(rep, "idle_cpu", "cuda");
+        b->count = 1;
+        snprintf(b->extra, sizeof b->extra, "\"cpu_percent_of_a_core\": %.3f, \"seconds\": %.1f", pct, idle_s);
+        printf("  %-24s %.3f %% of a core over %.1f s\n", "idle_cpu", pct, idle_s);
+    }
+    rk_runtime_close(rt);
+    return 0;
+}
+
+static void driver_version(char *out, size_t cap)
+{
+    snprintf(out, cap, "unknown");
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (!f)
+        return;
+    char line[512];
+    if (fgets(line, sizeof line, f)) {
+        char *p = strstr(line, "Kernel Module");
+        if (p) {
+            p += strlen("Kernel Module");
+            while (*p == ' ')
+                p++;
+            size_t n = strcspn(p, " \n");
+            snprintf(out, cap, "%.*s", (int)n, p);
+        }
+    }
+    fclose(f);
+}
+
+int bench_gpu_run(int argc, char **argv, bench_report *rep)
+{
+    long count = 200000;
+    double seconds = 2.0, idle_s = 5.0;
+    int device = 0;
+    static const struct option opts[] = {{"count", required_argument, 0, 'n'},
+                                         {"seconds", required_argument, 0, 't'},
+                                         {"device", required_argument, 0, 'd'},
+                                         {"idle", required_argument, 0, 'i'},
+                                         {0, 0, 0, 0}};
+    int o;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "n:t:d:i:", opts, NULL)) != -1) {
+        switch (o) {
+        case 'n': count = atol(optarg); break;
+        case 't': seconds = atof(optarg); break;
+        case 'd': device = atoi(optarg); break;
+        case 'i': idle_s = atof(optarg); break;
+        default: return 2;
+        }
+    }
+    if (count < 100)
+        count = 100;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev <= device) {
+        fprintf(stderr, "rk-bench gpu: no CUDA device %d\n", device);
+        return 1;
+    }
+    CK(cudaSetDevice(device));
+    cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, device));
+    int rtv = 0, drv = 0;
+    cudaRuntimeGetVersion(&rtv);
+    cudaDriverGetVersion(&drv);
+    char dv[64];
+    driver_version(dv, sizeof dv);
+    snprintf(rep->device_json, sizeof rep->device_json,
+             "{\"name\": \"%s\", \"driver\": \"%s\", \"cuda\": \"%d.%d\", \"cuda_driver_api\": \"%d.%d\", \"cc\": \"%d.%d\", "
+             "\"sm_count\": %d, \"pci_bus\": \"%04x:%02x:%02x\"}",
+             p.name, dv, rtv / 1000, rtv % 1000 / 10, drv / 1000, drv % 1000 / 10, p.major, p.minor,
+             p.multiProcessorCount, p.pciDomainID, p.pciBusID, p.pciDeviceID);
+    printf("rk-bench gpu: %s (driver %s, CUDA %d.%d), %ld round trips per latency path\n", p.name, dv, rtv / 1000,
+           rtv % 1000 / 10, count);
+
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
+
+    /* floor: one spinning GPU thread, one word each way through mapped memory */
+    {
+        uint32_t *hw;
+        CK(cudaHostAlloc((void **)&hw, 4096, cudaHostAllocMapped));
+        memset(hw, 0, 4096);
+        uint32_t *dw;
+        CK(cudaHostGetDevicePointer((void **)&dw, hw, 0));
+        uint32_t *ping = hw, *pong = hw + 32; /* separate 128-B lines */
+        const long warm = 20000;
+        floor_kernel<<<1, 1, 0, s>>>(dw, dw + 32, (uint32_t)(warm + count));
+        CK(cudaGetLastError());
+        for (long i = 1; i <= warm + count; i++) {
+            uint64_t t0 = bench_now_ns();
+            __atomic_store_n(ping, (uint32_t)i, __ATOMIC_RELEASE);
+            while (__atomic_load_n(pong, __ATOMIC_ACQUIRE) != (uint32_t)i)
+                ;
+            uint64_t t1 = bench_now_ns();
+            if (i > warm)
+                smp[i - warm - 1] = t1 - t0;
+        }
+        CK(cudaStreamSynchronize(s));
+        latency_row(rep, "floor", "cuda", smp, (size_t)count,
+                    "\"path\": \"1 GPU thread, 1 word each way, host-mapped memory\"");
+        CK(cudaFreeHost(hw));
+    }
+    const long nb = count < 50000 ? count : 50000;
+    /* launch + sync */
+    {
+        for (int i = 0; i < 2000; i++)
+            empty_kernel<<<1, 1, 0, s>>>();
+        CK(cudaStreamSynchronize(s));
+        for (long i = 0; i < nb; i++) {
+            uint64_t t0 = bench_now_ns();
+            empty_kernel<<<1, 1, 0, s>>>();
+            cudaStreamSynchronize(s);
+            smp[i] = bench_now_ns() - t0;
+        }
+        CK(cudaGetLastError());
+        latency_row(rep, "launch_sync", "cuda", smp, (size_t)nb, NULL);
+    }
+    /* graph launch + sync */
+    {
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        empty_kernel<<<1, 1, 0, s>>>();
+        CK(cudaStreamEndCapture(s, &g));
+        CK(cudaGraphInstantiate(&ge, g, 0));
+        for (int i = 0; i < 2000; i++)
+            cudaGraphLaunch(ge, s);
+        CK(cudaStreamSynchronize(s));
+        for (long i = 0; i < nb; i++) {
+            uint64_t t0 = bench_now_ns();
+            cudaGraphLaunch(ge, s);
+            cudaStreamSynchronize(s);
+            smp[i] = bench_now_ns() - t0;
+        }
+        CK(cudaGetLastError());
+        latency_row(rep, "graph_sync", "cuda", smp, (size_t)nb, NULL);
+        cudaGraphExecDestroy(ge);
+        cudaGraphDestroy(g);
+    }
+    /* 64 B memcpy H2D + kernel + 64 B D2H + sync */
+    {
+        uint8_t *hin, *hout;
+        void *din, *dout;
+        CK(cudaHostAlloc((void **)&hin, 64, 0));
+        CK(cudaHostAlloc((void **)&hout, 64, 0));
+        CK(cudaMalloc(&din, 64));
+        CK(cudaMalloc(&dout, 64));
+        for (int i = 0; i < 64; i++)
+            hin[i] = (uint8_t)i;
+        for (long i = -2000; i < nb; i++) {
+            uint64_t t0 = bench_now_ns();
+            cudaMemcpyAsync(din, hin, 64, cudaMemcpyHostToDevice, s);
+            copy64_kernel<<<1, 32, 0, s>>>((const uint4 *)din, (uint4 *)dout);
+            cudaMemcpyAsync(hout, dout, 64, cudaMemcpyDeviceToHost, s);
+            cudaStreamSynchronize(s);
+            if (i >= 0)
+                smp[i] = bench_now_ns() - t0;
+        }
+        CK(cudaGetLastError());
+        if (memcmp(hin, hout, 64)) {
+            fprintf(stderr, "rk-bench gpu: memcpy path: wrong data\n");
+            return 1;
+        }
+        latency_row(rep, "memcpy_launch_memcpy", "cuda", smp, (size_t)nb, NULL);
+        cudaFreeHost(hin);
+        cudaFreeHost(hout);
+        cudaFree(din);
+        cudaFree(dout);
+    }
+    /* pinned copies: the same bytes a vadd of 2^24 moves (2 x 64 MiB in, 64 MiB out) */
+    {
+        float *hab, *hc, *dab, *dc;
+        CK(cudaHostAlloc((void **)&hab, 2 * VN * 4, 0));
+        CK(cudaHostAlloc((void **)&hc, VN * 4, 0));
+        CK(cudaMalloc((void **)&dab, 2 * VN * 4));
+        CK(cudaMalloc((void **)&dc, VN * 4));
+        for (size_t i = 0; i < 2 * VN; i++)
+            hab[i] = (float)(i % 1000) * 0.5f;
+        const int R = 10;
+        double t[10], th[10], td[10], tv[10];
+        for (int k = -1; k < R; k++) {
+            uint64_t t0 = bench_now_ns();
+            CK(cudaMemcpy(dab, hab, 2 * VN * 4, cudaMemcpyHostToDevice));
+            uint64_t t1 = bench_now_ns();
+            CK(cudaMemcpy(hc, dc, VN * 4, cudaMemcpyDeviceToHost));
+            uint64_t t2 = bench_now_ns();
+            if (k >= 0) {
+                t[k] = (double)(t2 - t0);
+                th[k] = (double)(t1 - t0);
+                td[k] = (double)(t2 - t1);
+            }
+        }
+        for (int k = -1; k < R; k++) {
+            uint64_t t0 = bench_now_ns();
+            cudaMemcpyAsync(dab, hab, 2 * VN * 4, cudaMemcpyHostToDevice, s);
+            vadd_kernel<<<p.multiProcessorCount * 8, 256, 0, s>>>((const float4 *)dab, (const float4 *)(dab + VN),
+                                                                   (float4 *)dc, VN / 4);
+            cudaMemcpyAsync(hc, dc, VN * 4, cudaMemcpyDeviceToHost, s);
+            CK(cudaStreamSynchronize(s));
+            if (k >= 0)
+                tv[k] = (double)(bench_now_ns() - t0);
+        }
+        for (size_t i = 0; i < VN; i += 1009)
+            if (hc[i] != hab[i] + hab[VN + i]) {
+                fprintf(stderr, "rk-bench gpu: staged vadd wrong at %zu\n", i);
+                return 1;
+            }
+        double tm = median(t, R), thm = median(th, R), tdm = median(td, R), tvm = median(tv, R);
+        bench_result *b = bench_add(rep, "pinned_copy", "cuda");
+        b->gb_per_s = 3.0 * (double)VN * 4 / tm;
+        b->count = R;
+        snprintf(b->extra, sizeof b->extra,
+                 "\"path\": \"cudaMemcpy pinned: 128 MiB H2D then 64 MiB D2H\", \"h2d_gb_per_s\": %.2f, \"d2h_gb_per_s\": %.2f, \"median_ms\": %.3f",
+                 2.0 * VN * 4 / thm, (double)VN * 4 / tdm, tm / 1e6);
+        printf("  %-24s %.1f GB/s (H2D %.1f, D2H %.1f GB/s; %.3f ms)\n", "pinned_copy", b->gb_per_s,
+               2.0 * VN * 4 / thm, (double)VN * 4 / tdm, tm / 1e6);
+        bench_result *v = bench_add(rep, "vadd_staged_16777216", "cuda");
+        v->gb_per_s = 3.0 * (double)VN * 4 / tvm;
+        v->count = R;
+        snprintf(v->extra, sizeof v->extra,
+                 "\"path\": \"cudaMemcpyAsync H2D + vadd kernel + D2H + sync, pinned\", \"median_ms\": %.3f", tvm / 1e6);
+        printf("  %-24s %.1f GB/s (%.3f ms)\n", "vadd_staged_16777216", v->gb_per_s, tvm / 1e6);
+        cudaFreeHost(hab);
+        cudaFreeHost(hc);
+        cudaFree(dab);
+        cudaFree(dc);
+    }
+    free(smp);
+    cudaStreamDestroy(s);
+
+    /* the ring kernel, raw, then through the runtime (each holds the whole GPU) */
+    if (raw_section(rep, p.multiProcessorCount, count, seconds))
+        return 1;
+    if (runtime_section(rep, device, count, seconds, idle_s))
+        return 1;
+
+    /* the claims, as ratios against this run's floor */
+    const bench_result *fl = NULL, *ring = NULL, *mlm = NULL, *thr = NULL, *va = NULL, *pc = NULL, *idle = NULL,
+                       *raw_ring = NULL;
+    for (size_t i = 0; i < rep->n; i++) {
+        const bench_result *r = &rep->results[i];
+        if (!strcmp(r->name, "floor")) fl = r;
+        if (!strcmp(r->name, "ring_echo_64")) ring = r;
+        if (!strcmp(r->name, "ring_echo_64_raw")) raw_ring = r;
+        if (!strcmp(r->name, "memcpy_launch_memcpy")) mlm = r;
+        if (!strcmp(r->name, "throughput_echo_64")) thr = r;
+        if (!strcmp(r->name, "vadd_16777216")) va = r;
+        if (!strcmp(r->name, "pinned_copy")) pc = r;
+        if (!strcmp(r->name, "idle_cpu")) idle = r;
+    }
+    if (fl && ring && raw_ring && mlm && thr && va && pc && idle) {
+        printf("\nclaims (this run):\n");
+        printf("  ring p50 / floor p50        = %.3f (<= 1.15)   raw loop: %.3f\n", ring->p50_ns / fl->p50_ns,
+               raw_ring->p50_ns / fl->p50_ns);
+        printf("  ring p99 / floor p99        = %.3f (<= 1.5)    raw loop: %.3f\n", ring->p99_ns / fl->p99_ns,
+               raw_ring->p99_ns / fl->p99_ns);
+        printf("  memcpy+launch p50 / ring p50 = %.2f (>= 3.5)\n", mlm->p50_ns / ring->p50_ns);
+        printf("  pipelined 64 B echo         = %.2f M msg/s (>= 20)\n", thr->msgs_per_s / 1e6);
+        printf("  vadd / pinned copy          = %.1f %% (>= 80 %%)\n", 100.0 * va->gb_per_s / pc->gb_per_s);
+        printf("  idle CPU                    = see idle_cpu row (< 5 %% of a core)\n");
+    }
+    return 0;
+}
