@@ -34,6 +34,7 @@ typedef struct rk__cuda {
     bool wd_started;
     _Atomic bool wd_quit;
     _Atomic int fault;
+    int64_t hb_deadline_ns; /* RK_CUDA_HEARTBEAT_MS overrides (sanitizers slow the kernel) */
 } rk__cuda;
 
 static int rk__cuda_int_env(const char *name, int def)
@@ -132,7 +133,7 @@ static void *rk__cuda_watchdog(void *arg)
                          e == cudaSuccess ? "no CUDA error" : cudaGetErrorString(e));
                 c->running = e == cudaSuccess ? false : c->running;
                 rk__cuda_set_fault(rt, c, why);
-            } else if (now - last_change > RK__HEARTBEAT_DEADLINE_NS) {
+            } else if (now - last_change > c->hb_deadline_ns) {
                 snprintf(why, sizeof why, "ring kernel on %s: heartbeat silent for %lld ms", c->lim.name,
                          (long long)((now - last_change) / 1000000));
                 rk__cuda_set_fault(rt, c, why);
@@ -222,6 +223,9 @@ static int rk__cuda_start(rk_runtime *rt)
         return rk__fail(RK_ENOMEM, "CUDA backend: out of memory");
     pthread_mutex_init(&c->lock, NULL);
     c->device = rt->cfg.device;
+    c->hb_deadline_ns = (int64_t)rk__cuda_int_env("RK_CUDA_HEARTBEAT_MS", 0) * 1000000;
+    if (c->hb_deadline_ns <= 0)
+        c->hb_deadline_ns = RK__HEARTBEAT_DEADLINE_NS;
     c->grid = rt->cfg.grid;
     c->block = rt->cfg.block;
     c->smem = rt->cfg.smem;
