@@ -29,7 +29,8 @@ step_sanitize() {
   for tool in ${TOOLS:-memcheck racecheck synccheck}; do
     for t in ${SAN_TESTS:-gpu_ops gpu_validate custom_actor_sample gpu_stress_10M_4_producers}; do
       s=$(date +%s)
-      exe=$(ls "$B/tests/gpu/test_$t" "$B/samples/custom_actor/custom_actor" 2>/dev/null | head -n 1)
+      exe="$B/tests/gpu/test_$t"
+      [ -x "$exe" ] || exe="$B/samples/custom_actor/custom_actor"
       timeout ${SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 9 "$exe" --require-gpu >"$OUT/san_${tool}_$t.log" 2>&1
       rc=$?
       echo "$tool $t rc=$rc $(( $(date +%s) - s ))s $(grep -E 'ERROR SUMMARY' "$OUT/san_${tool}_$t.log" | tail -n 1)" | tee -a "$OUT/sanitizer.log"
