@@ -79,12 +79,14 @@ static_assert(sizeof(scratch) <= RK_KERNEL_SCRATCH_BYTES, "scratch too large");
 
 /* block 0's shared state */
 struct shared0 {
-    unsigned long long d2h_tail; /* next D2H position to reserve (smem atomics) */
-    unsigned long long d2h_head; /* cached D2H cons_head (atomicMax) */
+    unsigned long long d2h_tail; /* dispatcher -> housekeeper at stop: next D2H position */
+    unsigned long long d2h_head; /* D2H cons_head at start */
     unsigned long long h2d_done; /* positions the dispatcher consumed */
+    unsigned long long poll_pos; /* dispatcher -> loader: the busy poll's first position */
     uint32_t stop;               /* housekeeper -> dispatcher: 1 stop, 2 abort */
     uint32_t jobs_posted;        /* dispatcher -> housekeeper */
     uint32_t dispatcher_done;
+    uint32_t loader_quit;
     uint32_t words[MAX_WORDS];   /* staged request (slow path) */
     uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
     uint32_t jreply[16];         /* housekeeper's job reply */
@@ -219,45 +221,81 @@ __device__ int run_op(const rk_kargs &ka, uint16_t type, const gpu_ctx &c, const
     }
 }
 
-/* ---- D2H production (block 0; lane 0 reserves, the warp writes) ---- */
-__device__ __forceinline__ uint64_t d2h_reserve(shared0 &sh, const ring_view &out, const rk_kargs &ka,
-                                                uint32_t lane)
+/* ---- D2H production: the dispatcher warp is the ring's single producer ---- */
+__device__ __forceinline__ void bar_named(uint32_t id, uint32_t n)
 {
-    uint64_t pos = 0;
-    if (lane == 0) {
-        pos = atomicAdd(&sh.d2h_tail, 1ull);
-        uint32_t ns = 0;
-        while (pos - vol_ld(&sh.d2h_head) >= out.slots) {
-            /* full by the cached head: refresh it (one PCIe read). acquire:
-             * pairs with the host consumer's store-release of cons_head, so
-             * its reads of the slot's old lap are done before we overwrite. */
-            uint64_t h = rk__ld_acquire_sys(out.cons_head);
-            atomicMax(&sh.d2h_head, (unsigned long long)h);
-            if (pos - h < out.slots)
-                break;
-            if (vol_ld(&sh.stop) >= 2)
-                break; /* abort: the host no longer drains */
-            __nanosleep(ns);
-            ns = ns < 8192 ? ns * 2 + 32 : ns;
-        }
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+
+/* Waits until position dpos is free in D2H. The cached head is refreshed
+ * (one PCIe read) only when it says "full". acquire: pairs with the host
+ * consumer's store-release of cons_head, so its reads of the slot's old
+ * lap are done before we overwrite it. */
+__device__ __forceinline__ void d2h_wait(const ring_view &out, uint64_t dpos, uint64_t &dhead, const shared0 &sh,
+                                         uint32_t lane)
+{
+    if (dpos - dhead < out.slots)
+        return;
+    uint32_t ns = 0;
+    for (;;) {
+        uint64_t h = 0;
+        if (lane == 0)
+            h = rk__ld_acquire_sys(out.cons_head);
+        dhead = __shfl_sync(FULL, h, 0);
+        if (dpos - dhead < out.slots || vol_ld(&sh.stop) >= 2)
+            return; /* (abort: the host no longer drains) */
+        __nanosleep(ns);
+        ns = ns < 8192 ? ns * 2 + 32 : ns;
     }
-    return __shfl_sync(FULL, pos, 0);
 }
 
 /* words[0] = reply length, words[1..] the reply */
-__device__ __forceinline__ void d2h_post_words(shared0 &sh, const ring_view &out, const rk_kargs &ka,
-                                               const uint32_t *words, uint32_t lane)
+__device__ __forceinline__ void d2h_post_words(const ring_view &out, uint64_t &dpos, uint64_t &dhead,
+                                               const shared0 &sh, const uint32_t *words, uint32_t lane)
 {
-    uint64_t pos = d2h_reserve(sh, out, ka, lane);
-    ring_warp_store(out, pos, words, lane);
+    d2h_wait(out, dpos, dhead, sh, lane);
+    ring_warp_store(out, dpos, words, lane);
+    dpos++;
+}
+
+/* Posts the replies of the grid jobs that finished. */
+__device__ __noinline__ void post_job_replies(scratch *ds, shared0 &sh, const ring_view &out, uint64_t &dpos,
+                                              uint64_t &dhead, uint32_t &replied, uint32_t lane)
+{
+    uint32_t completed = 0;
+    if (lane == 0)
+        completed = rk__ld_acquire_gpu(&ds->job_completed);
+    completed = __shfl_sync(FULL, completed, 0);
+    if (completed == replied)
+        return;
+    /* release: the workers' arena output (fenced at system scope by each
+     * block before it counted itself done) before the replies' lines */
+    rk__fence_release_sys();
+    while (replied != completed) {
+        const job *j = &ds->jobs[replied % NJ];
+        uint32_t *r = sh.jreply;
+        if (lane < 13)
+            r[lane] = j->words[lane];
+        __syncwarp();
+        if (lane == 0) {
+            r[0] = sizeof(rk_msg_hdr) + sizeof(rk_arena_ref);
+            r[5] = (uint32_t)j->status;
+            r[6] = j->status == 0 ? j->out_len : 0;
+        }
+        __syncwarp();
+        d2h_post_words(out, dpos, dhead, sh, r, lane);
+        __syncwarp();
+        replied++;
+    }
 }
 
 /* Serves a staged request (sh.words) with the warp; posts its reply or a
- * grid job. Returns false when it could not be taken now (job queue full
- * and stopping): the request then stays in the ring. */
+ * grid job. Returns false when it could not be taken now (aborting): the
+ * request then stays in the ring. */
 template <class... A>
-__device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch *ds,
-                                        const ring_view &out, bool has_workers, uint32_t lane)
+__device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch *ds, const ring_view &out,
+                                        bool has_workers, uint32_t lane, uint64_t &dpos, uint64_t &dhead,
+                                        uint32_t &posted, uint32_t &replied)
 {
     uint32_t *w = sh.words;
     uint32_t *r = sh.reply;
@@ -285,20 +323,22 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
             if (in_off > asz || hlen > asz - in_off || out_off > asz || out_cap > asz - out_off) {
                 status = -RK_EPROTO;
             } else if (has_workers && hlen > RK__WARP_ARENA_MAX) {
-                /* the whole grid: post a job (the housekeeper replies) */
-                uint32_t posted = sh.jobs_posted;
-                if (lane == 0) {
-                    uint32_t ns = 0;
-                    while (posted - rk__ld_acquire_gpu(&ds->job_completed) >= NJ) {
-                        if (vol_ld(&sh.stop) >= 2)
-                            break;
-                        __nanosleep(ns);
-                        ns = ns < 4096 ? ns * 2 + 32 : ns;
-                    }
+                /* the whole grid: post a job (its reply follows when the
+                 * workers are done; see post_job_replies) */
+                uint32_t ns = 0;
+                for (;;) {
+                    uint32_t c = 0;
+                    if (lane == 0)
+                        c = rk__ld_acquire_gpu(&ds->job_completed);
+                    c = __shfl_sync(FULL, c, 0);
+                    if (posted - c < NJ)
+                        break;
+                    if (vol_ld(&sh.stop) >= 2)
+                        return false;
+                    post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
+                    __nanosleep(ns);
+                    ns = ns < 4096 ? ns * 2 + 32 : ns;
                 }
-                __syncwarp();
-                if (vol_ld(&sh.stop) >= 2)
-                    return false;
                 job *j = &ds->jobs[posted % NJ];
                 if (lane < 13)
                     j->words[lane] = w[lane];
@@ -311,6 +351,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
                     rk__st_release_gpu(&ds->job_posted, posted + 1);
                     rk__st_release_cta(&sh.jobs_posted, posted + 1);
                 }
+                posted++;
                 __syncwarp();
                 return true;
             } else {
@@ -318,8 +359,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
                  * its lines, so the arena payload is visible */
                 rk__fence_acquire_sys();
                 gpu_ctx c{lane, 32, false};
-                status = run_op<A...>(ka, type, c, ka.arena + in_off, hlen, ka.arena + out_off, out_cap,
-                                      &out_len);
+                status = run_op<A...>(ka, type, c, ka.arena + in_off, hlen, ka.arena + out_off, out_cap, &out_len);
                 status = __shfl_sync(FULL, status, 0);
                 out_len = __shfl_sync(FULL, out_len, 0);
                 __syncwarp();
@@ -335,8 +375,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
     } else {
         gpu_ctx c{lane, 32, false};
         status = run_op<A...>(ka, type, c, reinterpret_cast<const uint8_t *>(w + 7), hlen,
-                              reinterpret_cast<uint8_t *>(r + 7), out.msg_max - sizeof(rk_msg_hdr),
-                              &out_len);
+                              reinterpret_cast<uint8_t *>(r + 7), out.msg_max - sizeof(rk_msg_hdr), &out_len);
         status = __shfl_sync(FULL, status, 0);
         out_len = __shfl_sync(FULL, out_len, 0);
         rwords = sizeof(rk_msg_hdr) + (status == 0 ? out_len : 0);
@@ -351,59 +390,144 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
     if (lane == 6)
         r[6] = status == 0 ? out_len : 0;
     __syncwarp();
-    d2h_post_words(sh, out, ka, r, lane);
+    d2h_post_words(out, dpos, dhead, sh, r, lane);
     __syncwarp();
     return true;
 }
 
-/* ---- the dispatcher warp ---- */
+__device__ __forceinline__ void spin_cycles(uint32_t n)
+{
+    const long long t0 = clock64();
+    while (clock64() - t0 < (long long)n)
+        ;
+}
+
+/* Idle polling of the slot at pos with 4 reads in flight, staggered by
+ * ~200 ns: a message is seen about one read latency after it lands, not one
+ * and a half (a lone spinning reader waits, on average, half a read for
+ * the read already in flight to come back empty). Returns true with this
+ * lane's line of the slot once line 0 carries the flag. */
+__device__ __forceinline__ bool poll_idle(const ring_view &in, uint64_t pos, uint32_t lane, uint64_t *out)
+{
+    const uint64_t *p = ring_slot(in, pos) + lane;
+    const uint32_t flag = ring_flag(in, pos);
+    uint64_t a = rk__ld_relaxed_sys(p);
+    spin_cycles(400);
+    uint64_t b = rk__ld_relaxed_sys(p);
+    spin_cycles(400);
+    uint64_t c = rk__ld_relaxed_sys(p);
+    spin_cycles(400);
+    uint64_t d = rk__ld_relaxed_sys(p);
+#define RK__POLL_ONE(x)                                                                            \
+    if ((uint32_t)(__shfl_sync(FULL, x, 0) >> 32) == flag) {                                       \
+        *out = x;                                                                                  \
+        return true;                                                                               \
+    }                                                                                              \
+    x = rk__ld_relaxed_sys(p);
+    for (int it = 0; it < 16; it++) {
+        RK__POLL_ONE(a)
+        RK__POLL_ONE(b)
+        RK__POLL_ONE(c)
+        RK__POLL_ONE(d)
+    }
+#undef RK__POLL_ONE
+    return false;
+}
+
+/* ---- the dispatcher warp (block 0, warp 0) ---- */
 template <class... A>
-__device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers)
+__device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers, bool has_loader)
 {
     const uint32_t lane = threadIdx.x & 31;
     const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
     const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
     uint64_t hpos = vol_ld(&sh.h2d_done);
-    uint32_t kcur = 1, idle = 0, ns = 0;
+    uint64_t dpos = ka.d2h_start, dhead = vol_ld(&sh.d2h_head);
+    uint32_t posted = 0, replied = 0, idle = 0, ns = 0;
+    bool busy = false, stalled = false;
 
     for (;;) {
+        if (vol_ld(&sh.stop))
+            break;
         if (ka.flags & RK_KF_MUTE) { /* test only: never answer */
-            if (vol_ld(&sh.stop))
-                break;
             __nanosleep(10000);
             continue;
         }
-        if (vol_ld(&sh.stop))
-            break;
-        /* all loads first (K slots in flight in one round trip), then park
-         * them in shared memory so the checks below index them freely */
+        if (posted != replied)
+            post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
+        uint32_t nload;
+        if (!busy) {
+            uint64_t L;
+            bool got;
+            if (idle < 200000) {
+                got = poll_idle(in, hpos, lane, &L);
+                idle += 64;
+            } else {
+                /* idle for a while (~10+ ms): one read per backoff sleep */
+                L = ring_warp_load(in, hpos, lane);
+                got = (uint32_t)(__shfl_sync(FULL, L, 0) >> 32) == ring_flag(in, hpos);
+                if (!got) {
+                    __nanosleep(ns);
+                    ns = ns < 32000 ? ns * 2 + 64 : ns;
+                }
+            }
+            if (!got)
+                continue;
+            sh.lines[lane] = L;
+            nload = 1;
+        } else {
+            /* busy: 32 slots in one round trip, 16 by this warp and 16 by
+             * the loader warp (registers bound how many reads a warp keeps
+             * in flight) */
+            if (has_loader) {
+                if (lane == 0)
+                    *(volatile unsigned long long *)&sh.poll_pos = hpos;
+                __syncwarp();
+                bar_named(1, 64);
+            }
+            uint64_t v[16];
 #pragma unroll
-        for (int k = 0; k < K; k++)
-            if (k < (int)kcur)
-                sh.lines[k * 32 + lane] = ring_warp_load(in, hpos + k, lane);
+            for (int k = 0; k < 16; k++)
+                v[k] = ring_warp_load(in, hpos + k, lane);
+#pragma unroll
+            for (int k = 0; k < 16; k++)
+                sh.lines[k * 32 + lane] = v[k];
+            if (has_loader)
+                bar_named(2, 64);
+            nload = has_loader ? 32 : 16;
+        }
         __syncwarp();
-        uint32_t found = 0;
-        bool stalled = false;
-        for (int k = 0; k < (int)kcur; k++) {
-            const uint64_t pos = hpos + k;
-            const uint32_t flag = ring_flag(in, pos);
-            const uint64_t L = sh.lines[k * 32 + lane];
-            const uint64_t l0 = __shfl_sync(FULL, L, 0);
-            if ((uint32_t)(l0 >> 32) != flag)
-                break;
-            const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
-            const uint32_t nl = 1u + (len + 3u) / 4u;
-            if (!__all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag))
-                break; /* the producer is still writing lines */
-            const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
-            const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
-            const uint16_t type = (uint16_t)(w1 & 0xffffu);
-            const bool fast = nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
-                              (type == RK_OP_ECHO || type == RK_OP_NOP) &&
-                              hlen <= len - sizeof(rk_msg_hdr);
-            if (fast) {
-                /* straight from registers: lane i writes reply line i */
-                const uint32_t plen = type == RK_OP_ECHO ? hlen : 0u;
+        /* lane j checks message j: complete (every line it needs carries
+         * the lap's flag) and, if so, whether it takes the fast path */
+        bool ok = false, fast = false;
+        if (lane < nload) {
+            const uint64_t *m = &sh.lines[lane * 32];
+            const uint32_t flag = ring_flag(in, hpos + lane);
+            const uint64_t l0 = m[0];
+            if ((uint32_t)(l0 >> 32) == flag) {
+                const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
+                const uint32_t nl = 1u + (len + 3u) / 4u;
+                const uint32_t nchk = nl < 32 ? nl : 32;
+                ok = true;
+                for (uint32_t i = 1; i < nchk; i++)
+                    ok &= (uint32_t)(m[i] >> 32) == flag;
+                const uint32_t w1 = (uint32_t)m[1], hlen = (uint32_t)m[6];
+                const uint32_t type = w1 & 0xffffu;
+                fast = nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
+                       (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
+            }
+        }
+        const uint32_t okm = __ballot_sync(FULL, ok), fastm = __ballot_sync(FULL, fast);
+        const uint32_t found = okm == FULL ? 32u : (uint32_t)(__ffs(~okm) - 1);
+        uint32_t done = 0;
+        for (uint32_t k = 0; k < found; k++) {
+            const uint64_t *m = &sh.lines[k * 32];
+            if ((fastm >> k) & 1u) {
+                /* echo / NOP straight from the staged lines: lane i writes
+                 * reply line i (LL lines: no fence) */
+                const uint64_t L = m[lane];
+                const uint32_t type = (uint32_t)m[1] & 0xffffu;
+                const uint32_t plen = type == RK_OP_ECHO ? (uint32_t)m[6] : 0u;
                 uint32_t d = (uint32_t)L;
                 if (lane == 0)
                     d = (uint32_t)sizeof(rk_msg_hdr) + plen;
@@ -412,152 +536,147 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
                 if (lane == 6)
                     d = plen;
                 const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
-                const uint64_t dpos = d2h_reserve(sh, out, ka, lane);
+                d2h_wait(out, dpos, dhead, sh, lane);
                 if (lane < rl)
                     rk__st_relaxed_sys(ring_slot(out, dpos) + lane, ring_line(d, ring_flag(out, dpos)));
+                dpos++;
             } else {
-                /* stage the message in shared memory */
+                /* stage the message's words in shared memory */
+                const uint64_t pos = hpos + k;
+                const uint32_t flag = ring_flag(in, pos);
+                const uint32_t len0 = (uint32_t)m[0];
+                const uint32_t len = len0 <= in.msg_max ? len0 : in.msg_max;
+                const uint32_t nl = 1u + (len + 3u) / 4u;
                 if (lane < nl)
-                    sh.words[lane] = (uint32_t)L;
+                    sh.words[lane] = (uint32_t)m[lane];
                 for (uint32_t i = 32 + lane; i < nl; i += 32) {
                     uint64_t x;
                     do {
                         x = rk__ld_relaxed_sys(ring_slot(in, pos) + i);
-                    } while ((uint32_t)(x >> 32) != flag && !vol_ld(&sh.stop));
+                    } while ((uint32_t)(x >> 32) != flag && vol_ld(&sh.stop) < 2);
                     sh.words[i] = (uint32_t)x;
                 }
+                __syncwarp();
                 if (lane == 0)
                     sh.words[0] = len;
                 __syncwarp();
-                if (vol_ld(&sh.stop) ||
-                    !serve_slow<A...>(ka, sh, ds, out, has_workers, lane)) {
+                if (vol_ld(&sh.stop) >= 2 ||
+                    !serve_slow<A...>(ka, sh, ds, out, has_workers, lane, dpos, dhead, posted, replied)) {
                     stalled = true;
                     break;
                 }
             }
-            found++;
+            done++;
         }
         __syncwarp();
-        if (found) {
-            hpos += found;
+        if (done) {
+            hpos += done;
             /* consumed: the housekeeper publishes cons_head (release) */
             if (lane == 0)
                 rk__st_release_cta(&sh.h2d_done, (unsigned long long)hpos);
-            kcur = K;
+            busy = true;
             idle = 0;
             ns = 0;
         } else {
-            kcur = 1;
-            if (++idle > 20000) {
-                __nanosleep(ns);
-                ns = ns < 32000 ? ns * 2 + 64 : ns;
-            }
+            busy = false;
         }
         if (stalled)
             break;
     }
+    /* stopping: finish the grid jobs already posted, then hand over */
+    while (posted != replied && vol_ld(&sh.stop) < 2) {
+        post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
+        __nanosleep(1000);
+    }
     __syncwarp();
     if (lane == 0) {
+        sh.d2h_tail = dpos;
         rk__st_release_cta(&sh.h2d_done, (unsigned long long)hpos);
+        sh.loader_quit = 1;
         rk__st_release_cta(&sh.dispatcher_done, 1u);
+    }
+    __syncwarp();
+    if (has_loader)
+        bar_named(1, 64); /* release the loader */
+}
+
+/* ---- the loader warp (block 0, warp 2): the second half of a busy poll ---- */
+__device__ void loader(const rk_kargs &ka, shared0 &sh)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
+    for (;;) {
+        bar_named(1, 64);
+        if (vol_ld(&sh.loader_quit))
+            return;
+        const uint64_t pos = vol_ld(&sh.poll_pos) + 16;
+        uint64_t v[16];
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+            v[k] = ring_warp_load(in, pos + k, lane);
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+            sh.lines[(16 + k) * 32 + lane] = v[k];
+        bar_named(2, 64);
     }
 }
 
-/* ---- the housekeeper warp ---- */
+/* ---- the housekeeper warp (block 0, warp 1) ---- */
 template <class... A>
 __device__ void housekeeper(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers)
 {
     const uint32_t lane = threadIdx.x & 31;
+    if (lane != 0)
+        return;
     const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
     const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
     uint64_t published = vol_ld(&sh.h2d_done);
-    uint32_t replied = 0;
     uint64_t last_hb = 0;
     uint32_t ns = 0;
-    bool quit_posted = false;
 
-    if (lane == 0)
-        rk__st_release_sys(ka.state, (int32_t)1 /* RK__STATE_RUNNING */);
+    rk__st_release_sys(ka.state, (int32_t)1 /* RK__STATE_RUNNING */);
     for (;;) {
         const uint64_t now = rk__globaltimer();
-        bool busy = false;
-        if (lane == 0) {
-            if (now - last_hb > 200000ull) { /* 0.2 ms */
-                rk__st_relaxed_sys(ka.heartbeat, now);
-                last_hb = now;
-            }
-            /* acquire: pairs with the host's store-release of stop */
-            uint32_t s = rk__ld_acquire_sys(ka.stop);
-            if (s > vol_ld(&sh.stop))
-                *(volatile uint32_t *)&sh.stop = s;
+        if (now - last_hb > 200000ull) { /* 0.2 ms */
+            rk__st_relaxed_sys(ka.heartbeat, now);
+            last_hb = now;
         }
-        /* publish consumption: release orders the dispatcher's reads of
-         * the slots (before its cta-release of h2d_done, which we acquired)
+        /* acquire: pairs with the host's store-release of stop */
+        const uint32_t s = rk__ld_acquire_sys(ka.stop);
+        if (s > vol_ld(&sh.stop))
+            *(volatile uint32_t *)&sh.stop = s;
+        /* publish consumption. release: orders the dispatcher's reads of
+         * the slots (before its cta-release of h2d_done, acquired here)
          * before the host may overwrite them */
         const uint64_t done = rk__ld_acquire_cta(&sh.h2d_done);
+        bool busy = false;
         if (done != published) {
-            if (lane == 0)
-                rk__st_release_sys(in.cons_head, done);
+            rk__st_release_sys(in.cons_head, done);
             published = done;
             busy = true;
         }
-        /* replies of finished grid jobs */
-        const uint32_t posted = rk__ld_acquire_cta(&sh.jobs_posted);
-        if (posted != replied) {
-            uint32_t completed = 0;
-            if (lane == 0)
-                completed = rk__ld_acquire_gpu(&ds->job_completed);
-            completed = __shfl_sync(FULL, completed, 0);
-            while (replied != completed) {
-                const job *j = &ds->jobs[replied % NJ];
-                uint32_t *r = sh.jreply;
-                if (lane < 13)
-                    r[lane] = j->words[lane];
-                __syncwarp();
-                if (lane == 0) {
-                    r[0] = sizeof(rk_msg_hdr) + sizeof(rk_arena_ref);
-                    r[5] = (uint32_t)j->status;
-                    r[6] = j->status == 0 ? j->out_len : 0;
-                }
-                __syncwarp();
-                /* release: the workers' arena output (fenced at system
-                 * scope by each block before job_completed) before the
-                 * reply's lines */
-                rk__fence_release_sys();
-                d2h_post_words(sh, out, ka, r, lane);
-                __syncwarp();
-                replied++;
-            }
-            busy = true;
-        }
-        const bool ddone = rk__ld_acquire_cta(&sh.dispatcher_done) != 0;
-        if (ddone && (replied == rk__ld_acquire_cta(&sh.jobs_posted) || vol_ld(&sh.stop) >= 2))
+        if (rk__ld_acquire_cta(&sh.dispatcher_done))
             break;
-        if (busy || posted != replied) {
+        if (busy) {
             ns = 0;
         } else {
             __nanosleep(ns);
             ns = ns < 20000 ? ns * 2 + 256 : ns;
         }
-        __syncwarp();
     }
     /* clean stop: workers quit, indices go back to the host */
-    if (lane == 0) {
-        if (has_workers && !quit_posted) {
-            uint32_t p = vol_ld(&sh.jobs_posted);
-            uint32_t spins = 0;
-            while (p - rk__ld_acquire_gpu(&ds->job_completed) >= NJ && spins++ < 100000)
-                __nanosleep(1000);
-            ds->jobs[p % NJ].op = 1;
-            rk__st_release_gpu(&ds->job_posted, p + 1);
-            quit_posted = true;
-        }
-        const uint64_t done = rk__ld_acquire_cta(&sh.h2d_done);
-        rk__st_release_sys(in.cons_head, done);
-        rk__st_release_sys(out.prod_tail, (uint64_t)vol_ld(&sh.d2h_tail));
-        rk__st_relaxed_sys(ka.heartbeat, rk__globaltimer());
-        rk__st_release_sys(ka.state, (int32_t)2 /* RK__STATE_STOPPED */);
+    if (has_workers) {
+        const uint32_t p = vol_ld(&sh.jobs_posted);
+        uint32_t spins = 0;
+        while (p - rk__ld_acquire_gpu(&ds->job_completed) >= NJ && spins++ < 100000)
+            __nanosleep(1000);
+        ds->jobs[p % NJ].op = 1;
+        rk__st_release_gpu(&ds->job_posted, p + 1);
     }
+    rk__st_release_sys(in.cons_head, (uint64_t)rk__ld_acquire_cta(&sh.h2d_done));
+    rk__st_release_sys(out.prod_tail, (uint64_t)vol_ld(&sh.d2h_tail));
+    rk__st_relaxed_sys(ka.heartbeat, rk__globaltimer());
+    rk__st_release_sys(ka.state, (int32_t)2 /* RK__STATE_STOPPED */);
 }
 
 /* ---- worker blocks ---- */
@@ -632,13 +751,18 @@ __global__ void __launch_bounds__(MaxThreads) ring_kernel(rk_kargs ka)
         sh.stop = 0;
         sh.jobs_posted = 0;
         sh.dispatcher_done = 0;
+        sh.loader_quit = 0;
+        sh.poll_pos = 0;
     }
     __syncthreads();
     const uint32_t warp = threadIdx.x / 32;
+    const bool has_loader = blockDim.x >= 96;
     if (warp == 0)
-        dispatcher<A...>(ka, sh, ds, has_workers);
+        dispatcher<A...>(ka, sh, ds, has_workers, has_loader);
     else if (warp == 1)
         housekeeper<A...>(ka, sh, ds, has_workers);
+    else if (warp == 2)
+        loader(ka, sh);
 }
 
 /* ---- host-side entry points, compiled in the kernel's translation unit ---- */
