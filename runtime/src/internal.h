@@ -30,14 +30,20 @@ RK__HIDDEN int64_t rk__now_ns(void); /* CLOCK_MONOTONIC */
 RK__HIDDEN int64_t rk__deadline(int timeout_ms);
 
 /* Adaptive wait: spin, then sched_yield, then sleep (futex when the other
- * side can ring us, timed sleep otherwise). One backoff per wait loop. */
+ * side can ring us, timed sleep otherwise). One backoff per wait loop. The
+ * phases are measured in time, not iterations, so they cost the same on
+ * any CPU: spin RK__SPIN_NS, yield until RK__SPIN_NS + RK__YIELD_NS
+ * (environment overrides: RK_SPIN_US, RK_YIELD_US). Short, because on a
+ * 2-core machine a spinning waiter steals the core the other side needs. */
 typedef struct rk__backoff {
+    int64_t t0;      /* start of this wait, 0 = not started */
+    int64_t elapsed; /* last measured */
     uint32_t iter;
+    uint32_t sleeps;
 } rk__backoff;
-/* The spin and yield budgets, in iterations. */
-#define RK__SPIN_ITERS 4000u
-#define RK__YIELD_ITERS 200u
-static inline void rk__backoff_reset(rk__backoff *b) { b->iter = 0; }
+#define RK__SPIN_NS 10000
+#define RK__YIELD_NS 40000
+static inline void rk__backoff_reset(rk__backoff *b) { b->t0 = 0, b->elapsed = 0, b->iter = 0, b->sleeps = 0; }
 /* Returns true while the caller should keep busy-polling (spin or yield
  * phases; it yields itself in the yield phase); false once the caller
  * should block (futex wait or timed sleep). */

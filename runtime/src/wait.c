@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,14 +31,35 @@ int64_t rk__deadline(int timeout_ms)
     return rk__now_ns() + (int64_t)timeout_ms * 1000000;
 }
 
+/* The phase lengths, read once from the environment. */
+static int64_t rk__phase_ns(const char *env, int64_t dflt)
+{
+    const char *s = getenv(env);
+    if (!s || !*s)
+        return dflt;
+    long long us = atoll(s);
+    return us < 0 ? dflt : (int64_t)us * 1000;
+}
+
 bool rk__backoff_poll(rk__backoff *b)
 {
-    uint32_t i = b->iter++;
-    if (i < RK__SPIN_ITERS) {
+    static int64_t spin_ns = -1, yield_ns = -1; /* benign race: same values */
+    if (spin_ns < 0) {
+        __atomic_store_n(&yield_ns, rk__phase_ns("RK_YIELD_US", RK__YIELD_NS), __ATOMIC_RELAXED);
+        __atomic_store_n(&spin_ns, rk__phase_ns("RK_SPIN_US", RK__SPIN_NS), __ATOMIC_RELAXED);
+    }
+    int64_t spin = __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
+    int64_t yield = __atomic_load_n(&yield_ns, __ATOMIC_RELAXED);
+    if (!b->t0)
+        b->t0 = rk__now_ns();
+    /* the clock costs ~20 ns: read it every 16th spin, every yield */
+    if ((++b->iter & 15) == 0 || b->elapsed >= spin)
+        b->elapsed = rk__now_ns() - b->t0;
+    if (b->elapsed < spin) {
         rk__cpu_relax();
         return true;
     }
-    if (i < RK__SPIN_ITERS + RK__YIELD_ITERS) {
+    if (b->elapsed < spin + yield) {
         sched_yield();
         return true;
     }
@@ -46,12 +68,10 @@ bool rk__backoff_poll(rk__backoff *b)
 
 int64_t rk__backoff_sleep_ns(rk__backoff *b)
 {
-    /* iterations past the yield phase: 50 us, doubling to 1 ms */
-    uint32_t k = b->iter - (RK__SPIN_ITERS + RK__YIELD_ITERS);
-    b->iter++;
     int64_t ns = 50000;
-    for (uint32_t j = 0; j < k && ns < 1000000; j++)
+    for (uint32_t j = 0; j < b->sleeps && ns < 1000000; j++)
         ns *= 2;
+    b->sleeps++;
     return ns < 1000000 ? ns : 1000000;
 }
 
