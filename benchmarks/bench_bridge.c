@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <msgpack.h>
 #include <rk/rk.h>
 #include <zmq.h>
 
@@ -22,7 +23,7 @@ typedef struct bb_opts {
     long count, messages, warmup;
     int threads, window;
     size_t size;
-    bool ring;
+    bool ring, latency;
 } bb_opts;
 
 /* ---- frames ---------------------------------------------------------- */
@@ -314,6 +315,60 @@ static int bb_ring(const bb_opts *o, bench_result *res)
     return rc;
 }
 
+/* The bridge's CPU time (process: user + sys, us) and request count, from
+ * its status counters; -1 when the bridge does not report them. */
+static int bb_bridge_cpu(const char *ep, double *cpu_us, double *requests)
+{
+    void *ctx = zmq_ctx_new();
+    void *s = bb_dealer(ctx, ep);
+    int tmo = 5000;
+    zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+    static const uint8_t st[] = {0x83, 0xa1, 'v', 1, 0xa2, 'i', 'd', 0, 0xa2, 'o', 'p',
+                                 0xa6, 's', 't', 'a', 't', 'u', 's'};
+    static uint8_t rep[65536];
+    int rc = -1;
+    zmq_send(s, st, sizeof st, 0);
+    int n = zmq_recv(s, rep, sizeof rep, 0);
+    if (n > 0 && n <= (int)sizeof rep) {
+        msgpack_unpacked up;
+        msgpack_unpacked_init(&up);
+        size_t off = 0;
+        if (msgpack_unpack_next(&up, (const char *)rep, (size_t)n, &off) == MSGPACK_UNPACK_SUCCESS &&
+            up.data.type == MSGPACK_OBJECT_MAP) {
+            double u = -1, sy = -1, rq = -1;
+            msgpack_object_map *m = &up.data.via.map;
+            for (uint32_t i = 0; i < m->size; i++) {
+                msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
+                if (k->type != MSGPACK_OBJECT_STR || k->via.str.size != 8 ||
+                    memcmp(k->via.str.ptr, "counters", 8) || v->type != MSGPACK_OBJECT_MAP)
+                    continue;
+                for (uint32_t j = 0; j < v->via.map.size; j++) {
+                    msgpack_object *ck = &v->via.map.ptr[j].key, *cv = &v->via.map.ptr[j].val;
+                    if (ck->type != MSGPACK_OBJECT_STR || cv->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+                        continue;
+                    size_t l = ck->via.str.size;
+                    const char *p = ck->via.str.ptr;
+                    if (l == 11 && !memcmp(p, "cpu_user_us", 11))
+                        u = (double)cv->via.u64;
+                    else if (l == 10 && !memcmp(p, "cpu_sys_us", 10))
+                        sy = (double)cv->via.u64;
+                    else if (l == 8 && !memcmp(p, "requests", 8))
+                        rq = (double)cv->via.u64;
+                }
+            }
+            if (u >= 0 && sy >= 0 && rq >= 0) {
+                *cpu_us = u + sy;
+                *requests = rq;
+                rc = 0;
+            }
+        }
+        msgpack_unpacked_destroy(&up);
+    }
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    return rc;
+}
+
 /* The bridge's backend name, from a ping. */
 static void bb_backend(const char *ep, char *out, size_t cap)
 {
@@ -353,21 +408,28 @@ static void bb_usage(FILE *f)
 "  -t, --threads T        client threads for throughput (default 4)\n"
 "  -w, --window W         requests in flight per client thread (default 64)\n"
 "      --size B           payload bytes (default 64)\n"
-"      --no-ring          skip the in-process ring reference\n");
+"      --no-ring          skip the in-process ring reference\n"
+"      --no-latency       skip the latency runs (and the ring): throughput only\n"
+"The bridge throughput result also reports the bridge's CPU time per message\n"
+"(bridge_cpu_us_per_msg: its whole process, from its status counters).\n"
+"For many cores: start the bridge with --io-threads N --zmq-io-threads M and\n"
+"give enough client threads (-t) to load it.\n");
 }
 
 int bench_bridge_run(int argc, char **argv, bench_report *rep)
 {
-    enum { O_SIZE = 256, O_NORING };
+    enum { O_SIZE = 256, O_NORING, O_NOLAT };
     static const struct option opts[] = {
         {"endpoint", required_argument, 0, 'e'}, {"raw-endpoint", required_argument, 0, 'r'},
         {"count", required_argument, 0, 'n'},    {"messages", required_argument, 0, 'm'},
         {"threads", required_argument, 0, 't'},  {"window", required_argument, 0, 'w'},
         {"size", required_argument, 0, O_SIZE},  {"no-ring", no_argument, 0, O_NORING},
+        {"no-latency", no_argument, 0, O_NOLAT},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     bb_opts o = {.endpoint = "tcp://127.0.0.1:5555", .count = 20000, .messages = 400000,
-                 .warmup = 2000, .threads = 4, .window = 64, .size = 64, .ring = true};
+                 .warmup = 2000, .threads = 4, .window = 64, .size = 64, .ring = true,
+                 .latency = true};
     const char *raw_ep = NULL;
     int ch;
     optind = 1;
@@ -381,6 +443,7 @@ int bench_bridge_run(int argc, char **argv, bench_report *rep)
         case 'w': o.window = atoi(optarg); break;
         case O_SIZE: o.size = (size_t)strtoul(optarg, NULL, 0); break;
         case O_NORING: o.ring = false; break;
+        case O_NOLAT: o.latency = false, o.ring = false; break;
         case 'h': bb_usage(stdout); return 0;
         default: bb_usage(stderr); return 2;
         }
@@ -410,13 +473,18 @@ int bench_bridge_run(int argc, char **argv, bench_report *rep)
             backend, o.raw_endpoint);
 
     int rc = 0;
-    bench_result *r = bench_add(rep, "zmq_raw_echo_64", "zmq");
-    snprintf(r->extra, sizeof r->extra, "%s", extra);
-    rc |= bb_latency(&o, o.raw_endpoint, true, r);
-    r = bench_add(rep, "bridge_echo_64", backend);
-    snprintf(r->extra, sizeof r->extra, "%s", extra);
-    rc |= bb_latency(&o, o.endpoint, false, r);
-    double raw_p50 = rep->results[rep->n - 2].p50_ns, br_p50 = rep->results[rep->n - 1].p50_ns;
+    bench_result *r;
+    double raw_p50 = 0, br_p50 = 0;
+    if (o.latency) {
+        r = bench_add(rep, "zmq_raw_echo_64", "zmq");
+        snprintf(r->extra, sizeof r->extra, "%s", extra);
+        rc |= bb_latency(&o, o.raw_endpoint, true, r);
+        r = bench_add(rep, "bridge_echo_64", backend);
+        snprintf(r->extra, sizeof r->extra, "%s", extra);
+        rc |= bb_latency(&o, o.endpoint, false, r);
+        raw_p50 = rep->results[rep->n - 2].p50_ns;
+        br_p50 = rep->results[rep->n - 1].p50_ns;
+    }
     if (o.ring) {
         r = bench_add(rep, "ring_echo_64", "cpu");
         snprintf(r->extra, sizeof r->extra, "\"in_process\": true");
@@ -426,11 +494,22 @@ int bench_bridge_run(int argc, char **argv, bench_report *rep)
     r = bench_add(rep, "zmq_raw_throughput_echo_64", "zmq");
     rc |= bb_throughput(&o, o.raw_endpoint, true, r);
     r = bench_add(rep, "bridge_throughput_echo_64", backend);
+    double cpu0 = 0, rq0 = 0, cpu1 = 0, rq1 = 0;
+    int cpu_ok = bb_bridge_cpu(o.endpoint, &cpu0, &rq0);
     rc |= bb_throughput(&o, o.endpoint, false, r);
+    cpu_ok |= bb_bridge_cpu(o.endpoint, &cpu1, &rq1);
     size_t el = strlen(r->extra);
     snprintf(r->extra + el, sizeof r->extra - el, ", %s", extra);
+    if (cpu_ok == 0 && rq1 > rq0) {
+        /* the status request itself is one of the (rq1 - rq0) */
+        double per = (cpu1 - cpu0) / (rq1 - rq0);
+        el = strlen(r->extra);
+        snprintf(r->extra + el, sizeof r->extra - el, ", \"bridge_cpu_us_per_msg\": %.3f", per);
+        fprintf(stderr, "rk-bench bridge: bridge CPU %.3f us per message during the throughput "
+                "run (%.0f messages)\n", per, rq1 - rq0);
+    }
     bb_raw_stop(&raw);
-    if (o.ring && !rc)
+    if (o.ring && o.latency && !rc)
         fprintf(stderr,
                 "rk-bench bridge: bridge p50 %.0f ns vs raw ZeroMQ p50 %.0f ns + 1.2 x ring p50 "
                 "%.0f ns = %.0f ns: %s\n",

@@ -2,6 +2,7 @@
  *
  *   rk-bench bridge --endpoint E [--count N] [--threads T] [--window W]
  *                   [--messages M] [--size B] [--raw-endpoint R] [--no-ring]
+ *                   [--no-latency]
  *
  * Results (benchmarks.md names): zmq_raw_echo_64 (raw DEALER/ROUTER echo,
  * no msgpack, no ring, against a ROUTER echo thread the bench binds on a
@@ -9,7 +10,9 @@
  * round trip through the bridge), bridge_throughput_echo_64 (T client
  * threads, W requests in flight each); plus zmq_raw_throughput_echo_64 and
  * ring_echo_64 (in-process CPU-backend ring, the same run) for the
- * must-show check: bridge p50 <= raw p50 + 1.2 x ring p50. */
+ * must-show check: bridge p50 <= raw p50 + 1.2 x ring p50. The throughput
+ * result's extra carries bridge_cpu_us_per_msg (the bridge's process CPU
+ * time over the run, from its status counters, per message). */
 #ifndef RK_BENCH_BRIDGE_H
 #define RK_BENCH_BRIDGE_H
 

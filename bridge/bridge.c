@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -61,6 +63,8 @@ void rkb_config_init(rkb_config *c)
     c->shutdown_grace_ms = 0;
     c->drain_ms = 10000;
     c->log_level = RKB_LOG_INFO;
+    c->io_threads = 1;
+    c->zmq_io_threads = 1;
 }
 
 static int64_t rkb__now_ns(void)
@@ -279,15 +283,43 @@ typedef struct rkb_entry {
     bool body_open;
 } rkb_entry;
 
+/* Each counter has one writer (the thread that owns the rkb) and is read by
+ * any thread answering `status`: relaxed atomic stores and loads. */
 typedef struct rkb_counters {
     uint64_t requests, replies, errors;
     uint64_t busy, too_large, malformed, shutting_down, device_fault, internal;
     uint64_t parked_total, dropped_replies, unroutable;
 } rkb_counters;
 
+#define RKB_INC(b, f) __atomic_store_n(&(b)->n.f, (b)->n.f + 1, __ATOMIC_RELAXED)
+#define RKB_SET(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define RKB_LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+struct rkb;
+
+/* What every I/O thread shares: the runtime, the context, the stop signal
+ * and (for `status`) every thread's counters. */
+typedef struct rkb_shared {
+    const rkb_config *cfg;
+    void *ctx;
+    rk_runtime *rt;
+    struct rkb **workers; /* the rkb of each thread that owns an actor */
+    int n_workers;
+    struct rkb *front;    /* --io-threads > 1: the frontend's counters */
+    int stopping;         /* atomic: a signal arrived (worker mode) */
+    int64_t stop_at;      /* written before stopping is set (release) */
+    int stop_efd;         /* eventfd, readable once stopping (worker mode) */
+    int live;             /* atomic: workers still running */
+    char endpoints[1024];
+} rkb_shared;
+
 typedef struct rkb {
     const rkb_config *cfg;
-    void *ctx, *router;
+    rkb_shared *sh;
+    void *ctx, *router; /* router: the client ROUTER, or a worker's DEALER */
+    bool worker;        /* --io-threads > 1: fed through inproc by the frontend */
+    int index;
+    pthread_t thread;
     rk_runtime *rt;
     rk_actor *act;
     rk_info info;
@@ -309,7 +341,11 @@ typedef struct rkb {
     rkb_counters n;
     bool stopping;
     int64_t stop_at;
-    char endpoints[1024];
+    int sfd;
+    /* frontend only */
+    void *backend;
+    zmq_msg_t held;
+    bool holding;
 } rkb;
 
 static uint32_t rkb__hash(uint64_t k)
@@ -393,53 +429,82 @@ static void rkb__free_buf(void *data, void *hint)
     free(data);
 }
 
-/* Sends the envelope of e followed by the packed reply in b->sbuf. The
- * envelope frames are copied, so e keeps them (the caller frees e). */
-static void rkb__send_reply(rkb *b, rkb_entry *e)
+/* Sends the envelope of e followed by *body (which ZeroMQ then owns, or
+ * which is closed here on failure). The envelope frames are MOVED into
+ * ZeroMQ (e->n_env drops to 0): the entry is freed right after a reply. A
+ * worker (--io-threads > 1) sends to the frontend, which counts the reply
+ * when it reaches the client. */
+static void rkb__send_msg(rkb *b, rkb_entry *e, zmq_msg_t *body)
 {
     int rc = 0;
-    for (int k = 0; k < e->n_env && rc >= 0; k++) {
-        zmq_msg_t m;
-        zmq_msg_init(&m);
-        zmq_msg_copy(&m, &e->env[k]);
-        rc = zmq_msg_send(&m, b->router, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-        if (rc < 0) {
-            zmq_msg_close(&m);
-            if (k > 0) {
-                /* cannot happen: a ROUTER accepts or refuses at the first frame */
-                rkb_log(RKB_LOG_ERROR, "INTERNAL: envelope frame %d refused: %s", k,
-                        zmq_strerror(errno));
-            }
+    int k = 0;
+    for (; k < e->n_env && rc >= 0; k++) {
+        rc = zmq_msg_send(&e->env[k], b->router, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+        if (rc < 0 && k > 0) {
+            /* cannot happen: a ROUTER accepts or refuses at the first frame */
+            rkb_log(RKB_LOG_ERROR, "INTERNAL: envelope frame %d refused: %s", k,
+                    zmq_strerror(errno));
         }
     }
+    /* frames that went out belong to ZeroMQ; the rest stay with e */
+    int sent = rc >= 0 ? k : k - 1;
+    if (sent > 0) {
+        for (int j = sent; j < e->n_env; j++)
+            e->env[j - sent] = e->env[j];
+        e->n_env = (uint8_t)(e->n_env - sent);
+    }
     if (rc >= 0) {
-        zmq_msg_t m;
-        if (b->sbuf.size > 4096) {
-            /* large: hand the buffer to ZeroMQ without a copy */
-            size_t sz = b->sbuf.size;
-            void *data = msgpack_sbuffer_release(&b->sbuf);
-            zmq_msg_init_data(&m, data, sz, rkb__free_buf, NULL);
-        } else {
-            zmq_msg_init_size(&m, b->sbuf.size);
-            memcpy(zmq_msg_data(&m), b->sbuf.data, b->sbuf.size);
-        }
-        rc = zmq_msg_send(&m, b->router, ZMQ_DONTWAIT);
+        rc = zmq_msg_send(body, b->router, ZMQ_DONTWAIT);
         if (rc < 0)
-            zmq_msg_close(&m);
+            zmq_msg_close(body);
+    } else {
+        zmq_msg_close(body);
     }
     if (rc < 0) {
         if (errno == EHOSTUNREACH) {
-            b->n.unroutable++;
+            RKB_INC(b, unroutable);
             rkb_log(RKB_LOG_DEBUG, "reply to a client that is gone: dropped");
         } else {
-            b->n.dropped_replies++;
+            RKB_INC(b, dropped_replies);
             rkb_log(RKB_LOG_WARN, "reply dropped: the client's queue is full (%d replies unread, "
                     "--sndhwm) or %s", b->cfg->sndhwm, zmq_strerror(errno));
         }
-    } else {
-        b->n.replies++;
+    } else if (!b->worker) {
+        RKB_INC(b, replies);
     }
+}
+
+/* Sends the envelope of e followed by the packed reply in b->sbuf. */
+static void rkb__send_reply(rkb *b, rkb_entry *e)
+{
+    zmq_msg_t m;
+    if (b->sbuf.size > 4096) {
+        /* large: hand the buffer to ZeroMQ without a copy */
+        size_t sz = b->sbuf.size;
+        void *data = msgpack_sbuffer_release(&b->sbuf);
+        zmq_msg_init_data(&m, data, sz, rkb__free_buf, NULL);
+    } else {
+        zmq_msg_init_size(&m, b->sbuf.size);
+        memcpy(zmq_msg_data(&m), b->sbuf.data, b->sbuf.size);
+    }
+    rkb__send_msg(b, e, &m);
     rkb__sbuf_reset(b);
+}
+
+/* A packer that writes into a fixed buffer (the head of a data reply). */
+typedef struct rkb_fixbuf {
+    uint8_t *p;
+    size_t len, cap;
+} rkb_fixbuf;
+
+static int rkb__fixbuf_write(void *data, const char *buf, size_t len)
+{
+    rkb_fixbuf *f = data;
+    if (len > f->cap - f->len)
+        return -1;
+    memcpy(f->p + f->len, buf, len);
+    f->len += len;
+    return 0;
 }
 
 static void rkb__reply_error(rkb *b, rkb_entry *e, int code, const char *fmt, ...)
@@ -452,15 +517,15 @@ static void rkb__reply_error(rkb *b, rkb_entry *e, int code, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    b->n.errors++;
+    RKB_INC(b, errors);
     switch (code) {
-    case RKB_E_BUSY: b->n.busy++; break;
-    case RKB_E_TOO_LARGE: b->n.too_large++; break;
-    case RKB_E_MALFORMED: b->n.malformed++; break;
-    case RKB_E_SHUTTING_DOWN: b->n.shutting_down++; break;
-    case RKB_E_DEVICE_FAULT: b->n.device_fault++; break;
+    case RKB_E_BUSY: RKB_INC(b, busy); break;
+    case RKB_E_TOO_LARGE: RKB_INC(b, too_large); break;
+    case RKB_E_MALFORMED: RKB_INC(b, malformed); break;
+    case RKB_E_SHUTTING_DOWN: RKB_INC(b, shutting_down); break;
+    case RKB_E_DEVICE_FAULT: RKB_INC(b, device_fault); break;
     case RKB_E_INTERNAL:
-        b->n.internal++;
+        RKB_INC(b, internal);
         rkb_log(RKB_LOG_ERROR, "INTERNAL error answering id %" PRIu64 " (op %s): %s", e->req.id,
                 rkb_op_name(e->req.op), msg);
         break;
@@ -499,6 +564,33 @@ static void rkb__reply_status(rkb *b, rkb_entry *e)
     msgpack_packer *pk = &b->pk;
     rk_stats st;
     rk_runtime_stats(b->rt, &st);
+    /* another thread may have relaunched the kernel */
+    rk_runtime_info(b->rt, &b->info);
+    /* every I/O thread's counters (one thread unless --io-threads > 1) */
+    rkb_counters n = {0};
+    uint64_t inflight = 0, parked = 0;
+    rkb_shared *sh = b->sh;
+    for (int i = 0; i <= sh->n_workers; i++) {
+        rkb *w = i < sh->n_workers ? sh->workers[i] : sh->front;
+        if (!w)
+            continue;
+        n.requests += RKB_LD(w->n.requests);
+        n.replies += RKB_LD(w->n.replies);
+        n.errors += RKB_LD(w->n.errors);
+        n.busy += RKB_LD(w->n.busy);
+        n.too_large += RKB_LD(w->n.too_large);
+        n.malformed += RKB_LD(w->n.malformed);
+        n.shutting_down += RKB_LD(w->n.shutting_down);
+        n.device_fault += RKB_LD(w->n.device_fault);
+        n.internal += RKB_LD(w->n.internal);
+        n.parked_total += RKB_LD(w->n.parked_total);
+        n.dropped_replies += RKB_LD(w->n.dropped_replies);
+        n.unroutable += RKB_LD(w->n.unroutable);
+        inflight += RKB_LD(w->n_inflight);
+        parked += RKB_LD(w->n_parked);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
     rkb__sbuf_reset(b);
     rkb_reply_begin_ok(pk, e->req.has_id, e->req.id, 7);
     rkb_pack_key(pk, "backend");
@@ -525,25 +617,25 @@ static void rkb__reply_status(rkb *b, rkb_entry *e)
     rkb__pack_kv_uint(pk, "max_block", b->info.max_block);
     rkb__pack_kv_uint(pk, "max_smem", b->info.max_smem);
     rkb_pack_key(pk, "endpoints");
-    rkb__pack_str(pk, b->endpoints);
+    rkb__pack_str(pk, b->sh->endpoints);
     rkb_pack_key(pk, "counters");
-    msgpack_pack_map(pk, 22);
+    msgpack_pack_map(pk, 26);
     /* this request is counted, its reply is not yet */
-    rkb__pack_kv_uint(pk, "requests", b->n.requests);
-    rkb__pack_kv_uint(pk, "replies", b->n.replies);
-    rkb__pack_kv_uint(pk, "errors", b->n.errors);
+    rkb__pack_kv_uint(pk, "requests", n.requests);
+    rkb__pack_kv_uint(pk, "replies", n.replies);
+    rkb__pack_kv_uint(pk, "errors", n.errors);
     rkb__pack_kv_uint(pk, "restarts", st.restarts);
-    rkb__pack_kv_uint(pk, "busy", b->n.busy);
-    rkb__pack_kv_uint(pk, "too_large", b->n.too_large);
-    rkb__pack_kv_uint(pk, "malformed", b->n.malformed);
-    rkb__pack_kv_uint(pk, "shutting_down", b->n.shutting_down);
-    rkb__pack_kv_uint(pk, "device_fault", b->n.device_fault);
-    rkb__pack_kv_uint(pk, "internal", b->n.internal);
-    rkb__pack_kv_uint(pk, "in_flight", b->n_inflight);
-    rkb__pack_kv_uint(pk, "queued", b->n_parked);
-    rkb__pack_kv_uint(pk, "queued_total", b->n.parked_total);
-    rkb__pack_kv_uint(pk, "dropped_replies", b->n.dropped_replies);
-    rkb__pack_kv_uint(pk, "unroutable", b->n.unroutable);
+    rkb__pack_kv_uint(pk, "busy", n.busy);
+    rkb__pack_kv_uint(pk, "too_large", n.too_large);
+    rkb__pack_kv_uint(pk, "malformed", n.malformed);
+    rkb__pack_kv_uint(pk, "shutting_down", n.shutting_down);
+    rkb__pack_kv_uint(pk, "device_fault", n.device_fault);
+    rkb__pack_kv_uint(pk, "internal", n.internal);
+    rkb__pack_kv_uint(pk, "in_flight", inflight);
+    rkb__pack_kv_uint(pk, "queued", parked);
+    rkb__pack_kv_uint(pk, "queued_total", n.parked_total);
+    rkb__pack_kv_uint(pk, "dropped_replies", n.dropped_replies);
+    rkb__pack_kv_uint(pk, "unroutable", n.unroutable);
     rkb__pack_kv_uint(pk, "ring_requests", st.requests);
     rkb__pack_kv_uint(pk, "ring_replies", st.replies);
     rkb__pack_kv_uint(pk, "ring_errors", st.errors);
@@ -551,6 +643,14 @@ static void rkb__reply_status(rkb *b, rkb_entry *e)
     rkb__pack_kv_uint(pk, "arena_peak", st.arena_peak);
     rkb__pack_kv_uint(pk, "max_message_bytes", b->cfg->max_message_bytes);
     rkb__pack_kv_uint(pk, "window", b->cfg->rk.actor_window);
+    rkb__pack_kv_uint(pk, "io_threads", (uint64_t)(sh->n_workers));
+    rkb__pack_kv_uint(pk, "zmq_io_threads", (uint64_t)b->cfg->zmq_io_threads);
+    /* the whole process (I/O threads, ZeroMQ's threads, the CPU backend's
+     * worker): rk-bench bridge divides its growth by the messages */
+    rkb__pack_kv_uint(pk, "cpu_user_us",
+                      (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec);
+    rkb__pack_kv_uint(pk, "cpu_sys_us",
+                      (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec);
     rkb__send_reply(b, e);
 }
 
@@ -647,7 +747,7 @@ static int rkb__admit(rkb *b, int32_t idx)
         e->rk_id = id;
         e->state = RKB_INFLIGHT;
         rkb__map_put(b, id, (uint32_t)idx);
-        b->n_inflight++;
+        RKB_SET(b->n_inflight, b->n_inflight + 1);
         /* the payload is copied: give the frame back now */
         zmq_msg_close(&e->body);
         e->body_open = false;
@@ -670,8 +770,8 @@ static void rkb__park(rkb *b, int32_t idx)
     else
         b->park_head = idx;
     b->park_tail = idx;
-    b->n_parked++;
-    b->n.parked_total++;
+    RKB_SET(b->n_parked, b->n_parked + 1);
+    RKB_INC(b, parked_total);
 }
 
 static int32_t rkb__unpark(rkb *b)
@@ -680,7 +780,7 @@ static int32_t rkb__unpark(rkb *b)
     b->park_head = b->pool[i].next;
     if (b->park_head < 0)
         b->park_tail = -1;
-    b->n_parked--;
+    RKB_SET(b->n_parked, b->n_parked - 1);
     return i;
 }
 
@@ -732,23 +832,38 @@ static void rkb__on_reply(rkb *b, rk_reply *r)
     int32_t idx = rkb__map_take(b, r->id);
     if (idx < 0) {
         rkb_log(RKB_LOG_ERROR, "INTERNAL: runtime reply id %" PRIu64 " matches no request", r->id);
-        b->n.internal++;
+        RKB_INC(b, internal);
         rk_reply_release(b->act, r);
         return;
     }
-    b->n_inflight--;
+    RKB_SET(b->n_inflight, b->n_inflight - 1);
     rkb_entry *e = &b->pool[idx];
     if (r->status) {
         rkb__reply_rk_error(b, e, r->status, rk_strerror(r->status));
     } else {
-        msgpack_packer *pk = &b->pk;
-        rkb__sbuf_reset(b);
-        rkb_reply_begin_ok(pk, e->req.has_id, e->req.id, 1);
-        rkb_pack_key(pk, e->req.op == RKB_OP_ECHO ? "data" : "c");
-        msgpack_pack_bin(pk, r->len);
-        msgpack_pack_bin_body(pk, r->data, r->len);
+        /* the head (map, v, id, ok, key, bin header) is packed into a
+         * small buffer; the payload is copied once, from the runtime's
+         * reply straight into the frame ZeroMQ sends */
+        uint8_t head[64];
+        rkb_fixbuf fb = {head, 0, sizeof head};
+        msgpack_packer hp;
+        msgpack_packer_init(&hp, &fb, rkb__fixbuf_write);
+        rkb_reply_begin_ok(&hp, e->req.has_id, e->req.id, 1);
+        rkb_pack_key(&hp, e->req.op == RKB_OP_ECHO ? "data" : "c");
+        msgpack_pack_bin(&hp, r->len);
+        zmq_msg_t m;
+        if (zmq_msg_init_size(&m, fb.len + r->len) != 0) {
+            rk_reply_release(b->act, r);
+            rkb__reply_error(b, e, RKB_E_INTERNAL, "out of memory for a reply of %zu B", r->len);
+            rkb__entry_put(b, idx);
+            return;
+        }
+        uint8_t *d = zmq_msg_data(&m);
+        memcpy(d, head, fb.len);
+        if (r->len)
+            memcpy(d + fb.len, r->data, r->len);
         rk_reply_release(b->act, r);
-        rkb__send_reply(b, e);
+        rkb__send_msg(b, e, &m);
         rkb__entry_put(b, idx);
         return;
     }
@@ -777,7 +892,7 @@ static int rkb__drain_replies(rkb *b)
             for (uint32_t i = 0; i < b->pool_n; i++)
                 if (b->pool[i].state == RKB_INFLIGHT) {
                     rkb__map_take(b, b->pool[i].rk_id);
-                    b->n_inflight--;
+                    RKB_SET(b->n_inflight, b->n_inflight - 1);
                     rkb__reply_rk_error(b, &b->pool[i], rc, rk_last_detail());
                     rkb__entry_put(b, (int32_t)i);
                 }
@@ -815,7 +930,7 @@ static int rkb__read_one(rkb *b)
         else
             zmq_msg_close(&m), extra++;
     }
-    b->n.requests++;
+    RKB_INC(b, requests);
     /* envelope: the routing id, then everything up to and including the
      * first empty frame that is not the last frame (REQ's delimiter) */
     int env_n = 1;
@@ -831,7 +946,7 @@ static int rkb__read_one(rkb *b)
          * RKB_ENV_MAX cannot be routed back */
         rkb_log(RKB_LOG_WARN, "dropped a message with %d envelope frames (at most %d)", env_n,
                 RKB_ENV_MAX);
-        b->n.unroutable++;
+        RKB_INC(b, unroutable);
         if (idx >= 0)
             rkb__entry_put(b, idx);
         for (int k = 0; k < nf; k++)
@@ -959,10 +1074,10 @@ static int rkb__open_socket(rkb *b, rkb_zap *zap)
         size_t sz = sizeof last;
         if (zmq_getsockopt(b->router, ZMQ_LAST_ENDPOINT, last, &sz) != 0)
             snprintf(last, sizeof last, "%s", c->binds[i]);
-        off += (size_t)snprintf(b->endpoints + off, off < sizeof b->endpoints ? sizeof b->endpoints - off : 0,
+        off += (size_t)snprintf(b->sh->endpoints + off, off < sizeof b->sh->endpoints ? sizeof b->sh->endpoints - off : 0,
                                 "%s%s", i ? " " : "", last);
-        if (off >= sizeof b->endpoints)
-            off = sizeof b->endpoints - 1;
+        if (off >= sizeof b->sh->endpoints)
+            off = sizeof b->sh->endpoints - 1;
     }
     return 0;
 }
@@ -979,43 +1094,21 @@ static const char *rkb__launch_refusal(const rk_info *in)
     return NULL;
 }
 
-int rkb_run(const rkb_config *c)
+/* ---- one I/O thread's state ------------------------------------------- */
+
+static int rkb__io_init(rkb *b)
 {
-    rkb *b = calloc(1, sizeof *b);
-    if (!b)
-        return 1;
-    rkb_zap zap = {0};
-    int exit_code = 1;
-    int sfd = -1;
-    b->cfg = c;
-    rkb_log_level = c->log_level;
+    const rkb_config *c = b->cfg;
     b->free_head = b->park_head = b->park_tail = -1;
+    b->sfd = -1;
     rkb_decode_state_init(&b->dec);
     msgpack_sbuffer_init(&b->sbuf);
     msgpack_packer_init(&b->pk, &b->sbuf, msgpack_sbuffer_write);
-
-    int rc = rk_runtime_open(&b->rt, &c->rk);
-    if (rc) {
-        int code = rkb__is_launch_error(rc) && -rc != RK_EINVAL ? RKB_E_LAUNCH_INVALID : 0;
-        if (code)
-            fprintf(stderr, "rk-bridge: LAUNCH_INVALID: %s\n", rk_last_detail());
-        else
-            fprintf(stderr, "rk-bridge: cannot open the runtime (%s): %s\n", rk_err_name(rc),
-                    rk_last_detail());
-        exit_code = code ? 2 : 1;
-        goto out;
-    }
     rk_runtime_info(b->rt, &b->info);
-    const char *refusal = rkb__launch_refusal(&b->info);
-    if (refusal) {
-        fprintf(stderr, "rk-bridge: LAUNCH_INVALID: %s\n", b->info.why);
-        exit_code = 2;
-        goto out;
-    }
-    rc = rk_actor_open(b->rt, &b->act);
+    int rc = rk_actor_open(b->rt, &b->act);
     if (rc) {
         fprintf(stderr, "rk-bridge: rk_actor_open: %s\n", rk_last_detail());
-        goto out;
+        return -1;
     }
     b->pool_n = c->rk.actor_window + c->queue;
     b->pool = calloc(b->pool_n, sizeof *b->pool);
@@ -1027,7 +1120,7 @@ int rkb_run(const rkb_config *c)
     b->map_mask = mcap - 1;
     if (!b->pool || !b->map_key || !b->map_val) {
         fprintf(stderr, "rk-bridge: out of memory for %u request entries\n", b->pool_n);
-        goto out;
+        return -1;
     }
     for (int32_t i = (int32_t)b->pool_n - 1; i >= 0; i--) {
         b->pool[i].next = b->free_head;
@@ -1036,31 +1129,50 @@ int rkb_run(const rkb_config *c)
     b->n_free = b->pool_n;
     b->lim = RKB_LIMITS_DEFAULT;
     b->lim.max_frame = c->max_message_bytes;
+    return 0;
+}
 
-    sigset_t ss;
-    sigemptyset(&ss);
-    sigaddset(&ss, SIGINT);
-    sigaddset(&ss, SIGTERM);
-    sfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
+/* After the sockets are closed: entries still holding frames (a drain
+ * that timed out) are freed, then the actor. */
+static void rkb__io_fini(rkb *b)
+{
+    for (uint32_t i = 0; b->pool && i < b->pool_n; i++)
+        if (b->pool[i].state != RKB_FREE)
+            rkb__entry_put(b, (int32_t)i);
+    rkb_decode_state_destroy(&b->dec);
+    msgpack_sbuffer_destroy(&b->sbuf);
+    rk_actor_close(b->act);
+    b->act = NULL;
+    free(b->pool);
+    free(b->map_key);
+    free(b->map_val);
+    b->pool = NULL;
+    b->map_key = NULL;
+    b->map_val = NULL;
+}
 
-    b->ctx = zmq_ctx_new();
-    if (rkb__open_socket(b, &zap))
-        goto out;
+/* Direct mode: reads the signalfd (non-blocking). */
+static void rkb__check_signal(rkb *b)
+{
+    struct signalfd_siginfo si;
+    if (b->sfd >= 0 && read(b->sfd, &si, sizeof si) == (ssize_t)sizeof si && !b->stopping) {
+        b->stopping = true;
+        b->stop_at = rkb__now_ns();
+        rkb_log(RKB_LOG_INFO, "signal %u: shutting down (%u in flight, %u waiting)", si.ssi_signo,
+                b->n_inflight, b->n_parked);
+    }
+}
 
-    char dev[200] = "none";
-    if (b->info.has_device)
-        snprintf(dev, sizeof dev, "%s (%d SMs, cc %d.%d)", b->info.device_name, b->info.sm_count,
-                 b->info.cc_major, b->info.cc_minor);
-    printf("rk-bridge %d.%d.%d: backend %s (%s); device %s; kernel grid %u block %u smem %u; "
-           "rings %u x %u B, arena %zu B, window %u, max message %zu B; %s; listening on %s\n",
-           RK_VERSION_MAJOR, RK_VERSION_MINOR, RK_VERSION_PATCH, b->info.backend_name, b->info.why,
-           dev, b->info.grid, b->info.block, b->info.smem, b->info.ring_slots, b->info.slot_size,
-           b->info.arena_size, c->rk.actor_window, c->max_message_bytes,
-           c->curve_secret_file ? "CURVE on" : "no encryption", b->endpoints);
-    fflush(stdout);
-
-    zmq_pollitem_t items[2] = {{b->router, 0, ZMQ_POLLIN, 0}, {NULL, sfd, ZMQ_POLLIN, 0}};
-    int64_t last_progress = rkb__now_ns();
+/* The request->reply loop of one thread: the only thread in direct mode,
+ * or one worker (its socket is then a DEALER fed by the frontend and the
+ * stop comes from sh->stopping). */
+static void rkb__loop(rkb *b)
+{
+    const rkb_config *c = b->cfg;
+    rkb_shared *sh = b->sh;
+    zmq_pollitem_t items[2] = {{b->router, 0, ZMQ_POLLIN, 0},
+                               {NULL, b->worker ? sh->stop_efd : b->sfd, ZMQ_POLLIN, 0}};
+    int64_t last_progress = rkb__now_ns(), last_sig = last_progress;
     /* while replies are owed: spin (pause) this long, then yield, then poll */
     int64_t spin_ns = getenv("RKB_SPIN_NS") ? atoll(getenv("RKB_SPIN_NS")) : 0;
     int64_t yield_ns = getenv("RKB_YIELD_NS") ? atoll(getenv("RKB_YIELD_NS")) : 2000000;
@@ -1069,12 +1181,22 @@ int rkb_run(const rkb_config *c)
         if (b->n_parked)
             progress += rkb__retry_parked(b);
         /* read while a request has somewhere to go */
-        for (int k = 0; k < 64 && b->n_free && b->n_parked < c->queue; k++) {
+        for (int k = 0; k < 256 && b->n_free && b->n_parked < c->queue; k++) {
             if (!rkb__read_one(b))
                 break;
             progress++;
         }
         int64_t now = rkb__now_ns();
+        if (b->worker) {
+            if (!b->stopping && __atomic_load_n(&sh->stopping, __ATOMIC_ACQUIRE)) {
+                b->stopping = true;
+                b->stop_at = sh->stop_at;
+            }
+        } else if (progress && now - last_sig > 10000000) {
+            /* a loaded bridge still notices a signal (every 10 ms) */
+            last_sig = now;
+            rkb__check_signal(b);
+        }
         if (b->stopping) {
             bool grace_over = now >= b->stop_at + (int64_t)c->shutdown_grace_ms * 1000000;
             bool drain_over = now >= b->stop_at + (int64_t)c->drain_ms * 1000000;
@@ -1106,50 +1228,376 @@ int rkb_run(const rkb_config *c)
             int64_t left = b->stop_at + (int64_t)c->shutdown_grace_ms * 1000000 - now;
             tmo = left > 0 ? (long)(left / 1000000) + 1 : 0;
         }
-        /* stop reading when the queue is full: poll only the signal */
+        /* stop reading when the queue is full: poll only the signal; a
+         * stopping worker no longer polls the (always readable) stop fd */
         bool can_read = b->n_free && b->n_parked < c->queue;
-        int np = zmq_poll(can_read ? items : items + 1, can_read ? 2 : 1, tmo);
+        bool poll_stop = !(b->worker && b->stopping);
+        zmq_pollitem_t *it = can_read ? items : items + 1;
+        int ni = (can_read ? 1 : 0) + (poll_stop ? 1 : 0);
+        int np = ni ? zmq_poll(it, ni, tmo) : (usleep(tmo > 0 ? (useconds_t)tmo * 1000 : 0), 0);
         if (np < 0 && errno != EINTR) {
             rkb_log(RKB_LOG_ERROR, "zmq_poll: %s", zmq_strerror(errno));
             break;
         }
-        if (sfd >= 0) {
-            struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && !b->stopping) {
-                b->stopping = true;
-                b->stop_at = rkb__now_ns();
-                rkb_log(RKB_LOG_INFO, "signal %u: shutting down (%u in flight, %u waiting)",
-                        si.ssi_signo, b->n_inflight, b->n_parked);
+        if (!b->worker) {
+            last_sig = now;
+            rkb__check_signal(b);
+        }
+    }
+}
+
+static void *rkb__worker_main(void *arg)
+{
+    rkb *w = arg;
+    rkb__loop(w);
+    __atomic_sub_fetch(&w->sh->live, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* ---- the frontend (--io-threads > 1) -------------------------------------
+ * Owns the client ROUTER and a DEALER bound on inproc, to which every
+ * worker's DEALER connects. Requests go ROUTER -> DEALER (ZeroMQ spreads
+ * them round-robin over the workers whose queue has room; when none has,
+ * the frontend holds the message and stops reading its ROUTER), replies
+ * come back DEALER -> ROUTER with their envelope. Frames are moved, never
+ * copied. The frontend counts replies, dropped_replies and unroutable, as
+ * the single thread does in direct mode. */
+
+static int rkb__front_replies(rkb *f)
+{
+    int n = 0;
+    for (; n < 256; n++) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, f->backend, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&m);
+            break;
+        }
+        int more = zmq_msg_more(&m);
+        int rc = zmq_msg_send(&m, f->router, (more ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
+        int err = rc < 0 ? errno : 0;
+        if (rc < 0)
+            zmq_msg_close(&m);
+        while (more) { /* the parts of a message arrive together */
+            zmq_msg_t x;
+            zmq_msg_init(&x);
+            if (zmq_msg_recv(&x, f->backend, 0) < 0) {
+                zmq_msg_close(&x);
+                break;
+            }
+            more = zmq_msg_more(&x);
+            if (rc >= 0) {
+                rc = zmq_msg_send(&x, f->router, (more ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
+                if (rc < 0)
+                    err = errno;
+            }
+            if (rc < 0)
+                zmq_msg_close(&x);
+        }
+        if (rc >= 0) {
+            RKB_INC(f, replies);
+        } else if (err == EHOSTUNREACH) {
+            RKB_INC(f, unroutable);
+            rkb_log(RKB_LOG_DEBUG, "reply to a client that is gone: dropped");
+        } else {
+            RKB_INC(f, dropped_replies);
+            rkb_log(RKB_LOG_WARN, "reply dropped: the client's queue is full (%d replies unread, "
+                    "--sndhwm) or %s", f->cfg->sndhwm, zmq_strerror(err));
+        }
+    }
+    return n;
+}
+
+static int rkb__front_requests(rkb *f)
+{
+    int n = 0;
+    for (; n < 256; n++) {
+        if (!f->holding) {
+            zmq_msg_init(&f->held);
+            if (zmq_msg_recv(&f->held, f->router, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(&f->held);
+                break;
+            }
+            f->holding = true;
+        }
+        int more = zmq_msg_more(&f->held);
+        if (zmq_msg_send(&f->held, f->backend, (more ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0) {
+            if (errno == EAGAIN)
+                break; /* every worker's queue is full: hold it, stop reading */
+            rkb_log(RKB_LOG_ERROR, "frontend: forwarding a request failed: %s", zmq_strerror(errno));
+            zmq_msg_close(&f->held);
+        }
+        f->holding = false;
+        while (more) {
+            zmq_msg_t x;
+            zmq_msg_init(&x);
+            if (zmq_msg_recv(&x, f->router, 0) < 0) {
+                zmq_msg_close(&x);
+                break;
+            }
+            more = zmq_msg_more(&x);
+            if (zmq_msg_send(&x, f->backend, more ? ZMQ_SNDMORE : 0) < 0)
+                zmq_msg_close(&x);
+        }
+    }
+    return n;
+}
+
+static void rkb__front_loop(rkb *f)
+{
+    rkb_shared *sh = f->sh;
+    for (;;) {
+        int progress = rkb__front_replies(f);
+        progress += rkb__front_requests(f);
+        if (f->stopping && __atomic_load_n(&sh->live, __ATOMIC_ACQUIRE) == 0) {
+            /* every worker has sent its last reply: forward what is left */
+            zmq_pollitem_t it = {f->backend, 0, ZMQ_POLLIN, 0};
+            while (rkb__front_replies(f) || zmq_poll(&it, 1, 20) > 0)
+                ;
+            break;
+        }
+        if (progress)
+            continue;
+        zmq_pollitem_t items[3] = {
+            {f->backend, 0, (short)(ZMQ_POLLIN | (f->holding ? ZMQ_POLLOUT : 0)), 0},
+            {f->router, 0, ZMQ_POLLIN, 0},
+            {NULL, f->sfd, ZMQ_POLLIN, 0},
+        };
+        int ni = 1;
+        if (!f->holding)
+            ni++;
+        else
+            items[1] = items[2];
+        if (!f->stopping && f->sfd >= 0)
+            ni++;
+        int np = zmq_poll(items, ni, f->stopping ? 10 : -1);
+        if (np < 0 && errno != EINTR) {
+            rkb_log(RKB_LOG_ERROR, "zmq_poll: %s", zmq_strerror(errno));
+            break;
+        }
+        struct signalfd_siginfo si;
+        if (!f->stopping && f->sfd >= 0 && read(f->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            f->stopping = true;
+            sh->stop_at = rkb__now_ns();
+            __atomic_store_n(&sh->stopping, 1, __ATOMIC_RELEASE);
+            uint64_t one = 1;
+            if (write(sh->stop_efd, &one, sizeof one) != sizeof one)
+                rkb_log(RKB_LOG_ERROR, "waking the workers failed: %s", strerror(errno));
+            rkb_log(RKB_LOG_INFO, "signal %u: shutting down (%d I/O threads)", si.ssi_signo,
+                    sh->n_workers);
+        }
+    }
+}
+
+/* ---- start-up ----------------------------------------------------------- */
+
+int rkb_run(const rkb_config *c)
+{
+    rkb_shared *sh = calloc(1, sizeof *sh);
+    int nw = c->io_threads > 1 ? c->io_threads : 1;
+    bool workers = c->io_threads > 1;
+    rkb **ws = calloc((size_t)nw, sizeof *ws);
+    rkb *front = workers ? calloc(1, sizeof *front) : NULL;
+    if (!sh || !ws || (workers && !front)) {
+        free(sh);
+        free(ws);
+        free(front);
+        return 1;
+    }
+    rkb_zap zap = {0};
+    int exit_code = 1;
+    int sfd = -1;
+    int started = 0;
+    char inproc[64] = "";
+    rkb_log_level = c->log_level;
+    sh->cfg = c;
+    sh->workers = ws;
+    sh->front = front;
+    sh->stop_efd = -1;
+    rk_config rkc = c->rk;
+    if (rkc.max_actors < (uint32_t)nw + 2)
+        rkc.max_actors = (uint32_t)nw + 2;
+    rk_info info;
+
+    int rc = rk_runtime_open(&sh->rt, &rkc);
+    if (rc) {
+        int code = rkb__is_launch_error(rc) && -rc != RK_EINVAL ? RKB_E_LAUNCH_INVALID : 0;
+        if (code)
+            fprintf(stderr, "rk-bridge: LAUNCH_INVALID: %s\n", rk_last_detail());
+        else
+            fprintf(stderr, "rk-bridge: cannot open the runtime (%s): %s\n", rk_err_name(rc),
+                    rk_last_detail());
+        exit_code = code ? 2 : 1;
+        goto out;
+    }
+    rk_runtime_info(sh->rt, &info);
+    const char *refusal = rkb__launch_refusal(&info);
+    if (refusal) {
+        fprintf(stderr, "rk-bridge: LAUNCH_INVALID: %s\n", info.why);
+        exit_code = 2;
+        goto out;
+    }
+    sh->ctx = zmq_ctx_new();
+    if (!sh->ctx) {
+        fprintf(stderr, "rk-bridge: zmq_ctx_new: %s\n", zmq_strerror(errno));
+        goto out;
+    }
+    if (c->zmq_io_threads > 1 && zmq_ctx_set(sh->ctx, ZMQ_IO_THREADS, c->zmq_io_threads) != 0)
+        rkb_log(RKB_LOG_WARN, "ZMQ_IO_THREADS %d: %s", c->zmq_io_threads, zmq_strerror(errno));
+    for (int i = 0; i < nw; i++) {
+        ws[i] = calloc(1, sizeof *ws[i]);
+        if (!ws[i])
+            goto out;
+        sh->n_workers = i + 1;
+        ws[i]->cfg = c;
+        ws[i]->sh = sh;
+        ws[i]->ctx = sh->ctx;
+        ws[i]->rt = sh->rt;
+        ws[i]->worker = workers;
+        ws[i]->index = i;
+        if (rkb__io_init(ws[i]))
+            goto out;
+    }
+
+    sigset_t ss;
+    sigemptyset(&ss);
+    sigaddset(&ss, SIGINT);
+    sigaddset(&ss, SIGTERM);
+    sfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
+
+    /* the client-facing ROUTER: the single thread's, or the frontend's */
+    rkb *io = workers ? front : ws[0];
+    if (workers) {
+        front->cfg = c;
+        front->sh = sh;
+        front->ctx = sh->ctx;
+        front->rt = sh->rt;
+        front->index = -1;
+    }
+    io->sfd = sfd;
+    if (rkb__open_socket(io, &zap))
+        goto out;
+    if (workers) {
+        sh->stop_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        front->backend = zmq_socket(sh->ctx, ZMQ_DEALER);
+        snprintf(inproc, sizeof inproc, "inproc://rk-bridge-workers-%d", (int)getpid());
+        int zero = 0, hwm = c->rcvhwm > 0 ? c->rcvhwm : 1000, linger = 0;
+        /* requests: a bounded queue per worker (back-pressure); replies:
+         * unbounded, the frontend forwards them as they come (the
+         * workers' pools bound what can be owed) */
+        zmq_setsockopt(front->backend, ZMQ_SNDHWM, &hwm, sizeof hwm);
+        zmq_setsockopt(front->backend, ZMQ_RCVHWM, &zero, sizeof zero);
+        zmq_setsockopt(front->backend, ZMQ_LINGER, &linger, sizeof linger);
+        if (sh->stop_efd < 0 || zmq_bind(front->backend, inproc) != 0) {
+            fprintf(stderr, "rk-bridge: cannot set up the worker hand-off (%s): %s\n", inproc,
+                    zmq_strerror(errno));
+            goto out;
+        }
+        for (int i = 0; i < nw; i++) {
+            void *d = zmq_socket(sh->ctx, ZMQ_DEALER);
+            ws[i]->router = d;
+            int whwm = 1000;
+            zmq_setsockopt(d, ZMQ_RCVHWM, &whwm, sizeof whwm);
+            zmq_setsockopt(d, ZMQ_SNDHWM, &zero, sizeof zero);
+            zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+            if (zmq_connect(d, inproc) != 0) {
+                fprintf(stderr, "rk-bridge: worker %d cannot connect %s: %s\n", i, inproc,
+                        zmq_strerror(errno));
+                goto out;
             }
         }
     }
-    rkb_log(RKB_LOG_INFO, "stopped: %" PRIu64 " requests, %" PRIu64 " replies, %" PRIu64 " errors",
-            b->n.requests, b->n.replies, b->n.errors);
+
+    char dev[200] = "none";
+    if (info.has_device)
+        snprintf(dev, sizeof dev, "%s (%d SMs, cc %d.%d)", info.device_name, info.sm_count,
+                 info.cc_major, info.cc_minor);
+    char threads[96] = "";
+    if (workers || c->zmq_io_threads > 1)
+        snprintf(threads, sizeof threads, "; %d I/O threads%s, %d ZeroMQ I/O threads", nw,
+                 workers ? " behind a frontend" : "", c->zmq_io_threads);
+    printf("rk-bridge %d.%d.%d: backend %s (%s); device %s; kernel grid %u block %u smem %u; "
+           "rings %u x %u B, arena %zu B, window %u, max message %zu B; %s%s; listening on %s\n",
+           RK_VERSION_MAJOR, RK_VERSION_MINOR, RK_VERSION_PATCH, info.backend_name, info.why,
+           dev, info.grid, info.block, info.smem, info.ring_slots, info.slot_size,
+           info.arena_size, c->rk.actor_window, c->max_message_bytes,
+           c->curve_secret_file ? "CURVE on" : "no encryption", threads, sh->endpoints);
+    fflush(stdout);
+
+    if (!workers) {
+        rkb__loop(ws[0]);
+    } else {
+        __atomic_store_n(&sh->live, nw, __ATOMIC_RELAXED);
+        for (; started < nw; started++)
+            if (pthread_create(&ws[started]->thread, NULL, rkb__worker_main, ws[started]) != 0) {
+                fprintf(stderr, "rk-bridge: cannot start I/O thread %d\n", started);
+                __atomic_sub_fetch(&sh->live, nw - started, __ATOMIC_RELEASE);
+                sh->stop_at = rkb__now_ns();
+                __atomic_store_n(&sh->stopping, 1, __ATOMIC_RELEASE);
+                front->stopping = true;
+                uint64_t one = 1;
+                if (write(sh->stop_efd, &one, sizeof one) < 0)
+                    (void)0;
+                break;
+            }
+        rkb__front_loop(front);
+        for (int i = 0; i < started; i++)
+            pthread_join(ws[i]->thread, NULL);
+        started = 0;
+    }
+    {
+        rkb_counters t = {0};
+        for (int i = 0; i <= nw; i++) {
+            rkb *w = i < nw ? ws[i] : front;
+            if (!w)
+                continue;
+            t.requests += w->n.requests;
+            t.replies += w->n.replies;
+            t.errors += w->n.errors;
+        }
+        rkb_log(RKB_LOG_INFO, "stopped: %" PRIu64 " requests, %" PRIu64 " replies, %" PRIu64
+                " errors", t.requests, t.replies, t.errors);
+    }
     exit_code = 0;
 
 out:
-    if (b->router)
-        zmq_close(b->router);
-    if (b->ctx) {
-        zmq_ctx_shutdown(b->ctx);
+    if (started) { /* a start-up failure after threads began: stop them */
+        sh->stop_at = rkb__now_ns();
+        __atomic_store_n(&sh->stopping, 1, __ATOMIC_RELEASE);
+        uint64_t one = 1;
+        if (write(sh->stop_efd, &one, sizeof one) < 0)
+            (void)0;
+        for (int i = 0; i < started; i++)
+            pthread_join(ws[i]->thread, NULL);
+    }
+    if (front && front->holding)
+        zmq_msg_close(&front->held);
+    if (front && front->router)
+        zmq_close(front->router);
+    if (front && front->backend)
+        zmq_close(front->backend);
+    for (int i = 0; i < sh->n_workers; i++)
+        if (ws[i] && ws[i]->router)
+            zmq_close(ws[i]->router);
+    if (sh->ctx) {
+        zmq_ctx_shutdown(sh->ctx);
         rkb__zap_stop(&zap);
-        zmq_ctx_term(b->ctx);
+        zmq_ctx_term(sh->ctx);
     } else {
         rkb__zap_stop(&zap);
     }
-    /* entries still holding frames (a drain that timed out) */
-    for (uint32_t i = 0; b->pool && i < b->pool_n; i++)
-        if (b->pool[i].state != RKB_FREE)
-            rkb__entry_put(b, (int32_t)i);
-    rkb_decode_state_destroy(&b->dec);
-    msgpack_sbuffer_destroy(&b->sbuf);
-    rk_actor_close(b->act);
-    rk_runtime_close(b->rt);
+    for (int i = 0; i < sh->n_workers; i++)
+        if (ws[i]) {
+            rkb__io_fini(ws[i]);
+            free(ws[i]);
+        }
+    rk_runtime_close(sh->rt);
     if (sfd >= 0)
         close(sfd);
-    free(b->pool);
-    free(b->map_key);
-    free(b->map_val);
-    free(b);
+    if (sh->stop_efd >= 0)
+        close(sh->stop_efd);
+    free(front);
+    free(ws);
+    free(sh);
     return exit_code;
 }

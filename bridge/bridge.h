@@ -1,13 +1,15 @@
 /* bridge/bridge.h - the rk-bridge daemon's core (rkb_ = bridge internal).
  *
- * One I/O thread owns the ROUTER socket and one host actor of the runtime
- * and loops: read requests (non-blocking) -> decode -> send into the H2D
+ * By default one I/O thread owns the ROUTER socket and one host actor of
+ * the runtime and loops: read requests (non-blocking) -> decode -> send into the H2D
  * ring; drain replies from the actor -> encode -> send on the socket. No
  * inproc hop and no router thread sit on the request->reply path. When
  * the ring, the actor's window or the arena is full, requests wait in a
  * bounded queue (admission time --admission-ms, then BUSY); when that queue
  * is full the bridge stops reading the socket, so ZeroMQ's high-water marks
- * push back on clients. See bridge/PROTOCOL.md for the wire contract. */
+ * push back on clients. With --io-threads N > 1 a frontend thread owns the
+ * ROUTER and N workers (each a DEALER over inproc plus its own actor) run
+ * that loop in parallel. See bridge/PROTOCOL.md for the wire contract. */
 #ifndef RKB_BRIDGE_H
 #define RKB_BRIDGE_H
 
@@ -39,6 +41,12 @@ typedef struct rkb_config {
      * public keys (*.pub, Z85); NULL = plain (no encryption) */
     const char *curve_secret_file;
     const char *curve_allow_dir;
+    /* 1 (default): one I/O thread owns the ROUTER and the actor (lowest
+     * latency). N > 1: a frontend thread owns the ROUTER and shuffles
+     * messages over inproc to N worker threads, each with its own DEALER
+     * and actor, so decode, encode and the ring run in parallel. */
+    int io_threads;
+    int zmq_io_threads; /* ZMQ_IO_THREADS of the context (default 1) */
 } rkb_config;
 
 void rkb_config_init(rkb_config *c);

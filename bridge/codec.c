@@ -296,12 +296,15 @@ int rkb_peek_id(const void *buf, size_t len, uint64_t *id)
 
 void rkb_decode_state_init(rkb_decode_state *st)
 {
-    msgpack_unpacked_init(&st->unpacked);
+    memset(&st->obj, 0, sizeof st->obj);
+    st->zone_ok = msgpack_zone_init(&st->zone, MSGPACK_ZONE_CHUNK_SIZE);
 }
 
 void rkb_decode_state_destroy(rkb_decode_state *st)
 {
-    msgpack_unpacked_destroy(&st->unpacked);
+    if (st->zone_ok)
+        msgpack_zone_destroy(&st->zone);
+    st->zone_ok = false;
 }
 
 static const char *rkb__type_name(const msgpack_object *o)
@@ -405,9 +408,13 @@ int rkb_decode_request(const void *buf, size_t len, const rkb_limits *lim,
         p = (const uint8_t *)"";
     }
     /* Release the previous tree now, not at the next success, so a state
-     * never pins memory for a request that is already answered. */
-    msgpack_unpacked_destroy(&st->unpacked);
-    msgpack_unpacked_init(&st->unpacked);
+     * never pins more than the zone's first chunk for a request that is
+     * already answered. Clearing keeps that chunk: no malloc per request. */
+    if (!st->zone_ok)
+        st->zone_ok = msgpack_zone_init(&st->zone, MSGPACK_ZONE_CHUNK_SIZE);
+    else
+        msgpack_zone_clear(&st->zone);
+    memset(&st->obj, 0, sizeof st->obj);
 
     if (lim->max_frame && len > lim->max_frame) {
         /* The id is still echoed: peek reads headers, not payloads. */
@@ -426,18 +433,18 @@ int rkb_decode_request(const void *buf, size_t len, const rkb_limits *lim,
         return rc;
 
     size_t off = 0;
-    msgpack_unpack_return ur =
-        msgpack_unpack_next(&st->unpacked, (const char *)p, sc.end, &off);
+    msgpack_unpack_return ur = st->zone_ok
+        ? msgpack_unpack((const char *)p, sc.end, &off, &st->zone, &st->obj)
+        : MSGPACK_UNPACK_NOMEM_ERROR;
     if (ur == MSGPACK_UNPACK_NOMEM_ERROR)
         return rkb_error_set(err, RKB_E_INTERNAL,
                              "out of memory decoding a %zu-byte request", len);
-    if (ur != MSGPACK_UNPACK_SUCCESS || off != sc.end ||
-        st->unpacked.data.type != MSGPACK_OBJECT_MAP)
+    if (ur != MSGPACK_UNPACK_SUCCESS || off != sc.end || st->obj.type != MSGPACK_OBJECT_MAP)
         /* The scan accepted it, so msgpack-c should too: a codec bug. */
         return rkb_error_set(err, RKB_E_INTERNAL,
                              "msgpack-c refused a request the scan accepted (rc %d, %zu of %zu bytes)",
                              (int)ur, off, sc.end);
-    const msgpack_object_map *m = &st->unpacked.data.via.map;
+    const msgpack_object_map *m = &st->obj.via.map;
 
     /* Version first: a future version may change every other field. */
     const msgpack_object *v = rkb__get(m, "v");

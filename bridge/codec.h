@@ -138,10 +138,14 @@ int rkb_error_set(rkb_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Decoder scratch: owns msgpack-c's zone for the object tree of the last
- * decoded frame. Caller storage: _init before first use, _destroy once.
+ * decoded frame. The zone is cleared, not re-created, per request: its first
+ * chunk (MSGPACK_ZONE_CHUNK_SIZE) is kept, larger chunks are freed at the
+ * next call. Caller storage: _init before first use, _destroy once.
  * Not thread-safe: one state per decoding thread. */
 typedef struct rkb_decode_state {
-    msgpack_unpacked unpacked;
+    msgpack_zone zone;
+    msgpack_object obj;
+    bool zone_ok;
 } rkb_decode_state;
 
 void rkb_decode_state_init(rkb_decode_state *st);

@@ -47,6 +47,16 @@ static void usage(FILE *f)
 "                             (default 100)\n"
 "      --sndhwm N, --rcvhwm N ZeroMQ high-water marks in messages per client\n"
 "                             (default 10000 and 1000)\n"
+"Threads\n"
+"      --io-threads N         1 (default): one thread owns the socket and the\n"
+"                             runtime actor and does all the work (lowest\n"
+"                             latency). N > 1 (up to 64): a frontend thread owns\n"
+"                             the socket and hands requests over inproc to N\n"
+"                             worker threads, each with its own actor, so\n"
+"                             decoding, encoding and the ring run in parallel\n"
+"                             (throughput on many cores; one more hop)\n"
+"      --zmq-io-threads N     ZeroMQ's background I/O threads (default 1); more\n"
+"                             spread the tcp/ipc work of many client connections\n"
 "Shutdown (SIGINT or SIGTERM: stop accepting, answer what is in flight, exit 0)\n"
 "      --shutdown-grace-ms MS keep answering new requests with SHUTTING_DOWN this\n"
 "                             long after the signal (default 0)\n"
@@ -90,7 +100,7 @@ bad:
 enum {
     O_BACKEND = 256, O_DEVICE, O_GRID, O_BLOCK, O_SMEM, O_RING_SLOTS, O_SLOT_SIZE, O_ARENA,
     O_WINDOW, O_MAXMSG, O_QUEUE, O_ADMISSION, O_SNDHWM, O_RCVHWM, O_GRACE, O_DRAIN, O_LOG,
-    O_CURVE_KEY, O_CURVE_ALLOW, O_GEN_KEYS,
+    O_CURVE_KEY, O_CURVE_ALLOW, O_GEN_KEYS, O_IO_THREADS, O_ZMQ_IO_THREADS,
 };
 
 int main(int argc, char **argv)
@@ -117,6 +127,8 @@ int main(int argc, char **argv)
         {"curve-secret-key-file", required_argument, 0, O_CURVE_KEY},
         {"curve-allow-dir", required_argument, 0, O_CURVE_ALLOW},
         {"gen-keys", required_argument, 0, O_GEN_KEYS},
+        {"io-threads", required_argument, 0, O_IO_THREADS},
+        {"zmq-io-threads", required_argument, 0, O_ZMQ_IO_THREADS},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -172,6 +184,8 @@ int main(int argc, char **argv)
             break;
         case O_CURVE_KEY: c.curve_secret_file = optarg; break;
         case O_CURVE_ALLOW: c.curve_allow_dir = optarg; break;
+        case O_IO_THREADS: NUM(64); c.io_threads = v ? (int)v : 1; break;
+        case O_ZMQ_IO_THREADS: NUM(64); c.zmq_io_threads = v ? (int)v : 1; break;
         case O_GEN_KEYS: return rkb_keys_generate(optarg) ? 1 : 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 1;

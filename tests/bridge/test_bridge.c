@@ -33,6 +33,10 @@
 #define TMO 20000 /* ms: any reply that takes longer is a failure */
 
 static const char *g_bridge_path;
+/* extra rk-bridge options for every bridge a group starts (argv[3..]),
+ * e.g. --io-threads 3 */
+static const char *g_extra[16];
+static int g_n_extra;
 
 typedef struct bridge {
     pid_t pid;
@@ -56,6 +60,8 @@ static void bridge_start(bridge *b, const char *extra, ...)
     snprintf(b->ep, sizeof b->ep, "ipc://%s/b.sock", b->dir);
     const char *argv[64] = {g_bridge_path, "--backend", "cpu", "--bind", b->ep, "--log-level", "warn"};
     int n = 7;
+    for (int i = 0; i < g_n_extra; i++)
+        argv[n++] = g_extra[i];
     va_list ap;
     va_start(ap, extra);
     for (const char *a = extra; a && n < 62; a = va_arg(ap, const char *))
@@ -870,11 +876,13 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: %s PATH-TO-rk-bridge [errors|envelopes|pipeline|launch|busy|"
-                "shutdown|curve|flood|startup]\n", argv[0]);
+                "shutdown|curve|flood|startup] [EXTRA rk-bridge OPTIONS...]\n", argv[0]);
         return 2;
     }
     g_bridge_path = argv[1];
     const char *only = argc > 2 ? argv[2] : NULL;
+    for (int i = 3; i < argc && g_n_extra < 16; i++)
+        g_extra[g_n_extra++] = argv[i];
     signal(SIGPIPE, SIG_IGN);
     struct { const char *name; struct CMUnitTest t; } all[] = {
         {"errors", cmocka_unit_test(test_error_rows)},
