@@ -51,6 +51,8 @@
     } while (0)
 
 static const size_t VN = (size_t)1 << 24; /* vadd elements */
+static int g_pf;
+static uint32_t g_plen = 64;
 
 /* ---------------- kernels of the baselines ---------------- */
 __device__ __forceinline__ uint32_t ld_sys(const uint32_t *p)
@@ -171,10 +173,20 @@ static int raw_open(raw *r, uint32_t slots, size_t arena_size, int sm_count)
     return 0;
 }
 
-static void raw_close(raw *r)
+static void raw_close(raw *r, const char *label = NULL)
 {
     __atomic_store_n(r->stop, 1u, __ATOMIC_RELEASE);
     cudaStreamSynchronize(r->s);
+    if (label) {
+        /* the dispatcher's counters (device/kernel.cuh scratch.stats) */
+        unsigned long long st[8];
+        size_t off = RK_KERNEL_STATS_OFFSET;
+        if (cudaMemcpy(st, (char *)r->scratch + off, sizeof st, cudaMemcpyDeviceToHost) == cudaSuccess && st[0])
+            printf("    [%s] dispatcher: %llu loops, %llu busy polls, %llu msgs (%.1f per busy poll), %llu idle polls; "
+                   "%.0f cycles/loop loading, %.0f cycles/loop processing\n",
+                   label, st[0], st[1], st[2], st[1] ? (double)st[2] / (double)st[1] : 0.0, st[6],
+                   (double)st[4] / (double)st[0], (double)st[5] / (double)st[0]);
+    }
     cudaStreamDestroy(r->s);
     cudaFree(r->scratch);
     cudaHostUnregister(r->mem);
@@ -183,11 +195,19 @@ static void raw_close(raw *r)
 
 /* Writes a message (len bytes at msg) at position pos of ring r: LL lines,
  * line 0 last. The device consumer never sleeps: no doorbell. */
+static int g_nt = 0; /* producer writes lines with non-temporal stores */
 static inline void raw_put(rk_ring *rg, uint64_t pos, const uint32_t *w, uint32_t len)
 {
     uint64_t *slot = rk_ring_slot(rg, pos);
     const uint64_t flag = (uint64_t)rk_ring_flag(rg, pos) << 32;
     __atomic_thread_fence(__ATOMIC_RELEASE);
+    if (g_nt) {
+        for (uint32_t i = 0; i < (len + 3) / 4; i++)
+            __builtin_ia32_movnti64((long long *)&slot[1 + i], (long long)(flag | w[i]));
+        __builtin_ia32_movnti64((long long *)&slot[0], (long long)(flag | len));
+        __builtin_ia32_sfence();
+        return;
+    }
     for (uint32_t i = 0; i < (len + 3) / 4; i++)
         __atomic_store_n(&slot[1 + i], flag | w[i], __ATOMIC_RELAXED);
     __atomic_store_n(&slot[0], flag | len, __ATOMIC_RELAXED);
@@ -242,11 +262,64 @@ static void *raw_producer(void *p)
     for (uint64_t pos = 0; pos < a->n; pos++) {
         while (pos - head >= rg->slots)
             head = __atomic_load_n(&rg->cons_head, __ATOMIC_ACQUIRE);
+        if (g_pf) {
+            char *q = (char *)rk_ring_slot(rg, pos + 8 * g_pf);
+            __builtin_prefetch(q, 1);
+            __builtin_prefetch(q + 64, 1);
+            __builtin_prefetch(q + 128, 1);
+        }
         echo_msg(w, pos);
-        raw_put(rg, pos, w, 88);
+        ((rk_msg_hdr *)w)->len = g_plen;
+        raw_put(rg, pos, w, 24 + g_plen);
     }
     __atomic_store_n(&rg->prod_tail, a->n, __ATOMIC_RELAXED);
     return NULL;
+}
+
+/* Experiment (rk-bench gpu --variants): where the pipelined rate of the raw
+ * path goes: prefetching the next slots on the host, and the message size. */
+
+
+static int raw_variants(int sm_count)
+{
+    static const int pf[] = {0, 1, 0, 1, 2};
+    static const uint32_t pl[] = {64, 64, 8, 8, 64};
+    uint32_t w[64];
+    for (size_t v = 0; v < sizeof pf / sizeof pf[0]; v++) {
+        g_pf = pf[v];
+        g_plen = pl[v];
+        raw r;
+        if (raw_open(&r, 4096, 1 << 20, sm_count))
+            return 1;
+        uint64_t n = 4000000;
+        prod_arg pa = {&r, n};
+        pthread_t th;
+        uint64_t t0 = bench_now_ns();
+        pthread_create(&th, NULL, raw_producer, &pa);
+        uint64_t got = 0;
+        while (got < n) {
+            if (g_pf) {
+                const char *q = (const char *)rk_ring_slot(r.d2h, got + 8 * g_pf);
+                __builtin_prefetch(q);
+                __builtin_prefetch(q + 64);
+                __builtin_prefetch(q + 128);
+            }
+            if (raw_get(r.d2h, got, w, 64) < 0)
+                continue;
+            got++;
+            if ((got & 31) == 0)
+                __atomic_store_n(&r.d2h->cons_head, got, __ATOMIC_RELEASE);
+        }
+        uint64_t t1 = bench_now_ns();
+        pthread_join(th, NULL);
+        raw_close(&r, "variant");
+        printf("  variant prefetch %d, payload %u B: %.2f M msg/s\n", pf[v], pl[v],
+               (double)n / ((double)(t1 - t0) * 1e-9) / 1e6);
+        fflush(stdout);
+    }
+    g_pf = 0;
+    g_plen = 64;
+    return 0;
 }
 
 static int raw_section(bench_report *rep, int sm_count, long count, double seconds)
@@ -287,7 +360,7 @@ static int raw_section(bench_report *rep, int sm_count, long count, double secon
     /* throughput, raw loop: one producer thread, this thread consumes */
     {
         /* reset both rings to position 0 with the kernel idle */
-        raw_close(&r);
+        raw_close(&r, "ring_echo_64_raw");
         if (raw_open(&r, 4096, arena, sm_count))
             return 1;
         uint64_t n = (uint64_t)(seconds * 25e6);
@@ -373,7 +446,7 @@ static int raw_section(bench_report *rep, int sm_count, long count, double secon
                  tm / 1e6, 3 * VN * 4);
         printf("  %-24s %.1f GB/s (%.3f ms median of %d)\n", "vadd_16777216", v->gb_per_s, tm / 1e6, R);
     }
-    raw_close(&r);
+    raw_close(&r, "throughput + vadd");
     return 0;
 }
 
@@ -511,21 +584,24 @@ static void driver_version(char *out, size_t cap)
 int bench_gpu_run(int argc, char **argv, bench_report *rep)
 {
     long count = 200000;
+    int variants = 0;
     double seconds = 2.0, idle_s = 5.0;
     int device = 0;
     static const struct option opts[] = {{"count", required_argument, 0, 'n'},
                                          {"seconds", required_argument, 0, 't'},
                                          {"device", required_argument, 0, 'd'},
                                          {"idle", required_argument, 0, 'i'},
+                                         {"variants", no_argument, 0, 'v'},
                                          {0, 0, 0, 0}};
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "n:t:d:i:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "n:t:d:i:v", opts, NULL)) != -1) {
         switch (o) {
         case 'n': count = atol(optarg); break;
         case 't': seconds = atof(optarg); break;
         case 'd': device = atoi(optarg); break;
         case 'i': idle_s = atof(optarg); break;
+        case 'v': variants = 1; break;
         default: return 2;
         }
     }
@@ -555,6 +631,9 @@ int bench_gpu_run(int argc, char **argv, bench_report *rep)
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
+
+    if (variants)
+        return raw_variants(p.multiProcessorCount);
 
     /* floor: one spinning GPU thread, one word each way through mapped memory */
     {

@@ -74,8 +74,13 @@ struct scratch {
     uint32_t job_done[NJ];
     uint32_t pad2[32 - NJ];
     job jobs[NJ];
+    /* dispatcher counters, written when it stops (rk-bench reads them):
+     * loops, busy polls, messages, D2H head refreshes, cycles loading,
+     * cycles processing, idle polls */
+    unsigned long long stats[8];
 };
 static_assert(sizeof(scratch) <= RK_KERNEL_SCRATCH_BYTES, "scratch too large");
+static_assert(offsetof(scratch, stats) == RK_KERNEL_STATS_OFFSET, "stats offset");
 
 /* block 0's shared state */
 struct shared0 {
@@ -402,39 +407,19 @@ __device__ __forceinline__ void spin_cycles(uint32_t n)
         ;
 }
 
-/* Idle polling of the slot at pos with 4 reads in flight, staggered by
- * ~200 ns: a message is seen about one read latency after it lands, not one
- * and a half (a lone spinning reader waits, on average, half a read for
- * the read already in flight to come back empty). Returns true with this
- * lane's line of the slot once line 0 carries the flag. */
-__device__ __forceinline__ bool poll_idle(const ring_view &in, uint64_t pos, uint32_t lane, uint64_t *out)
-{
-    const uint64_t *p = ring_slot(in, pos) + lane;
-    const uint32_t flag = ring_flag(in, pos);
-    uint64_t a = rk__ld_relaxed_sys(p);
-    spin_cycles(400);
-    uint64_t b = rk__ld_relaxed_sys(p);
-    spin_cycles(400);
-    uint64_t c = rk__ld_relaxed_sys(p);
-    spin_cycles(400);
-    uint64_t d = rk__ld_relaxed_sys(p);
-#define RK__POLL_ONE(x)                                                                            \
-    if ((uint32_t)(__shfl_sync(FULL, x, 0) >> 32) == flag) {                                       \
-        *out = x;                                                                                  \
-        return true;                                                                               \
-    }                                                                                              \
-    x = rk__ld_relaxed_sys(p);
-    for (int it = 0; it < 16; it++) {
-        RK__POLL_ONE(a)
-        RK__POLL_ONE(b)
-        RK__POLL_ONE(c)
-        RK__POLL_ONE(d)
-    }
-#undef RK__POLL_ONE
-    return false;
-}
-
-/* ---- the dispatcher warp (block 0, warp 0) ---- */
+/* ---- the dispatcher warp (block 0, warp 0) ----
+ *
+ * What the H200 measurements (rk-bench gpu --variants, device/README.md)
+ * decided here:
+ *  - slot reads are weak "fetch again" loads (ld.global.cv): strong
+ *    ld.relaxed.sys reads of host memory are not kept in flight together,
+ *    so 32 of them cost 32 round trips; LL flags make weak reads safe, and
+ *    arena payloads are acquired with one ld.acquire.sys of line 0;
+ *  - one read in flight when idle (staggered reads were slower), two slots
+ *    per read so a burst is noticed at once, 32 slots per round trip
+ *    (this warp and the loader warp, 16 each) while busy;
+ *  - reply lines are weak stores, made visible by one fence.sc.sys per
+ *    batch (cheaper than strong stores line by line). */
 template <class... A>
 __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers, bool has_loader)
 {
@@ -445,6 +430,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
     uint64_t dpos = ka.d2h_start, dhead = vol_ld(&sh.d2h_head);
     uint32_t posted = 0, replied = 0, idle = 0, ns = 0;
     bool busy = false, stalled = false;
+    unsigned long long st_loops = 0, st_busy = 0, st_msgs = 0, st_cload = 0, st_cproc = 0, st_idle = 0;
 
     for (;;) {
         if (vol_ld(&sh.stop))
@@ -456,29 +442,35 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         if (posted != replied)
             post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
         uint32_t nload;
+        st_loops++;
+        const long long c0 = clock64();
         if (!busy) {
-            uint64_t L;
-            bool got;
-            if (idle < 200000) {
-                got = poll_idle(in, hpos, lane, &L);
-                idle += 64;
-            } else {
-                /* idle for a while (~10+ ms): one read per backoff sleep */
-                L = ring_warp_load(in, hpos, lane);
-                got = (uint32_t)(__shfl_sync(FULL, L, 0) >> 32) == ring_flag(in, hpos);
-                if (!got) {
+            /* idle: read the next two slots, one read in flight */
+            const uint32_t flag = ring_flag(in, hpos);
+            uint64_t a = 0, b = 0;
+            bool got = false;
+            for (int it = 0; it < 64 && !got; it++) {
+                a = rk__ld_cv(ring_slot(in, hpos) + lane);
+                b = rk__ld_cv(ring_slot(in, hpos + 1) + lane);
+                got = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32) == flag;
+                if (!got && idle > 300000) {
+                    /* idle for a while (~20+ ms): back off */
                     __nanosleep(ns);
                     ns = ns < 32000 ? ns * 2 + 64 : ns;
+                    break;
                 }
             }
-            if (!got)
+            if (!got) {
+                idle += 64;
+                st_idle++;
                 continue;
-            sh.lines[lane] = L;
-            nload = 1;
+            }
+            sh.lines[lane] = a;
+            sh.lines[32 + lane] = b;
+            nload = 2;
         } else {
             /* busy: 32 slots in one round trip, 16 by this warp and 16 by
-             * the loader warp (registers bound how many reads a warp keeps
-             * in flight) */
+             * the loader warp */
             if (has_loader) {
                 if (lane == 0)
                     *(volatile unsigned long long *)&sh.poll_pos = hpos;
@@ -488,46 +480,39 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             uint64_t v[16];
 #pragma unroll
             for (int k = 0; k < 16; k++)
-                v[k] = ring_warp_load(in, hpos + k, lane);
+                v[k] = rk__ld_cv(ring_slot(in, hpos + k) + lane);
 #pragma unroll
             for (int k = 0; k < 16; k++)
                 sh.lines[k * 32 + lane] = v[k];
             if (has_loader)
                 bar_named(2, 64);
             nload = has_loader ? 32 : 16;
+            st_busy++;
         }
         __syncwarp();
-        /* lane j checks message j: complete (every line it needs carries
-         * the lap's flag) and, if so, whether it takes the fast path */
-        bool ok = false, fast = false;
-        if (lane < nload) {
-            const uint64_t *m = &sh.lines[lane * 32];
-            const uint32_t flag = ring_flag(in, hpos + lane);
-            const uint64_t l0 = m[0];
-            if ((uint32_t)(l0 >> 32) == flag) {
-                const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
-                const uint32_t nl = 1u + (len + 3u) / 4u;
-                const uint32_t nchk = nl < 32 ? nl : 32;
-                ok = true;
-                for (uint32_t i = 1; i < nchk; i++)
-                    ok &= (uint32_t)(m[i] >> 32) == flag;
-                const uint32_t w1 = (uint32_t)m[1], hlen = (uint32_t)m[6];
-                const uint32_t type = w1 & 0xffffu;
-                fast = nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
-                       (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
-            }
-        }
-        const uint32_t okm = __ballot_sync(FULL, ok), fastm = __ballot_sync(FULL, fast);
-        const uint32_t found = okm == FULL ? 32u : (uint32_t)(__ffs(~okm) - 1);
-        uint32_t done = 0;
-        for (uint32_t k = 0; k < found; k++) {
-            const uint64_t *m = &sh.lines[k * 32];
-            if ((fastm >> k) & 1u) {
-                /* echo / NOP straight from the staged lines: lane i writes
-                 * reply line i (LL lines: no fence) */
-                const uint64_t L = m[lane];
-                const uint32_t type = (uint32_t)m[1] & 0xffffu;
-                const uint32_t plen = type == RK_OP_ECHO ? (uint32_t)m[6] : 0u;
+        const long long c1 = clock64();
+        st_cload += c1 - c0;
+        uint32_t done = 0, nfast = 0;
+        for (uint32_t k = 0; k < nload; k++) {
+            const uint64_t pos = hpos + k;
+            const uint32_t flag = ring_flag(in, pos);
+            const uint64_t L = sh.lines[k * 32 + lane];
+            const uint64_t l0 = __shfl_sync(FULL, L, 0);
+            if ((uint32_t)(l0 >> 32) != flag)
+                break;
+            const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
+            const uint32_t nl = 1u + (len + 3u) / 4u;
+            if (!__all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag))
+                break; /* the producer is still writing lines */
+            const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
+            const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
+            const uint32_t type = w1 & 0xffffu;
+            const bool fast = nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
+                              (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
+            if (fast) {
+                /* echo / NOP straight from the staged line: lane i writes
+                 * reply line i (LL lines: no fence between them) */
+                const uint32_t plen = type == RK_OP_ECHO ? hlen : 0u;
                 uint32_t d = (uint32_t)L;
                 if (lane == 0)
                     d = (uint32_t)sizeof(rk_msg_hdr) + plen;
@@ -538,17 +523,17 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
                 const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
                 d2h_wait(out, dpos, dhead, sh, lane);
                 if (lane < rl)
-                    rk__st_relaxed_sys(ring_slot(out, dpos) + lane, ring_line(d, ring_flag(out, dpos)));
+                    rk__st_weak(ring_slot(out, dpos) + lane, ring_line(d, ring_flag(out, dpos)));
                 dpos++;
+                nfast++;
             } else {
+                if (nfast) {
+                    rk__fence_seq_cst_sys(); /* the weak reply lines so far */
+                    nfast = 0;
+                }
                 /* stage the message's words in shared memory */
-                const uint64_t pos = hpos + k;
-                const uint32_t flag = ring_flag(in, pos);
-                const uint32_t len0 = (uint32_t)m[0];
-                const uint32_t len = len0 <= in.msg_max ? len0 : in.msg_max;
-                const uint32_t nl = 1u + (len + 3u) / 4u;
                 if (lane < nl)
-                    sh.words[lane] = (uint32_t)m[lane];
+                    sh.words[lane] = (uint32_t)L;
                 for (uint32_t i = 32 + lane; i < nl; i += 32) {
                     uint64_t x;
                     do {
@@ -559,6 +544,16 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
                 __syncwarp();
                 if (lane == 0)
                     sh.words[0] = len;
+                if ((w1 >> 16) & RK_MSG_ARENA) {
+                    /* acquire (one strong read of line 0): pairs with the
+                     * producer's release fence before its lines, so the
+                     * arena payload is visible to this warp and, through
+                     * job_posted, to the workers */
+                    uint64_t x = 0;
+                    if (lane == 0)
+                        x = rk__ld_acquire_sys(ring_slot(in, pos));
+                    __shfl_sync(FULL, x, 0);
+                }
                 __syncwarp();
                 if (vol_ld(&sh.stop) >= 2 ||
                     !serve_slow<A...>(ka, sh, ds, out, has_workers, lane, dpos, dhead, posted, replied)) {
@@ -568,18 +563,20 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             }
             done++;
         }
+        if (nfast)
+            rk__fence_seq_cst_sys(); /* push the weak reply lines out */
         __syncwarp();
+        st_msgs += done;
+        st_cproc += clock64() - c1;
         if (done) {
             hpos += done;
             /* consumed: the housekeeper publishes cons_head (release) */
             if (lane == 0)
                 rk__st_release_cta(&sh.h2d_done, (unsigned long long)hpos);
-            busy = true;
             idle = 0;
             ns = 0;
-        } else {
-            busy = false;
         }
+        busy = done >= 2;
         if (stalled)
             break;
     }
@@ -590,6 +587,12 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
     }
     __syncwarp();
     if (lane == 0) {
+        ds->stats[0] = st_loops;
+        ds->stats[1] = st_busy;
+        ds->stats[2] = st_msgs;
+        ds->stats[4] = st_cload;
+        ds->stats[5] = st_cproc;
+        ds->stats[6] = st_idle;
         sh.d2h_tail = dpos;
         rk__st_release_cta(&sh.h2d_done, (unsigned long long)hpos);
         sh.loader_quit = 1;
@@ -613,7 +616,7 @@ __device__ void loader(const rk_kargs &ka, shared0 &sh)
         uint64_t v[16];
 #pragma unroll
         for (int k = 0; k < 16; k++)
-            v[k] = ring_warp_load(in, pos + k, lane);
+            v[k] = rk__ld_cv(ring_slot(in, pos + k) + lane);
 #pragma unroll
         for (int k = 0; k < 16; k++)
             sh.lines[(16 + k) * 32 + lane] = v[k];

@@ -22,6 +22,8 @@ extern "C" {
 #define RK_KDESC_MAX_TYPES 32
 /* Device scratch (cudaMalloc, zeroed before each launch) the kernel needs. */
 #define RK_KERNEL_SCRATCH_BYTES 8192u
+/* Where the dispatcher's counters lie in the scratch (8 x u64; rk-bench). */
+#define RK_KERNEL_STATS_OFFSET (128u + 128u + 128u + 16u * 64u)
 /* The ring kernel's smallest block: a dispatcher warp and a housekeeper warp. */
 #define RK_KERNEL_MIN_BLOCK 64u
 

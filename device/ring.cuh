@@ -36,6 +36,20 @@ __device__ __forceinline__ uint32_t rk__ld_relaxed_sys(const uint32_t *p)
     asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
+/* weak, "fetch again" (do not trust a cached copy of system memory): no
+ * ordering, so a warp keeps many in flight; LL flags make it safe */
+__device__ __forceinline__ uint64_t rk__ld_cv(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.global.cv.u64 %0, [%1];" : "=l"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint64_t rk__ld_volatile(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
+    return v;
+}
 __device__ __forceinline__ uint64_t rk__ld_acquire_sys(const uint64_t *p)
 {
     uint64_t v;
@@ -55,6 +69,18 @@ __device__ __forceinline__ void rk__st_relaxed_sys(uint64_t *p, uint64_t v)
 __device__ __forceinline__ void rk__st_relaxed_sys(uint32_t *p, uint32_t v)
 {
     asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void rk__st_volatile(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void rk__st_weak(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void rk__st_relaxed_sys_v2(uint64_t *p, uint64_t a, uint64_t b)
+{
+    asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
 }
 __device__ __forceinline__ void rk__st_release_sys(uint64_t *p, uint64_t v)
 {

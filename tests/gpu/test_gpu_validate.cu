@@ -192,7 +192,7 @@ int main(void)
     cases++;
 
     /* relaunch: queued requests survive; an invalid config changes nothing */
-    c = base(); c.actor_window = 4096;
+    c = base(); c.actor_window = 4096; c.ring_slots = 4096;
     CHECK_RK(rk_runtime_open(&rt, &c), "relaunch open");
     {
         rk_actor *a;
