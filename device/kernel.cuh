@@ -54,7 +54,7 @@ struct gpu_ctx {
 namespace dev {
 
 constexpr uint32_t FULL = 0xffffffffu;
-constexpr int K = 32;                         /* slots per busy poll */
+constexpr int K = 64;                         /* slots per busy poll */
 constexpr uint32_t RK__WARP_ARENA_MAX = 16384; /* larger arena payloads go to the grid */
 constexpr uint32_t NJ = 16;                   /* grid job queue entries */
 constexpr uint32_t MAX_WORDS = RK_RING_SLOT_MAX / 8; /* lines of the largest slot */
@@ -92,6 +92,8 @@ struct shared0 {
     uint32_t jobs_posted;        /* dispatcher -> housekeeper */
     uint32_t dispatcher_done;
     uint32_t loader_quit;
+    uint32_t wr_n;                /* dispatcher -> writers: replies in this batch */
+    unsigned long long wr_dpos;   /* their first D2H position */
     uint32_t words[MAX_WORDS];   /* staged request (slow path) */
     uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
     uint32_t jreply[16];         /* housekeeper's job reply */
@@ -420,9 +422,80 @@ __device__ __forceinline__ void spin_cycles(uint32_t n)
  *    (this warp and the loader warp, 16 each) while busy;
  *  - reply lines are weak stores, made visible by one fence.sc.sys per
  *    batch (cheaper than strong stores line by line). */
+/* Writes the replies of the batch's leading echo/NOP messages k = idx,
+ * idx + n, ... < sh.wr_n at D2H positions wr_dpos + k. */
+__device__ __forceinline__ void write_share(shared0 &sh, const ring_view &out, uint32_t idx, uint32_t n,
+                                            uint32_t lane, uint32_t kflags)
+{
+    const uint32_t F = vol_ld(&sh.wr_n);
+    const uint64_t base = vol_ld(&sh.wr_dpos);
+    for (uint32_t k = idx; k < F; k += n) {
+        const uint64_t *m = &sh.lines[k * 32];
+        const uint64_t L = m[lane];
+        const uint32_t type = (uint32_t)m[1] & 0xffffu;
+        const uint32_t plen = type == RK_OP_ECHO ? (uint32_t)m[6] : 0u;
+        uint32_t d = (uint32_t)L;
+        if (lane == 0)
+            d = (uint32_t)sizeof(rk_msg_hdr) + plen;
+        if (lane == 5)
+            d = 0;
+        if (lane == 6)
+            d = plen;
+        const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
+        /* strong stores here: measured faster than weak stores + a fence
+         * per warp when 30 warps write at once */
+        if (lane < rl)
+            rk__st_relaxed_sys(ring_slot(out, base + k) + lane, ring_line(d, ring_flag(out, base + k)));
+    }
+    (void)kflags;
+}
+
+/* Loads this crew member's share of a busy poll: slots idx, idx + n, ...
+ * of the K at pos, 16 reads in flight at a time. */
+__device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t idx, uint32_t n,
+                                          uint32_t lane)
+{
+    for (uint32_t base = idx; base < (uint32_t)K; base += 16 * n) {
+        uint64_t v[16];
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            const uint32_t k = base + j * n;
+            if (k < (uint32_t)K)
+                v[j] = rk__ld_cv(ring_slot(in, pos + k) + lane);
+        }
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            const uint32_t k = base + j * n;
+            if (k < (uint32_t)K)
+                sh.lines[k * 32 + lane] = v[j];
+        }
+    }
+}
+
+/* ---- crew warps (block 0, warps 2..): load and answer busy batches ---- */
+__device__ void crew(const rk_kargs &ka, shared0 &sh)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
+    const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
+    const uint32_t ncrew = blockDim.x / 32 - 1;
+    const uint32_t idx = threadIdx.x / 32 - 1; /* 1.. (the dispatcher is 0) */
+    for (;;) {
+        bar_named(1, 32 * ncrew);
+        if (vol_ld(&sh.loader_quit))
+            return;
+        crew_load(sh, in, vol_ld(&sh.poll_pos), idx, ncrew, lane);
+        bar_named(2, 32 * ncrew);
+        bar_named(3, 32 * ncrew);
+        write_share(sh, out, idx, ncrew, lane, ka.flags);
+        bar_named(4, 32 * ncrew);
+    }
+}
+
 template <class... A>
 __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers, bool has_loader)
 {
+    const uint32_t ncrew = blockDim.x / 32 - 1; /* this warp, and warps 2.. */
     const uint32_t lane = threadIdx.x & 31;
     const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
     const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
@@ -469,31 +542,64 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             sh.lines[32 + lane] = b;
             nload = 2;
         } else {
-            /* busy: 32 slots in one round trip, 16 by this warp and 16 by
-             * the loader warp */
-            if (has_loader) {
-                if (lane == 0)
-                    *(volatile unsigned long long *)&sh.poll_pos = hpos;
-                __syncwarp();
-                bar_named(1, 64);
-            }
-            uint64_t v[16];
-#pragma unroll
-            for (int k = 0; k < 16; k++)
-                v[k] = rk__ld_cv(ring_slot(in, hpos + k) + lane);
-#pragma unroll
-            for (int k = 0; k < 16; k++)
-                sh.lines[k * 32 + lane] = v[k];
-            if (has_loader)
-                bar_named(2, 64);
-            nload = has_loader ? 32 : 16;
+            /* busy: K slots in one round trip, spread over the crew
+             * (every warp of block 0 but the housekeeper: a warp keeps
+             * only so many reads of host memory in flight) */
+            if (lane == 0)
+                *(volatile unsigned long long *)&sh.poll_pos = hpos;
+            __syncwarp();
+            bar_named(1, 32 * ncrew);
+            crew_load(sh, in, hpos, 0, ncrew, lane);
+            bar_named(2, 32 * ncrew);
+            nload = K;
             st_busy++;
         }
         __syncwarp();
         const long long c1 = clock64();
         st_cload += c1 - c0;
         uint32_t done = 0, nfast = 0;
-        for (uint32_t k = 0; k < nload; k++) {
+        if (nload == K) {
+            /* a busy batch: lane j checks messages j and j + 32; the
+             * leading run of complete echo/NOP messages is answered by the
+             * whole crew at once (a warp's stores to host memory are slow
+             * to issue, so the replies are spread over warps) */
+            uint64_t fm = 0;
+#pragma unroll
+            for (int h = 0; h < K / 32; h++) {
+                const uint32_t j = lane + 32 * h;
+                const uint64_t *m = &sh.lines[j * 32];
+                const uint32_t flag = ring_flag(in, hpos + j);
+                const uint64_t l0 = m[0];
+                bool fast = false;
+                if ((uint32_t)(l0 >> 32) == flag) {
+                    const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
+                    const uint32_t nl = 1u + (len + 3u) / 4u;
+                    bool ok = nl <= 32;
+#pragma unroll 4
+                    for (uint32_t i = 1; i < 32; i++)
+                        ok &= i >= nl || (uint32_t)(m[i] >> 32) == flag;
+                    const uint32_t w1 = (uint32_t)m[1], hlen = (uint32_t)m[6];
+                    const uint32_t type = w1 & 0xffffu;
+                    fast = ok && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
+                           (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
+                }
+                fm |= (uint64_t)__ballot_sync(FULL, fast) << (32 * h);
+            }
+            const uint32_t F = ~fm == 0 ? (uint32_t)K : (uint32_t)(__ffsll((long long)~fm) - 1);
+            if (F)
+                d2h_wait(out, dpos + F - 1, dhead, sh, lane);
+            if (lane == 0) {
+                *(volatile unsigned long long *)&sh.wr_dpos = dpos;
+                *(volatile uint32_t *)&sh.wr_n = F;
+            }
+            __syncwarp();
+            bar_named(3, 32 * ncrew);
+            write_share(sh, out, 0, ncrew, lane, ka.flags);
+            bar_named(4, 32 * ncrew);
+            dpos += F;
+            done = F;
+        }
+        for (uint32_t k = done; k < nload; k++) {
             const uint64_t pos = hpos + k;
             const uint32_t flag = ring_flag(in, pos);
             const uint64_t L = sh.lines[k * 32 + lane];
@@ -599,29 +705,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         rk__st_release_cta(&sh.dispatcher_done, 1u);
     }
     __syncwarp();
-    if (has_loader)
-        bar_named(1, 64); /* release the loader */
-}
-
-/* ---- the loader warp (block 0, warp 2): the second half of a busy poll ---- */
-__device__ void loader(const rk_kargs &ka, shared0 &sh)
-{
-    const uint32_t lane = threadIdx.x & 31;
-    const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
-    for (;;) {
-        bar_named(1, 64);
-        if (vol_ld(&sh.loader_quit))
-            return;
-        const uint64_t pos = vol_ld(&sh.poll_pos) + 16;
-        uint64_t v[16];
-#pragma unroll
-        for (int k = 0; k < 16; k++)
-            v[k] = rk__ld_cv(ring_slot(in, pos + k) + lane);
-#pragma unroll
-        for (int k = 0; k < 16; k++)
-            sh.lines[(16 + k) * 32 + lane] = v[k];
-        bar_named(2, 64);
-    }
+    bar_named(1, 32 * ncrew); /* release the crew */
 }
 
 /* ---- the housekeeper warp (block 0, warp 1) ---- */
@@ -764,8 +848,8 @@ __global__ void __launch_bounds__(MaxThreads) ring_kernel(rk_kargs ka)
         dispatcher<A...>(ka, sh, ds, has_workers, has_loader);
     else if (warp == 1)
         housekeeper<A...>(ka, sh, ds, has_workers);
-    else if (warp == 2)
-        loader(ka, sh);
+    else
+        crew(ka, sh);
 }
 
 /* ---- host-side entry points, compiled in the kernel's translation unit ---- */
