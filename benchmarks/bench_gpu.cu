@@ -573,14 +573,12 @@ static void driver_version(char *out, size_t cap)
         return;
     char line[512];
     if (fgets(line, sizeof line, f)) {
-        char *p = strstr(line, "Kernel Module");
-        if (p) {
-            p += strlen("Kernel Module");
-            while (*p == ' ')
-                p++;
-            size_t n = strcspn(p, " \n");
-            snprintf(out, cap, "%.*s", (int)n, p);
-        }
+        /* "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release ..." */
+        for (char *t = strtok(line, " \t\n"); t; t = strtok(NULL, " \t\n"))
+            if (t[0] >= '0' && t[0] <= '9' && strchr(t, '.')) {
+                snprintf(out, cap, "%s", t);
+                break;
+            }
     }
     fclose(f);
 }
