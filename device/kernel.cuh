@@ -100,6 +100,31 @@ struct shared0 {
     uint64_t lines[K * 32];      /* one busy poll: K slots x 32 lines */
 };
 
+/* Flag words in shared memory that one warp writes and another polls:
+ * atomics (plus block fences for release/acquire), so the hand-over is
+ * visible to compute-sanitizer racecheck as synchronisation. */
+__device__ __forceinline__ void flag_st(uint32_t *p, uint32_t v)
+{
+    __threadfence_block(); /* release */
+    atomicExch(p, v);
+}
+__device__ __forceinline__ void flag_st(unsigned long long *p, unsigned long long v)
+{
+    __threadfence_block(); /* release */
+    atomicExch(p, v);
+}
+__device__ __forceinline__ uint32_t flag_ld(uint32_t *p)
+{
+    uint32_t v = atomicOr(p, 0u);
+    __threadfence_block(); /* acquire */
+    return v;
+}
+__device__ __forceinline__ unsigned long long flag_ld(unsigned long long *p)
+{
+    unsigned long long v = atomicOr(p, 0ull);
+    __threadfence_block(); /* acquire */
+    return v;
+}
 __device__ __forceinline__ uint32_t vol_ld(const uint32_t *p) { return *(const volatile uint32_t *)p; }
 __device__ __forceinline__ unsigned long long vol_ld(const unsigned long long *p)
 {
@@ -238,7 +263,7 @@ __device__ __forceinline__ void bar_named(uint32_t id, uint32_t n)
  * (one PCIe read) only when it says "full". acquire: pairs with the host
  * consumer's store-release of cons_head, so its reads of the slot's old
  * lap are done before we overwrite it. */
-__device__ __forceinline__ void d2h_wait(const ring_view &out, uint64_t dpos, uint64_t &dhead, const shared0 &sh,
+__device__ __forceinline__ void d2h_wait(const ring_view &out, uint64_t dpos, uint64_t &dhead, shared0 &sh,
                                          uint32_t lane)
 {
     if (dpos - dhead < out.slots)
@@ -249,7 +274,7 @@ __device__ __forceinline__ void d2h_wait(const ring_view &out, uint64_t dpos, ui
         if (lane == 0)
             h = rk__ld_acquire_sys(out.cons_head);
         dhead = __shfl_sync(FULL, h, 0);
-        if (dpos - dhead < out.slots || vol_ld(&sh.stop) >= 2)
+        if (dpos - dhead < out.slots || flag_ld(&sh.stop) >= 2)
             return; /* (abort: the host no longer drains) */
         __nanosleep(ns);
         ns = ns < 8192 ? ns * 2 + 32 : ns;
@@ -258,7 +283,7 @@ __device__ __forceinline__ void d2h_wait(const ring_view &out, uint64_t dpos, ui
 
 /* words[0] = reply length, words[1..] the reply */
 __device__ __forceinline__ void d2h_post_words(const ring_view &out, uint64_t &dpos, uint64_t &dhead,
-                                               const shared0 &sh, const uint32_t *words, uint32_t lane)
+                                               shared0 &sh, const uint32_t *words, uint32_t lane)
 {
     d2h_wait(out, dpos, dhead, sh, lane);
     ring_warp_store(out, dpos, words, lane);
@@ -340,7 +365,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
                     c = __shfl_sync(FULL, c, 0);
                     if (posted - c < NJ)
                         break;
-                    if (vol_ld(&sh.stop) >= 2)
+                    if (flag_ld(&sh.stop) >= 2)
                         return false;
                     post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
                     __nanosleep(ns);
@@ -356,7 +381,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
                     /* release (gpu): the job's words before the counter;
                      * pairs with the workers' acquire of job_posted */
                     rk__st_release_gpu(&ds->job_posted, posted + 1);
-                    rk__st_release_cta(&sh.jobs_posted, posted + 1);
+                    flag_st(&sh.jobs_posted, posted + 1);
                 }
                 posted++;
                 __syncwarp();
@@ -499,14 +524,14 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
     const uint32_t lane = threadIdx.x & 31;
     const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
     const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
-    uint64_t hpos = vol_ld(&sh.h2d_done);
+    uint64_t hpos = flag_ld(&sh.h2d_done);
     uint64_t dpos = ka.d2h_start, dhead = vol_ld(&sh.d2h_head);
     uint32_t posted = 0, replied = 0, idle = 0, ns = 0;
     bool busy = false, stalled = false;
     unsigned long long st_loops = 0, st_busy = 0, st_msgs = 0, st_cload = 0, st_cproc = 0, st_idle = 0;
 
     for (;;) {
-        if (vol_ld(&sh.stop))
+        if (flag_ld(&sh.stop))
             break;
         if (ka.flags & RK_KF_MUTE) { /* test only: never answer */
             __nanosleep(10000);
@@ -644,7 +669,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
                     uint64_t x;
                     do {
                         x = rk__ld_relaxed_sys(ring_slot(in, pos) + i);
-                    } while ((uint32_t)(x >> 32) != flag && vol_ld(&sh.stop) < 2);
+                    } while ((uint32_t)(x >> 32) != flag && flag_ld(&sh.stop) < 2);
                     sh.words[i] = (uint32_t)x;
                 }
                 __syncwarp();
@@ -661,7 +686,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
                     __shfl_sync(FULL, x, 0);
                 }
                 __syncwarp();
-                if (vol_ld(&sh.stop) >= 2 ||
+                if (flag_ld(&sh.stop) >= 2 ||
                     !serve_slow<A...>(ka, sh, ds, out, has_workers, lane, dpos, dhead, posted, replied)) {
                     stalled = true;
                     break;
@@ -678,7 +703,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             hpos += done;
             /* consumed: the housekeeper publishes cons_head (release) */
             if (lane == 0)
-                rk__st_release_cta(&sh.h2d_done, (unsigned long long)hpos);
+                flag_st(&sh.h2d_done, (unsigned long long)hpos);
             idle = 0;
             ns = 0;
         }
@@ -687,7 +712,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             break;
     }
     /* stopping: finish the grid jobs already posted, then hand over */
-    while (posted != replied && vol_ld(&sh.stop) < 2) {
+    while (posted != replied && flag_ld(&sh.stop) < 2) {
         post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
         __nanosleep(1000);
     }
@@ -699,10 +724,10 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         ds->stats[4] = st_cload;
         ds->stats[5] = st_cproc;
         ds->stats[6] = st_idle;
-        sh.d2h_tail = dpos;
-        rk__st_release_cta(&sh.h2d_done, (unsigned long long)hpos);
+        flag_st(&sh.d2h_tail, (unsigned long long)dpos);
+        flag_st(&sh.h2d_done, (unsigned long long)hpos);
         sh.loader_quit = 1;
-        rk__st_release_cta(&sh.dispatcher_done, 1u);
+        flag_st(&sh.dispatcher_done, 1u);
     }
     __syncwarp();
     bar_named(1, 32 * ncrew); /* release the crew */
@@ -710,14 +735,24 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
 
 /* ---- the housekeeper warp (block 0, warp 1) ---- */
 template <class... A>
+__device__ void housekeeper_lane0(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers);
+
+/* the whole warp stays until the end (lane 0 works) so that no warp of
+ * block 0 is partly exited while the others use named barriers */
+template <class... A>
 __device__ void housekeeper(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers)
 {
-    const uint32_t lane = threadIdx.x & 31;
-    if (lane != 0)
-        return;
+    if ((threadIdx.x & 31) == 0)
+        housekeeper_lane0<A...>(ka, sh, ds, has_workers);
+    __syncwarp();
+}
+
+template <class... A>
+__device__ void housekeeper_lane0(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers)
+{
     const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
     const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
-    uint64_t published = vol_ld(&sh.h2d_done);
+    uint64_t published = flag_ld(&sh.h2d_done);
     uint64_t last_hb = 0;
     uint32_t ns = 0;
 
@@ -730,19 +765,19 @@ __device__ void housekeeper(const rk_kargs &ka, shared0 &sh, scratch *ds, bool h
         }
         /* acquire: pairs with the host's store-release of stop */
         const uint32_t s = rk__ld_acquire_sys(ka.stop);
-        if (s > vol_ld(&sh.stop))
-            *(volatile uint32_t *)&sh.stop = s;
+        if (s > flag_ld(&sh.stop))
+            flag_st(&sh.stop, s);
         /* publish consumption. release: orders the dispatcher's reads of
          * the slots (before its cta-release of h2d_done, acquired here)
          * before the host may overwrite them */
-        const uint64_t done = rk__ld_acquire_cta(&sh.h2d_done);
+        const uint64_t done = flag_ld(&sh.h2d_done);
         bool busy = false;
         if (done != published) {
             rk__st_release_sys(in.cons_head, done);
             published = done;
             busy = true;
         }
-        if (rk__ld_acquire_cta(&sh.dispatcher_done))
+        if (flag_ld(&sh.dispatcher_done))
             break;
         if (busy) {
             ns = 0;
@@ -753,15 +788,15 @@ __device__ void housekeeper(const rk_kargs &ka, shared0 &sh, scratch *ds, bool h
     }
     /* clean stop: workers quit, indices go back to the host */
     if (has_workers) {
-        const uint32_t p = vol_ld(&sh.jobs_posted);
+        const uint32_t p = flag_ld(&sh.jobs_posted);
         uint32_t spins = 0;
         while (p - rk__ld_acquire_gpu(&ds->job_completed) >= NJ && spins++ < 100000)
             __nanosleep(1000);
         ds->jobs[p % NJ].op = 1;
         rk__st_release_gpu(&ds->job_posted, p + 1);
     }
-    rk__st_release_sys(in.cons_head, (uint64_t)rk__ld_acquire_cta(&sh.h2d_done));
-    rk__st_release_sys(out.prod_tail, (uint64_t)vol_ld(&sh.d2h_tail));
+    rk__st_release_sys(in.cons_head, (uint64_t)flag_ld(&sh.h2d_done));
+    rk__st_release_sys(out.prod_tail, (uint64_t)flag_ld(&sh.d2h_tail));
     rk__st_relaxed_sys(ka.heartbeat, rk__globaltimer());
     rk__st_release_sys(ka.state, (int32_t)2 /* RK__STATE_STOPPED */);
 }
