@@ -53,6 +53,7 @@
 static const size_t VN = (size_t)1 << 24; /* vadd elements */
 static int g_pf;
 static uint32_t g_plen = 64;
+static uint32_t g_prod = 1, g_cons = 1; /* raw throughput threads (--threads P,C) */
 
 /* ---------------- kernels of the baselines ---------------- */
 __device__ __forceinline__ uint32_t ld_sys(const uint32_t *p)
@@ -252,6 +253,7 @@ static void echo_msg(uint32_t *w, uint64_t id)
 typedef struct {
     raw *r;
     uint64_t n;
+    uint32_t idx, step; /* this thread writes positions idx, idx + step, ... */
 } prod_arg;
 
 static void *raw_producer(void *p)
@@ -260,11 +262,11 @@ static void *raw_producer(void *p)
     rk_ring *rg = a->r->h2d;
     uint32_t w[22];
     uint64_t head = 0;
-    for (uint64_t pos = 0; pos < a->n; pos++) {
+    for (uint64_t pos = a->idx; pos < a->n; pos += a->step) {
         while (pos - head >= rg->slots)
             head = __atomic_load_n(&rg->cons_head, __ATOMIC_ACQUIRE);
         if (g_pf) {
-            char *q = (char *)rk_ring_slot(rg, pos + 8 * g_pf);
+            char *q = (char *)rk_ring_slot(rg, pos + 8 * a->step);
             __builtin_prefetch(q, 1);
             __builtin_prefetch(q + 64, 1);
             __builtin_prefetch(q + 128, 1);
@@ -273,8 +275,87 @@ static void *raw_producer(void *p)
         ((rk_msg_hdr *)w)->len = g_plen;
         raw_put(rg, pos, w, 24 + g_plen);
     }
-    __atomic_store_n(&rg->prod_tail, a->n, __ATOMIC_RELAXED);
     return NULL;
+}
+
+/* Consumers: thread j of C reads positions j, j + C, ...; each publishes
+ * its progress, and the D2H cons_head (the ring's one consumer index) is
+ * the least of them, stored by consumer 0. */
+typedef struct {
+    raw *r;
+    uint64_t n;
+    uint32_t idx, step;
+    uint64_t *progress; /* [step], each on its own cache line (x8) */
+    uint64_t bad;
+} cons_arg;
+
+static void *raw_consumer(void *p)
+{
+    cons_arg *a = (cons_arg *)p;
+    rk_ring *rg = a->r->d2h;
+    uint32_t w[64];
+    uint64_t k = 0;
+    for (uint64_t pos = a->idx; pos < a->n; pos += a->step, k++) {
+        if (g_pf) {
+            const char *q = (const char *)rk_ring_slot(rg, pos + 8 * a->step);
+            __builtin_prefetch(q);
+            __builtin_prefetch(q + 64);
+            __builtin_prefetch(q + 128);
+        }
+        int len;
+        while ((len = raw_get(rg, pos, w, 64)) < 0)
+            ;
+        if (len != 24 + (int)g_plen || ((rk_msg_hdr *)w)->id != pos)
+            a->bad++;
+        if ((k & 15) == 15) {
+            __atomic_store_n(&a->progress[8 * a->idx], pos + 1, __ATOMIC_RELEASE);
+            if (a->idx == 0) {
+                uint64_t m = pos + 1;
+                for (uint32_t j = 1; j < a->step; j++) {
+                    uint64_t v = __atomic_load_n(&a->progress[8 * j], __ATOMIC_ACQUIRE);
+                    /* consumer j has finished every position below v + ... */
+                    if (v < m)
+                        m = v;
+                }
+                uint64_t cur = __atomic_load_n(&rg->cons_head, __ATOMIC_RELAXED);
+                if (m > cur)
+                    __atomic_store_n(&rg->cons_head, m, __ATOMIC_RELEASE);
+            }
+        }
+    }
+    __atomic_store_n(&a->progress[8 * a->idx], a->n, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Pipelined echo through the raw rings with P producer and C consumer
+ * threads. Returns messages per second (bad replies in *bad). */
+static double raw_throughput(raw *r, uint64_t n, uint32_t P, uint32_t C, uint64_t *bad)
+{
+    pthread_t tp[8], tc[8];
+    prod_arg pa[8];
+    cons_arg ca[8];
+    uint64_t *progress = (uint64_t *)calloc(8 * 8, sizeof(uint64_t));
+    uint64_t t0 = bench_now_ns();
+    for (uint32_t j = 0; j < C; j++) {
+        ca[j] = (cons_arg){r, n, j, C, progress, 0};
+        pthread_create(&tc[j], NULL, raw_consumer, &ca[j]);
+    }
+    for (uint32_t i = 0; i < P; i++) {
+        pa[i] = (prod_arg){r, n, i, P};
+        pthread_create(&tp[i], NULL, raw_producer, &pa[i]);
+    }
+    for (uint32_t j = 0; j < C; j++)
+        pthread_join(tc[j], NULL);
+    uint64_t t1 = bench_now_ns();
+    for (uint32_t i = 0; i < P; i++)
+        pthread_join(tp[i], NULL);
+    __atomic_store_n(&r->d2h->cons_head, n, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->h2d->prod_tail, n, __ATOMIC_RELAXED);
+    *bad = 0;
+    for (uint32_t j = 0; j < C; j++)
+        *bad += ca[j].bad;
+    free(progress);
+    return (double)n / ((double)(t1 - t0) * 1e-9);
 }
 
 /* Experiment (rk-bench gpu --variants): where the pipelined rate of the raw
@@ -283,45 +364,19 @@ static void *raw_producer(void *p)
 
 static int raw_variants(int sm_count)
 {
-    static const int pf[] = {0, 0, 0, 0};
-    static const uint32_t pl[] = {64, 64, 64, 8};
-    static const int bl[] = {256, 512, 1024, 1024};
-    static const uint32_t kf[] = {0, 0, 0, 0};
-    uint32_t w[64];
-    for (size_t v = 0; v < sizeof pf / sizeof pf[0]; v++) {
-        g_pf = pf[v];
-        g_plen = pl[v];
+    static const uint32_t P[] = {1, 2, 2, 4, 4};
+    static const uint32_t C[] = {1, 1, 2, 2, 4};
+    for (size_t v = 0; v < sizeof P / sizeof P[0]; v++) {
         raw r;
-        if (raw_open(&r, 4096, 1 << 20, sm_count, bl[v], kf[v]))
+        if (raw_open(&r, 4096, 1 << 20, sm_count, 1024))
             return 1;
-        uint64_t n = 4000000;
-        prod_arg pa = {&r, n};
-        pthread_t th;
-        uint64_t t0 = bench_now_ns();
-        pthread_create(&th, NULL, raw_producer, &pa);
-        uint64_t got = 0;
-        while (got < n) {
-            if (g_pf) {
-                const char *q = (const char *)rk_ring_slot(r.d2h, got + 8 * g_pf);
-                __builtin_prefetch(q);
-                __builtin_prefetch(q + 64);
-                __builtin_prefetch(q + 128);
-            }
-            if (raw_get(r.d2h, got, w, 64) < 0)
-                continue;
-            got++;
-            if ((got & 31) == 0)
-                __atomic_store_n(&r.d2h->cons_head, got, __ATOMIC_RELEASE);
-        }
-        uint64_t t1 = bench_now_ns();
-        pthread_join(th, NULL);
+        uint64_t bad = 0;
+        double rate = raw_throughput(&r, 8000000, P[v], C[v], &bad);
         raw_close(&r, "variant");
-        printf("  variant block %d, payload %u B, flags %u: %.2f M msg/s\n", bl[v], pl[v], kf[v],
-               (double)n / ((double)(t1 - t0) * 1e-9) / 1e6);
+        printf("  variant %u producers, %u consumers: %.2f M msg/s (%llu bad)\n", P[v], C[v], rate / 1e6,
+               (unsigned long long)bad);
         fflush(stdout);
     }
-    g_pf = 0;
-    g_plen = 64;
     return 0;
 }
 
@@ -368,32 +423,16 @@ static int raw_section(bench_report *rep, int sm_count, long count, double secon
         if (raw_open(&r, 4096, arena, sm_count, 1024))
             return 1;
         uint64_t n = (uint64_t)(seconds * 25e6);
-        prod_arg pa = {&r, n};
-        pthread_t th;
-        uint64_t t0 = bench_now_ns();
-        pthread_create(&th, NULL, raw_producer, &pa);
-        uint64_t got = 0, bad = 0;
-        while (got < n) {
-            int len = raw_get(r.d2h, got, w, 64);
-            if (len < 0)
-                continue;
-            if (len != 88 || ((rk_msg_hdr *)w)->id != got || w[6 + 15] != (uint32_t)(got * 16 + 15))
-                bad++;
-            got++;
-            if ((got & 31) == 0)
-                __atomic_store_n(&r.d2h->cons_head, got, __ATOMIC_RELEASE);
-        }
-        uint64_t t1 = bench_now_ns();
-        __atomic_store_n(&r.d2h->cons_head, got, __ATOMIC_RELEASE);
-        pthread_join(th, NULL);
+        uint64_t bad = 0;
+        double rate = raw_throughput(&r, n, g_prod, g_cons, &bad);
         bench_result *b = bench_add(rep, "throughput_echo_64", "cuda");
-        b->msgs_per_s = (double)n / ((double)(t1 - t0) * 1e-9);
+        b->msgs_per_s = rate;
         b->count = n;
         snprintf(b->extra, sizeof b->extra,
-                 "\"path\": \"ring kernel (block 1024), host loop on the rings: 1 producer + 1 consumer thread, 4096 slots\", \"bad\": %llu",
-                 (unsigned long long)bad);
-        printf("  %-24s %.2f M msg/s (%llu messages, %llu bad)\n", "throughput_echo_64", b->msgs_per_s / 1e6,
-               (unsigned long long)n, (unsigned long long)bad);
+                 "\"path\": \"ring kernel (block 1024), host loop on the rings: %u producer + %u consumer threads, 4096 slots\", \"bad\": %llu",
+                 g_prod, g_cons, (unsigned long long)bad);
+        printf("  %-24s %.2f M msg/s (%llu messages, %u producer + %u consumer threads, %llu bad)\n", "throughput_echo_64",
+               rate / 1e6, (unsigned long long)n, g_prod, g_cons, (unsigned long long)bad);
         if (bad)
             return 1;
         hpos = dpos = n;
@@ -594,16 +633,23 @@ int bench_gpu_run(int argc, char **argv, bench_report *rep)
                                          {"device", required_argument, 0, 'd'},
                                          {"idle", required_argument, 0, 'i'},
                                          {"variants", no_argument, 0, 'v'},
+                                         {"threads", required_argument, 0, 'T'},
                                          {0, 0, 0, 0}};
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "n:t:d:i:v", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "n:t:d:i:vT:", opts, NULL)) != -1) {
         switch (o) {
         case 'n': count = atol(optarg); break;
         case 't': seconds = atof(optarg); break;
         case 'd': device = atoi(optarg); break;
         case 'i': idle_s = atof(optarg); break;
         case 'v': variants = 1; break;
+        case 'T':
+            if (sscanf(optarg, "%u,%u", &g_prod, &g_cons) != 2 || g_prod < 1 || g_prod > 8 || g_cons < 1 || g_cons > 8) {
+                fprintf(stderr, "rk-bench gpu: --threads P,C with 1..8 each\n");
+                return 2;
+            }
+            break;
         default: return 2;
         }
     }

@@ -256,7 +256,7 @@ __device__ int run_op(const rk_kargs &ka, uint16_t type, const gpu_ctx &c, const
 /* ---- D2H production: the dispatcher warp is the ring's single producer ---- */
 __device__ __forceinline__ void bar_named(uint32_t id, uint32_t n)
 {
-    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+    asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
 }
 
 /* Waits until position dpos is free in D2H. The cached head is refreshed
@@ -527,7 +527,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
     uint64_t hpos = flag_ld(&sh.h2d_done);
     uint64_t dpos = ka.d2h_start, dhead = vol_ld(&sh.d2h_head);
     uint32_t posted = 0, replied = 0, idle = 0, ns = 0;
-    bool busy = false, stalled = false;
+    bool busy = false, stalled = false, fence_due = false, burst = false;
     unsigned long long st_loops = 0, st_busy = 0, st_msgs = 0, st_cload = 0, st_cproc = 0, st_idle = 0;
 
     for (;;) {
@@ -548,8 +548,17 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             uint64_t a = 0, b = 0;
             bool got = false;
             for (int it = 0; it < 64 && !got; it++) {
-                a = rk__ld_cv(ring_slot(in, hpos) + lane);
-                b = rk__ld_cv(ring_slot(in, hpos + 1) + lane);
+                /* one read in flight: a strong read here (measured
+                 * ~0.2 us quicker to notice a message than .cv) */
+                a = rk__ld_relaxed_sys(ring_slot(in, hpos) + lane);
+                /* the next slot: its line 0 only (is a burst coming?) */
+                b = lane == 0 ? rk__ld_cv(ring_slot(in, hpos + 1)) : 0ull;
+                if (fence_due) {
+                    /* the last batch's weak reply lines: fenced while this
+                     * poll is in flight, not before it */
+                    rk__fence_seq_cst_sys();
+                    fence_due = false;
+                }
                 got = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32) == flag;
                 if (!got && idle > 300000) {
                     /* idle for a while (~20+ ms): back off */
@@ -564,8 +573,9 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
                 continue;
             }
             sh.lines[lane] = a;
-            sh.lines[32 + lane] = b;
-            nload = 2;
+            nload = 1;
+            /* a second message already there: read a busy batch next */
+            burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(in, hpos + 1);
         } else {
             /* busy: K slots in one round trip, spread over the crew
              * (every warp of block 0 but the housekeeper: a warp keeps
@@ -658,9 +668,10 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
                 dpos++;
                 nfast++;
             } else {
-                if (nfast) {
+                if (nfast || fence_due) {
                     rk__fence_seq_cst_sys(); /* the weak reply lines so far */
                     nfast = 0;
+                    fence_due = false;
                 }
                 /* stage the message's words in shared memory */
                 if (lane < nl)
@@ -695,7 +706,8 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             done++;
         }
         if (nfast)
-            rk__fence_seq_cst_sys(); /* push the weak reply lines out */
+            rk__fence_seq_cst_sys(); /* push the weak reply lines out (measured: deferring it
+                                      * into the next poll made round trips 0.4 us slower) */
         __syncwarp();
         st_msgs += done;
         st_cproc += clock64() - c1;
@@ -707,10 +719,13 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             idle = 0;
             ns = 0;
         }
-        busy = done >= 2;
+        busy = done >= 2 || (done == 1 && burst);
+        burst = false;
         if (stalled)
             break;
     }
+    if (fence_due)
+        rk__fence_seq_cst_sys();
     /* stopping: finish the grid jobs already posted, then hand over */
     while (posted != replied && flag_ld(&sh.stop) < 2) {
         post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
@@ -752,7 +767,7 @@ __device__ void housekeeper_lane0(const rk_kargs &ka, shared0 &sh, scratch *ds, 
 {
     const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
     const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
-    uint64_t published = flag_ld(&sh.h2d_done);
+    uint64_t published = flag_ld(&sh.h2d_done), last_seen = published, t_change = 0;
     uint64_t last_hb = 0;
     uint32_t ns = 0;
 
@@ -772,19 +787,29 @@ __device__ void housekeeper_lane0(const rk_kargs &ka, shared0 &sh, scratch *ds, 
          * before the host may overwrite them */
         const uint64_t done = flag_ld(&sh.h2d_done);
         bool busy = false;
-        if (done != published) {
+        /* lazily: producers need cons_head only when the ring looks full,
+         * and each release store here is a system fence on the dispatcher's
+         * SM; publish after slots/8 positions, or once the dispatcher has
+         * stopped moving */
+        if (done != last_seen) {
+            last_seen = done;
+            t_change = now;
+            busy = true;
+        }
+        if (done != published && (done - published >= (in.slots + 7) / 8 || now - t_change > 20000ull)) {
             rk__st_release_sys(in.cons_head, done);
             published = done;
-            busy = true;
         }
         if (flag_ld(&sh.dispatcher_done))
             break;
-        if (busy) {
-            ns = 0;
-        } else {
-            __nanosleep(ns);
+        /* nothing here is urgent (publication is lazy, stop and the
+         * heartbeat are millisecond matters): never spin, so this warp's
+         * system-scope reads stay out of the dispatcher's way */
+        if (busy)
+            ns = 2000;
+        else
             ns = ns < 20000 ? ns * 2 + 256 : ns;
-        }
+        __nanosleep(ns);
     }
     /* clean stop: workers quit, indices go back to the host */
     if (has_workers) {
