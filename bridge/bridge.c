@@ -336,6 +336,10 @@ typedef struct rkb {
     uint32_t map_mask;
     rkb_decode_state dec;
     rkb_limits lim;
+    /* a data reply's constant bytes, packed once by msgpack-c at start-up:
+     * {v: 1, id: <here>, ok: true, data|c: <bin>} */
+    uint8_t pre[16], suf_echo[16], suf_vadd[16];
+    uint8_t pre_len, suf_echo_len, suf_vadd_len;
     msgpack_sbuffer sbuf;
     msgpack_packer pk;
     rkb_counters n;
@@ -841,15 +845,26 @@ static void rkb__on_reply(rkb *b, rk_reply *r)
     if (r->status) {
         rkb__reply_rk_error(b, e, r->status, rk_strerror(r->status));
     } else {
-        /* the head (map, v, id, ok, key, bin header) is packed into a
-         * small buffer; the payload is copied once, from the runtime's
-         * reply straight into the frame ZeroMQ sends */
+        /* the head (map, v, id, ok, key, bin header) goes into a small
+         * buffer: the constant parts packed at start-up, the id and the
+         * bin header packed now; the payload is copied once, from the
+         * runtime's reply straight into the frame ZeroMQ sends */
         uint8_t head[64];
         rkb_fixbuf fb = {head, 0, sizeof head};
         msgpack_packer hp;
         msgpack_packer_init(&hp, &fb, rkb__fixbuf_write);
-        rkb_reply_begin_ok(&hp, e->req.has_id, e->req.id, 1);
-        rkb_pack_key(&hp, e->req.op == RKB_OP_ECHO ? "data" : "c");
+        bool echo = e->req.op == RKB_OP_ECHO;
+        if (e->req.has_id) {
+            memcpy(head, b->pre, b->pre_len);
+            fb.len = b->pre_len;
+            msgpack_pack_uint64(&hp, e->req.id);
+            memcpy(head + fb.len, echo ? b->suf_echo : b->suf_vadd,
+                   echo ? b->suf_echo_len : b->suf_vadd_len);
+            fb.len += echo ? b->suf_echo_len : b->suf_vadd_len;
+        } else {
+            rkb_reply_begin_ok(&hp, false, 0, 1);
+            rkb_pack_key(&hp, echo ? "data" : "c");
+        }
         msgpack_pack_bin(&hp, r->len);
         zmq_msg_t m;
         if (zmq_msg_init_size(&m, fb.len + r->len) != 0) {
@@ -1129,6 +1144,25 @@ static int rkb__io_init(rkb *b)
     b->n_free = b->pool_n;
     b->lim = RKB_LIMITS_DEFAULT;
     b->lim.max_frame = c->max_message_bytes;
+    /* the constant parts of a data reply (see rkb__on_reply) */
+    rkb_fixbuf fb = {b->pre, 0, sizeof b->pre};
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &fb, rkb__fixbuf_write);
+    msgpack_pack_map(&pk, 4);
+    rkb_pack_key(&pk, "v");
+    msgpack_pack_uint8(&pk, RKB_PROTOCOL_VERSION);
+    rkb_pack_key(&pk, "id");
+    b->pre_len = (uint8_t)fb.len;
+    fb = (rkb_fixbuf){b->suf_echo, 0, sizeof b->suf_echo};
+    rkb_pack_key(&pk, "ok");
+    msgpack_pack_true(&pk);
+    rkb_pack_key(&pk, "data");
+    b->suf_echo_len = (uint8_t)fb.len;
+    fb = (rkb_fixbuf){b->suf_vadd, 0, sizeof b->suf_vadd};
+    rkb_pack_key(&pk, "ok");
+    msgpack_pack_true(&pk);
+    rkb_pack_key(&pk, "c");
+    b->suf_vadd_len = (uint8_t)fb.len;
     return 0;
 }
 

@@ -723,7 +723,11 @@ static void test_curve(void **state)
 
 /* ---- flood: >= 100 clients pipelining --------------------------------- */
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifndef __has_feature /* clang spells the sanitizers this way, gcc with macros */
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define RSS_BOUND_KB (768 * 1024) /* sanitizer shadow memory and quarantine */
 #else
 #define RSS_BOUND_KB (96 * 1024)  /* the bound the bridge states: 96 MiB */
