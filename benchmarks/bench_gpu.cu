@@ -185,9 +185,9 @@ static void raw_close(raw *r, const char *label = NULL)
         size_t off = RK_KERNEL_STATS_OFFSET;
         if (cudaMemcpy(st, (char *)r->scratch + off, sizeof st, cudaMemcpyDeviceToHost) == cudaSuccess && st[0])
             printf("    [%s] dispatcher: %llu loops, %llu busy polls, %llu msgs (%.1f per busy poll), %llu idle polls; "
-                   "%.0f cycles/loop loading, %.0f cycles/loop processing\n",
+                   "%.0f cycles/loop loading, %.0f cycles/loop processing (%.0f writing)\n",
                    label, st[0], st[1], st[2], st[1] ? (double)st[2] / (double)st[1] : 0.0, st[6],
-                   (double)st[4] / (double)st[0], (double)st[5] / (double)st[0]);
+                   (double)st[4] / (double)st[0], (double)st[5] / (double)st[0], (double)st[3] / (double)st[0]);
     }
     cudaStreamDestroy(r->s);
     cudaFree(r->scratch);
@@ -364,16 +364,17 @@ static double raw_throughput(raw *r, uint64_t n, uint32_t P, uint32_t C, uint64_
 
 static int raw_variants(int sm_count)
 {
-    static const uint32_t P[] = {1, 2, 2, 4, 4};
-    static const uint32_t C[] = {1, 1, 2, 2, 4};
+    static const uint32_t P[] = {1, 1, 2};
+    static const uint32_t C[] = {1, 1, 2};
+    static const uint32_t F[] = {0, RK_KF_WR_V2, RK_KF_WR_V2};
     for (size_t v = 0; v < sizeof P / sizeof P[0]; v++) {
         raw r;
-        if (raw_open(&r, 4096, 1 << 20, sm_count, 1024))
+        if (raw_open(&r, 4096, 1 << 20, sm_count, 1024, F[v]))
             return 1;
         uint64_t bad = 0;
         double rate = raw_throughput(&r, 8000000, P[v], C[v], &bad);
         raw_close(&r, "variant");
-        printf("  variant %u producers, %u consumers: %.2f M msg/s (%llu bad)\n", P[v], C[v], rate / 1e6,
+        printf("  variant flags %u, %u producers, %u consumers: %.2f M msg/s (%llu bad)\n", F[v], P[v], C[v], rate / 1e6,
                (unsigned long long)bad);
         fflush(stdout);
     }

@@ -29,6 +29,7 @@ extern "C" {
 
 enum {
     RK_KF_MUTE = 1u << 0, /* test only: never poll H2D (the self-test must time out) */
+    RK_KF_WR_V2 = 1u << 1, /* experiment: crew replies with 16-byte stores (two lines per lane) */
 };
 
 /* The ring kernel's one parameter. Every pointer is a device pointer. */
