@@ -1,4 +1,5 @@
 /* error.c - error names, sentences, the per-thread detail and logging. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,23 +52,25 @@ int rk__fail(int code, const char *fmt, ...)
     return code < 0 ? code : -code;
 }
 
+static int rk__level = RK__LOG_WARN;
+static pthread_once_t rk__level_once = PTHREAD_ONCE_INIT;
+static void rk__level_init(void)
+{
+    const char *s = getenv("RK_LOG");
+    if (!s)
+        return;
+    if (!strcmp(s, "error"))
+        rk__level = RK__LOG_ERROR;
+    else if (!strcmp(s, "info"))
+        rk__level = RK__LOG_INFO;
+    else if (!strcmp(s, "debug"))
+        rk__level = RK__LOG_DEBUG;
+}
+
 static int rk__log_level(void)
 {
-    static int level = -1; /* benign race: every thread computes the same value */
-    if (level < 0) {
-        const char *s = getenv("RK_LOG");
-        int l = RK__LOG_WARN;
-        if (s) {
-            if (!strcmp(s, "error"))
-                l = RK__LOG_ERROR;
-            else if (!strcmp(s, "info"))
-                l = RK__LOG_INFO;
-            else if (!strcmp(s, "debug"))
-                l = RK__LOG_DEBUG;
-        }
-        __atomic_store_n(&level, l, __ATOMIC_RELAXED);
-    }
-    return __atomic_load_n(&level, __ATOMIC_RELAXED);
+    pthread_once(&rk__level_once, rk__level_init);
+    return rk__level;
 }
 
 void rk__log(int level, const char *fmt, ...)

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -41,15 +42,18 @@ static int64_t rk__phase_ns(const char *env, int64_t dflt)
     return us < 0 ? dflt : (int64_t)us * 1000;
 }
 
+static int64_t rk__spin_ns, rk__yield_ns;
+static pthread_once_t rk__phases_once = PTHREAD_ONCE_INIT;
+static void rk__phases_init(void)
+{
+    rk__spin_ns = rk__phase_ns("RK_SPIN_US", RK__SPIN_NS);
+    rk__yield_ns = rk__phase_ns("RK_YIELD_US", RK__YIELD_NS);
+}
+
 bool rk__backoff_poll(rk__backoff *b)
 {
-    static int64_t spin_ns = -1, yield_ns = -1; /* benign race: same values */
-    if (spin_ns < 0) {
-        __atomic_store_n(&yield_ns, rk__phase_ns("RK_YIELD_US", RK__YIELD_NS), __ATOMIC_RELAXED);
-        __atomic_store_n(&spin_ns, rk__phase_ns("RK_SPIN_US", RK__SPIN_NS), __ATOMIC_RELAXED);
-    }
-    int64_t spin = __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
-    int64_t yield = __atomic_load_n(&yield_ns, __ATOMIC_RELAXED);
+    pthread_once(&rk__phases_once, rk__phases_init);
+    const int64_t spin = rk__spin_ns, yield = rk__yield_ns;
     if (!b->t0)
         b->t0 = rk__now_ns();
     /* the clock costs ~20 ns: read it every 16th spin, every yield */
