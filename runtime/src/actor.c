@@ -17,13 +17,14 @@
 #include "barrier.h"
 #include "internal.h"
 
-enum { RK__P_FREE = 0, RK__P_SENT = 1, RK__P_DONE = 2 };
+enum { RK__P_FREE = 0, RK__P_SENT = 1, RK__P_DONE = 2, RK__P_STAGED = 3 };
 
 struct rk__pending {
     uint64_t id;
     uint64_t arena_off; /* request + reply block in the arena ... */
     size_t arena_len;   /* ... or 0 when both travel inline */
     uint64_t out_off;
+    size_t out_cap;
     int32_t status;
     uint32_t len;
     uint16_t type;
@@ -155,9 +156,11 @@ void rk_actor_close(rk_actor *a)
     /* d2h_lock keeps routers away while the replies are taken back */
     pthread_mutex_lock(&rt->d2h_lock);
     a->closing = true;
-    for (uint32_t i = 0; i < a->window; i++)
-        if (rk__ld_relaxed(&a->pend[i].state) == RK__P_DONE)
+    for (uint32_t i = 0; i < a->window; i++) {
+        uint8_t st = rk__ld_relaxed(&a->pend[i].state);
+        if (st == RK__P_DONE || st == RK__P_STAGED)
             rk__pending_put(a, (uint16_t)i);
+    }
     /* a stopped backend answers nothing more: drop what it still owed */
     if (atomic_load(&rt->closing))
         for (uint32_t i = 0; i < a->window; i++)
@@ -337,6 +340,8 @@ static int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
             return rk__fail(RK_EAGAIN, "actor %u has no request in flight", a->index);
         if (atomic_load(&rt->closing))
             return rk__fail(RK_ECLOSED, "the runtime is closing");
+        if (deadline == 0) /* a poll: cheap, it runs in every bridge loop */
+            return rk__fail_str(RK_ETIMEDOUT, "no reply ready (polled with timeout 0)");
         int64_t now = rk__now_ns();
         if (now >= deadline)
             return rk__fail(RK_ETIMEDOUT, "no reply within the timeout (%u requests in flight)",
@@ -378,24 +383,20 @@ void rk_reply_release(rk_actor *a, rk_reply *r)
     r->len = 0;
 }
 
-static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, size_t reply_cap,
-                    uint64_t *id_out, int timeout_ms, uint16_t *tag_out)
+/* Send, part 1: validates, takes a pending record and reserves where the
+ * payload goes: the record's staging buffer when it travels inline, the
+ * arena otherwise. Returns the tag; *dst is where the caller writes the
+ * `len` payload bytes. */
+static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap, int64_t deadline,
+                       uint16_t *tag_out, uint8_t **dst)
 {
     if (!a)
         return rk__fail(RK_EINVAL, "send: actor is NULL");
     rk_runtime *rt = a->rt;
-    if (iovcnt < 0 || (iovcnt > 0 && !iov))
-        return rk__fail(RK_EINVAL, "send: iovcnt %d with iov %p", iovcnt, (const void *)iov);
     if (type == RK_OP_NOP || (type > RK_OP_FAULT && type < RK_OP_USER))
         return rk__fail(RK_EINVAL, "send: message type %u is reserved", type);
     if (type >= RK_OP_USER && !rk__find_actor_def(rt, type))
         return rk__fail(RK_ENOTSUP, "send: no actor is registered for message type %u", type);
-    size_t len = 0;
-    for (int i = 0; i < iovcnt; i++) {
-        if (!iov[i].base && iov[i].len)
-            return rk__fail(RK_EINVAL, "send: iov[%d] has %zu B at NULL", i, iov[i].len);
-        len += iov[i].len;
-    }
     if (len > rt->cfg.max_payload)
         return rk__fail(RK_EMSGSIZE, "send: payload %zu B exceeds max_payload %zu B", len,
                         rt->cfg.max_payload);
@@ -417,15 +418,11 @@ static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, s
         return rk__fail(RK_EMSGSIZE, "send: reply capacity %zu B exceeds max_payload %zu B",
                         out_cap, rt->cfg.max_payload);
 
-    int64_t deadline = rk__deadline(timeout_ms);
     uint16_t tag = a->free_tags[--a->n_free];
     rk__pending *p = &a->pend[tag];
-    _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
     const uint32_t inline_max = rk_ring_msg_max(rt->h2d) - (uint32_t)sizeof(rk_msg_hdr);
-    rk_msg_hdr h = {.type = type, .actor = a->index, .tag = tag, .id = ++a->next_id,
-                    .len = (uint32_t)len};
-    uint32_t mlen = sizeof h;
-    uint8_t *dst;
+    p->type = type;
+    p->len = (uint32_t)len;
     p->arena_len = 0;
     if (len > inline_max || out_cap > inline_max) {
         size_t in_sz = (len + RK_ARENA_ALIGN - 1) / RK_ARENA_ALIGN * RK_ARENA_ALIGN;
@@ -440,25 +437,40 @@ static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, s
         p->arena_off = off;
         p->arena_len = in_sz + out_sz;
         p->out_off = off + in_sz;
-        rk_arena_ref ref = {.in_off = off, .out_off = off + in_sz, .out_cap = out_cap};
+        p->out_cap = out_cap;
+        *dst = rt->arena.base + off;
+    } else {
+        *dst = p->inline_buf; /* staged here, copied into the slot at post */
+    }
+    atomic_fetch_add(&a->inflight, 1);
+    rk__st_relaxed(&p->state, (uint8_t)RK__P_STAGED);
+    *tag_out = tag;
+    return 0;
+}
+
+/* Send, part 2: builds the ring message for a prepared record and
+ * enqueues it, waiting until deadline for ring space. On failure the
+ * record (and its arena block) is given back. */
+static int rk__post(rk_actor *a, uint16_t tag, int64_t deadline, uint64_t *id_out)
+{
+    rk_runtime *rt = a->rt;
+    rk__pending *p = &a->pend[tag];
+    _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
+    rk_msg_hdr h = {.type = p->type, .actor = a->index, .tag = tag, .id = ++a->next_id,
+                    .len = p->len};
+    uint32_t mlen = sizeof h;
+    if (p->arena_len) {
+        rk_arena_ref ref = {.in_off = p->arena_off, .out_off = p->out_off, .out_cap = p->out_cap};
         h.flags = RK_MSG_ARENA;
         memcpy(msg + mlen, &ref, sizeof ref);
         mlen += sizeof ref;
-        dst = rt->arena.base + off;
     } else {
-        dst = msg + mlen;
-        mlen += (uint32_t)len;
-    }
-    for (int i = 0; i < iovcnt; i++) {
-        if (iov[i].len)
-            memcpy(dst, iov[i].base, iov[i].len);
-        dst += iov[i].len;
+        memcpy(msg + mlen, p->inline_buf, p->len);
+        mlen += p->len;
     }
     memcpy(msg, &h, sizeof h);
     p->id = h.id;
-    p->type = type;
     rk__st_relaxed(&p->state, (uint8_t)RK__P_SENT);
-    atomic_fetch_add(&a->inflight, 1);
 
     rk__backoff b;
     rk__backoff_reset(&b);
@@ -467,7 +479,7 @@ static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, s
         /* H2D full: help drain D2H (the consumer may be stuck on a full
          * D2H that nobody else drains), then wait */
         rk__drain(rt, a);
-        fault = atomic_load(&rt->fault);
+        int fault = atomic_load(&rt->fault);
         if (fault || rk__now_ns() >= deadline) {
             rk__pending_put(a, tag);
             atomic_fetch_add(&rt->n_errors, 1);
@@ -488,9 +500,74 @@ static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, s
     atomic_fetch_add(&rt->n_requests, 1);
     if (id_out)
         *id_out = h.id;
-    if (tag_out)
-        *tag_out = tag;
     return 0;
+}
+
+static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, size_t reply_cap,
+                    uint64_t *id_out, int timeout_ms, uint16_t *tag_out)
+{
+    if (iovcnt < 0 || (iovcnt > 0 && !iov))
+        return rk__fail(RK_EINVAL, "send: iovcnt %d with iov %p", iovcnt, (const void *)iov);
+    size_t len = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (!iov[i].base && iov[i].len)
+            return rk__fail(RK_EINVAL, "send: iov[%d] has %zu B at NULL", i, iov[i].len);
+        len += iov[i].len;
+    }
+    int64_t deadline = rk__deadline(timeout_ms);
+    uint16_t tag = 0;
+    uint8_t *dst = NULL;
+    int rc = rk__prepare(a, type, len, reply_cap, deadline, &tag, &dst);
+    if (rc)
+        return rc;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].len)
+            memcpy(dst, iov[i].base, iov[i].len);
+        dst += iov[i].len;
+    }
+    rc = rk__post(a, tag, deadline, id_out);
+    if (rc == 0 && tag_out)
+        *tag_out = tag;
+    return rc;
+}
+
+int rk_actor_buf_alloc(rk_actor *a, uint16_t type, size_t len, size_t reply_cap, rk_buf *buf,
+                       int timeout_ms)
+{
+    if (!buf)
+        return rk__fail(RK_EINVAL, "rk_actor_buf_alloc: buf is NULL");
+    uint16_t tag = 0;
+    uint8_t *dst = NULL;
+    int rc = rk__prepare(a, type, len, reply_cap, rk__deadline(timeout_ms), &tag, &dst);
+    if (rc)
+        return rc;
+    buf->data = dst;
+    buf->len = len;
+    buf->tag_ = tag;
+    return 0;
+}
+
+static bool rk__buf_valid(const rk_actor *a, const rk_buf *buf)
+{
+    return a && buf && buf->tag_ < a->window &&
+           rk__ld_relaxed(&a->pend[buf->tag_].state) == RK__P_STAGED;
+}
+
+int rk_actor_buf_send(rk_actor *a, rk_buf *buf, uint64_t *id, int timeout_ms)
+{
+    if (!rk__buf_valid(a, buf))
+        return rk__fail(RK_EINVAL, "rk_actor_buf_send: not a buffer from rk_actor_buf_alloc");
+    int rc = rk__post(a, (uint16_t)buf->tag_, rk__deadline(timeout_ms), id);
+    buf->data = NULL;
+    return rc;
+}
+
+void rk_actor_buf_abandon(rk_actor *a, rk_buf *buf)
+{
+    if (!rk__buf_valid(a, buf))
+        return;
+    rk__pending_put(a, (uint16_t)buf->tag_);
+    buf->data = NULL;
 }
 
 int rk_actor_sendv(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, size_t reply_cap,

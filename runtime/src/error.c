@@ -52,6 +52,16 @@ int rk__fail(int code, const char *fmt, ...)
     return code < 0 ? code : -code;
 }
 
+int rk__fail_str(int code, const char *msg)
+{
+    size_t n = strlen(msg);
+    if (n >= sizeof rk__detail)
+        n = sizeof rk__detail - 1;
+    memcpy(rk__detail, msg, n);
+    rk__detail[n] = '\0';
+    return code < 0 ? code : -code;
+}
+
 static int rk__level = RK__LOG_WARN;
 static pthread_once_t rk__level_once = PTHREAD_ONCE_INIT;
 static void rk__level_init(void)

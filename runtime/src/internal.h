@@ -18,6 +18,8 @@
 
 /* ---- errors: set the calling thread's detail sentence, return -code ---- */
 RK__HIDDEN int rk__fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a fixed sentence: no formatting, for hot paths. */
+RK__HIDDEN int rk__fail_str(int code, const char *msg);
 RK__HIDDEN void rk__clear_detail(void);
 
 /* ---- logging (stderr; level from RK_LOG=error|warn|info|debug) ---- */

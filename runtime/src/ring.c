@@ -160,12 +160,20 @@ int rk_ring_sc_peek(rk_ring *r, void *buf, uint32_t cap, uint32_t *lenp)
     if (len > cap)
         return rk__fail(RK_EMSGSIZE, "message of %u B exceeds the %u B buffer", len, cap);
     uint8_t *out = buf;
-    for (uint32_t i = 0; i < len; i += 4) {
-        uint64_t l = rk__ld_acquire(&slot[1 + i / 4]);
+    const uint32_t full = len / 4;
+    for (uint32_t k = 0; k < full; k++) {
+        uint64_t l = rk__ld_acquire(&slot[1 + k]);
         if ((uint32_t)(l >> 32) != flag)
             return -RK_EAGAIN; /* the producer is still writing this line */
         uint32_t d = (uint32_t)l;
-        memcpy(out + i, &d, len - i < 4 ? len - i : 4);
+        memcpy(out + 4 * k, &d, 4);
+    }
+    if (len % 4) {
+        uint64_t l = rk__ld_acquire(&slot[1 + full]);
+        if ((uint32_t)(l >> 32) != flag)
+            return -RK_EAGAIN;
+        uint32_t d = (uint32_t)l;
+        memcpy(out + 4 * full, &d, len % 4);
     }
     *lenp = len;
     return 0;

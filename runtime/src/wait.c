@@ -29,6 +29,8 @@ int64_t rk__deadline(int timeout_ms)
 {
     if (timeout_ms < 0)
         return INT64_MAX;
+    if (timeout_ms == 0)
+        return 0; /* "now" without reading the clock: any time is past it */
     return rk__now_ns() + (int64_t)timeout_ms * 1000000;
 }
 

@@ -174,6 +174,24 @@ int rk_actor_sendv(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, si
 int rk_actor_send(rk_actor *a, uint16_t type, const void *data, size_t len, size_t reply_cap,
                   uint64_t *id, int timeout_ms);
 
+/* Zero-copy send, for payloads the caller can produce in place (large
+ * vectors): rk_actor_buf_alloc reserves `len` payload bytes where the
+ * request will travel (in the data arena when it does not fit a slot) and
+ * a window slot, waiting up to timeout_ms for arena space; the caller
+ * fills buf->data[0..len) and calls rk_actor_buf_send, which enqueues it
+ * without copying the payload again (or rk_actor_buf_abandon to give it
+ * back). Arguments and errors as rk_actor_sendv. buf->data belongs to the
+ * actor and is valid until the send or abandon. */
+typedef struct rk_buf {
+    void *data;
+    size_t len;
+    uint32_t tag_; /* internal */
+} rk_buf;
+int rk_actor_buf_alloc(rk_actor *a, uint16_t type, size_t len, size_t reply_cap, rk_buf *buf,
+                       int timeout_ms);
+int rk_actor_buf_send(rk_actor *a, rk_buf *buf, uint64_t *id, int timeout_ms);
+void rk_actor_buf_abandon(rk_actor *a, rk_buf *buf);
+
 /* Receives the next reply for this actor (in completion order), waiting up
  * to timeout_ms. Returns 0 and fills *out (release it with
  * rk_reply_release), -RK_ETIMEDOUT, -RK_EAGAIN when nothing is in flight,
