@@ -1,0 +1,42 @@
+#!/bin/bash
+# run_device.sh - one call on the GPU machine (the device tool's `run`):
+# build with CUDA, run the gpu suite, rk-bench gpu + ring (cuda), and the
+# bridge on the CUDA backend (latency bound and throughput), the main-job
+# demo. Logs and JSON go to $OUT.   carry: [".devdeps"]
+set -u
+OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
+B=${B:-/tmp/b}
+source .devdeps/activate >/dev/null 2>&1
+export CPATH=/tmp/rkdeps/usr/include${CPATH:+:$CPATH}
+t0=$SECONDS
+stamp() { echo "[$((SECONDS - t0)) s] $*"; }
+stamp build
+meson setup "$B" -Dcuda=enabled -Dbuildtype=release >"$OUT/setup.log" 2>&1 &&
+  ninja -C "$B" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log" "$OUT/setup.log"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+stamp "gpu + fast suites"
+meson test -C "$B" --suite gpu --suite fast --print-errorlogs >"$OUT/tests.log" 2>&1
+echo "tests rc=$?"; grep -E "^ *[0-9]+/[0-9]+ " "$OUT/tests.log"
+stamp "rk-bench ring (cuda)"
+"$B/benchmarks/rk-bench" ring --backend cuda --count 200000 --idle-seconds 5 --json "$OUT/ring_cuda.json" 2>&1 | tail -5
+if [ "${SKIP_GPU_BENCH:-0}" != 1 ]; then
+  stamp "rk-bench gpu"
+  "$B/benchmarks/rk-bench" gpu --count ${COUNT:-100000} --json "$OUT/bench_gpu.json" >"$OUT/bench_gpu.log" 2>&1
+  echo "bench gpu rc=$?"; tail -35 "$OUT/bench_gpu.log"
+fi
+bridge_run() { # name, bridge options..., -- bench options...
+  local name=$1; shift; local bo=() ; while [ "$1" != -- ]; do bo+=("$1"); shift; done; shift
+  "$B/bridge/rk-bridge" --backend cuda "${bo[@]}" >"$OUT/bridge_$name.log" 2>&1 &
+  local pid=$!; sleep 3; head -1 "$OUT/bridge_$name.log"
+  "$B/benchmarks/rk-bench" bridge "$@" --json "$OUT/bridge_$name.json" 2>&1 | tail -9
+  kill -TERM $pid; wait $pid; echo "bridge exit $?"
+}
+stamp "bridge latency + throughput, default mode"
+bridge_run tcp --bind tcp://127.0.0.1:5555 -- --endpoint tcp://127.0.0.1:5555 --threads 8 --window 128 --messages 2000000
+bridge_run ipc --bind ipc:///tmp/rkb.sock -- --endpoint ipc:///tmp/rkb.sock --threads 8 --window 128 --messages 2000000
+stamp "bridge throughput, --io-threads 4"
+bridge_run tcp_io4 --bind tcp://127.0.0.1:5556 --io-threads 4 --zmq-io-threads 2 -- \
+  --endpoint tcp://127.0.0.1:5556 --threads 8 --window 128 --messages 4000000 --no-latency
+stamp "main job demo (auto backend)"
+timeout 120 bash samples/run-demo.sh "$B" >"$OUT/demo.log" 2>&1; echo "demo rc=$?"; head -30 "$OUT/demo.log"
+stamp done
