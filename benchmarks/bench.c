@@ -162,8 +162,11 @@ int bench_write_json(const bench_report *rep, const char *path, const char *mode
     json_str(f, mode);
     fprintf(f, ", \"version\": ");
     json_str(f, RK_BENCH_VERSION);
+    /* a copy of the tree without git history (the GPU machine) names its
+     * commit through the environment */
+    const char *commit = getenv("RK_BENCH_COMMIT");
     fprintf(f, ", \"commit\": ");
-    json_str(f, RK_BENCH_COMMIT);
+    json_str(f, commit && *commit ? commit : RK_BENCH_COMMIT);
     fprintf(f, ",\n  \"host\": {\"cpu\": ");
     json_str(f, cpu);
     fprintf(f, ", \"cores\": %ld},\n", sysconf(_SC_NPROCESSORS_ONLN));
