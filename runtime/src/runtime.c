@@ -226,7 +226,11 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
         rt->backend = &rk__cpu_backend;
         snprintf(rt->info.why, sizeof rt->info.why, "%s", why);
     }
-    rk__log(RK__LOG_INFO, "backend %s: %s", rt->info.backend_name, rt->info.why);
+    /* auto falling back to the CPU is worth a line by default: the user
+     * asked for the GPU if there is one */
+    bool fell_back = rt->cfg.backend == RK_BACKEND_AUTO && rt->info.backend == RK_BACKEND_CPU;
+    rk__log(fell_back ? RK__LOG_WARN : RK__LOG_INFO, "backend %s: %s", rt->info.backend_name,
+            rt->info.why);
     rk__clear_detail();
     *out = rt;
     return 0;
