@@ -79,6 +79,8 @@ static void rk__ring_write(rk_ring *r, uint64_t pos, const void *msg, uint32_t l
 /* Wakes a host consumer that went to sleep on the doorbell. */
 static void rk__ring_doorbell(rk_ring *r)
 {
+    if (r->flags & RK_RING_F_NO_SLEEP)
+        return;
     /* seq_cst: pairs with the fence in rk_ring_sc_sleep between setting
      * cons_sleeping and re-checking the slot (Dekker): either the consumer
      * sees our lines, or we see it sleeping and wake it. */

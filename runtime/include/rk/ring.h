@@ -79,6 +79,10 @@ extern "C" {
 #define RK_RING_SLOT_MAX 4096u
 #define RK_RING_SLOTS_MAX (1u << 24)
 
+/* rk_ring.flags: the consumer never sleeps on the doorbell (a device
+ * consumer polls), so producers skip the doorbell's seq_cst fence. */
+#define RK_RING_F_NO_SLEEP 1u
+
 /* The ring header as it lies in memory. Fields below prod_tail are
  * constants after rk_ring_init; the rest are the shared indices. */
 typedef struct rk_ring {
@@ -86,7 +90,8 @@ typedef struct rk_ring {
     uint32_t slots;      /* power of two */
     uint32_t slot_size;  /* power of two, RK_RING_SLOT_MIN..RK_RING_SLOT_MAX */
     uint32_t order;      /* log2(slots) */
-    uint8_t pad0[RK_RING_ALIGN - 16];
+    uint32_t flags;      /* RK_RING_F_*, set by the ring's owner before any producer runs */
+    uint8_t pad0[RK_RING_ALIGN - 20];
     uint64_t prod_tail;  /* offset 128 */
     uint8_t pad1[RK_RING_ALIGN - 8];
     uint64_t cons_head;  /* offset 256 */

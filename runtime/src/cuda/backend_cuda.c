@@ -322,6 +322,9 @@ static int rk__cuda_start(rk_runtime *rt)
         return rk__fail(rc, "%s", detail);
     }
     rk__cuda_fill_info(rt, c);
+    /* the kernel polls H2D and never sleeps on its doorbell: producers may
+     * skip the doorbell's fence (set before any actor exists) */
+    rt->h2d->flags |= RK_RING_F_NO_SLEEP;
     snprintf(rt->info.why, sizeof rt->info.why,
              "CUDA device %d (%s) passed launch validation and the self-test: grid %u x block %u, smem %u B",
              c->device, c->lim.name, c->grid, c->block, c->smem);
