@@ -53,7 +53,10 @@
 static const size_t VN = (size_t)1 << 24; /* vadd elements */
 static int g_pf;
 static uint32_t g_plen = 64;
-static uint32_t g_prod = 1, g_cons = 1; /* raw throughput threads (--threads P,C) */
+/* raw throughput threads (--threads P,C): two of each, so that the host
+ * loop (one consumer reads ~20 M replies/s of DMA-written lines) is not
+ * what is measured; --variants shows 1 + 1 too */
+static uint32_t g_prod = 2, g_cons = 2;
 
 /* ---------------- kernels of the baselines ---------------- */
 __device__ __forceinline__ uint32_t ld_sys(const uint32_t *p)
@@ -185,7 +188,7 @@ static void raw_close(raw *r, const char *label = NULL)
         size_t off = RK_KERNEL_STATS_OFFSET;
         if (cudaMemcpy(st, (char *)r->scratch + off, sizeof st, cudaMemcpyDeviceToHost) == cudaSuccess && st[0])
             printf("    [%s] dispatcher: %llu loops, %llu busy polls, %llu msgs (%.1f per busy poll), %llu idle polls; "
-                   "%.0f cycles/loop loading, %.0f cycles/loop processing (%.0f writing)\n",
+                   "%.0f cycles/loop to the checked batch, %.0f cycles/loop after it (serial path: %.0f writing)\n",
                    label, st[0], st[1], st[2], st[1] ? (double)st[2] / (double)st[1] : 0.0, st[6],
                    (double)st[4] / (double)st[0], (double)st[5] / (double)st[0], (double)st[3] / (double)st[0]);
     }
@@ -358,25 +361,41 @@ static double raw_throughput(raw *r, uint64_t n, uint32_t P, uint32_t C, uint64_
     return (double)n / ((double)(t1 - t0) * 1e-9);
 }
 
-/* Experiment (rk-bench gpu --variants): where the pipelined rate of the raw
- * path goes: prefetching the next slots on the host, and the message size. */
+/* Experiment (rk-bench gpu --variants): the busy path of the ring kernel
+ * (serial / pipelined, poll size, prefetch, reply store width) and the
+ * number of host threads feeding and draining the rings. */
 
 
 static int raw_variants(int sm_count)
 {
-    static const uint32_t P[] = {1, 1, 2};
-    static const uint32_t C[] = {1, 1, 2};
-    static const uint32_t F[] = {0, RK_KF_WR_V2, RK_KF_WR_V2};
-    for (size_t v = 0; v < sizeof P / sizeof P[0]; v++) {
+    /* busy-path variants of the ring kernel (kernel_desc.h RK_KF_*), block
+     * 1024, and the host threads feeding it */
+    static const struct {
+        uint32_t flags, P, C;
+        const char *what;
+    } V[] = {
+        {RK_KF_SERIAL, 1, 1, "serial 64-slot polls (the previous default)"},
+        {RK_KF_NOPF | RK_KF_KP64, 1, 1, "pipelined, 64 slots, no prefetch"},
+        {RK_KF_NOPF, 1, 1, "pipelined, 128 slots, no prefetch"},
+        {RK_KF_KP64, 1, 1, "pipelined, 64 slots, prefetch"},
+        {0, 1, 1, "pipelined, 128 slots, prefetch (default)"},
+        {0, 2, 2, "pipelined, 128 slots, prefetch (default)"},
+        {RK_KF_WR_V2, 2, 2, "pipelined, 128 slots, prefetch, 16-byte reply stores"},
+        {RK_KF_NARROW, 2, 2, "pipelined, 128 slots, prefetch, 24 of 32 lines read per slot"},
+        {RK_KF_SERIAL, 2, 2, "serial 64-slot polls (the previous default)"},
+    };
+    for (size_t v = 0; v < sizeof V / sizeof V[0]; v++) {
         raw r;
-        if (raw_open(&r, 4096, 1 << 20, sm_count, 1024, F[v]))
+        if (raw_open(&r, 4096, 1 << 20, sm_count, 1024, V[v].flags))
             return 1;
         uint64_t bad = 0;
-        double rate = raw_throughput(&r, 8000000, P[v], C[v], &bad);
+        double rate = raw_throughput(&r, 8000000, V[v].P, V[v].C, &bad);
         raw_close(&r, "variant");
-        printf("  variant flags %u, %u producers, %u consumers: %.2f M msg/s (%llu bad)\n", F[v], P[v], C[v], rate / 1e6,
-               (unsigned long long)bad);
+        printf("  variant flags %2u, %u producers, %u consumers: %6.2f M msg/s (%llu bad)  %s\n", V[v].flags, V[v].P,
+               V[v].C, rate / 1e6, (unsigned long long)bad, V[v].what);
         fflush(stdout);
+        if (bad)
+            return 1;
     }
     return 0;
 }

@@ -6,7 +6,9 @@
  *                    reads one slot per poll (a warp loads the whole 256-B
  *                    slot: lane i reads line i, so "a message is here" and
  *                    the message itself arrive in ONE PCIe round trip);
- *                    busy, it reads 32 slots per round trip. Small messages
+ *                    busy, the crew (warps 2..) reads up to 128 slots per
+ *                    round trip, the next poll's in flight while this
+ *                    one is answered (crew_pipe). Small messages
  *                    (echo, NOP) are answered straight from registers; the
  *                    rest is staged in shared memory and run by the warp,
  *                    or, for arena payloads above RK__WARP_ARENA_MAX, posted
@@ -59,6 +61,13 @@ constexpr int K = 64;                         /* slots per busy poll */
  * reading line i of message j (the batch check) does not hit one shared
  * memory bank 32 times over (measured: 7000 of 8700 cycles per batch) */
 constexpr int LS = 33;
+/* pipelined busy polls (the default): up to KP_MAX slots per poll, JMAX per
+ * crew warp (warps 2..; the dispatcher only orchestrates), the next poll's
+ * slots read while this one is checked and answered */
+constexpr int KP_MAX = 128;
+constexpr int JMAX = 5;
+constexpr int KROWS = KP_MAX > K ? KP_MAX : K; /* staged rows */
+constexpr uint32_t NARROW_LINES = 24;          /* RK_KF_NARROW: lines read per slot */
 constexpr uint32_t RK__WARP_ARENA_MAX = 16384; /* larger arena payloads go to the grid */
 constexpr uint32_t NJ = 16;                   /* grid job queue entries */
 constexpr uint32_t MAX_WORDS = RK_RING_SLOT_MAX / 8; /* lines of the largest slot */
@@ -98,10 +107,15 @@ struct shared0 {
     uint32_t loader_quit;
     unsigned long long fastmask;  /* busy batch: complete echo/NOP messages (crew_check) */
     unsigned long long wr_dpos;   /* their first D2H position */
+    unsigned long long pp_dpos;   /* pipelined poll: first D2H position (poll_pos: first H2D) */
+    uint32_t pp_n;                /* pipelined poll: slots */
+    uint32_t firstbad[32];        /* pipelined poll: per crew warp, its first slot that is not
+                                   * a complete echo/NOP (pp_n if none) */
+    unsigned long long st[8];     /* dispatcher counters (lane 0), copied to scratch.stats at stop */
     uint32_t words[MAX_WORDS];   /* staged request (slow path) */
     uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
     uint32_t jreply[16];         /* housekeeper's job reply */
-    uint64_t lines[K * LS];      /* one busy poll: K slots x 32 lines (row stride LS) */
+    uint64_t lines[KROWS * LS];  /* one busy poll: slots x 32 lines (row stride LS) */
 };
 
 /* Flag words in shared memory that one warp writes and another polls:
@@ -487,6 +501,15 @@ __device__ __forceinline__ void write_share(shared0 &sh, const ring_view &out, u
     }
 }
 
+__device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t idx, uint32_t n,
+                                          uint32_t lane);
+/* the dispatcher's share (serial path), out of line: its 16 registers of
+ * reads in flight stay out of the dispatcher's register budget (spills
+ * 340 -> 90 B at block 1024) */
+__device__ __noinline__ void crew_load_d(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t n, uint32_t lane)
+{
+    crew_load(sh, in, pos, 0, n, lane);
+}
 /* Loads this crew member's share of a busy poll: slots idx, idx + n, ...
  * of the K at pos, 16 reads in flight at a time. */
 __device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t idx, uint32_t n,
@@ -556,6 +579,178 @@ __device__ void crew(const rk_kargs &ka, shared0 &sh)
     }
 }
 
+/* ---- pipelined busy polls (default; block >= 96) ----
+ *
+ * Measured on the serial path above (rk-bench gpu --variants, H200): per
+ * 64-slot poll ~6 300 cycles waiting for the slots (one PCIe round trip of
+ * 16 KiB) and ~6 000 checking and answering, one after the other. Here the
+ * crew warps (warps 2..) keep the slots of a poll in registers (slot k of
+ * the poll belongs to crew warp k % nc), and issue the reads of the NEXT
+ * poll (positions pos + n.., speculatively: this poll answered in full)
+ * before they check and answer this one: the round trip overlaps the
+ * checking and the reply stores. A warp reuses its prefetched registers
+ * only when the next poll starts where it guessed; otherwise it reads
+ * again. Stale prefetched lines are harmless: LL flags are checked after
+ * the reuse, and a slot whose lines carry the expected flag holds its final
+ * data (the host rewrites it only after we consume it).
+ *
+ * Two named barriers per poll, no shared-memory atomics: each crew warp
+ * publishes the first slot of its share that is not a complete echo/NOP,
+ * the minimum over the warps is the answered prefix F. The dispatcher warp
+ * reads no slots (it serves the slots from F on, staged in sh.lines). */
+
+/* Lane i holds line i of the slot at pos: is it a complete echo/NOP whose
+ * lines fit one warp? (Same test as crew_check.) */
+__device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint64_t pos, uint32_t lane)
+{
+    const uint32_t flag = ring_flag(in, pos);
+    const uint64_t l0 = __shfl_sync(FULL, L, 0);
+    const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
+    const uint32_t nl = 1u + (len + 3u) / 4u;
+    /* lane 0 < nl: line 0's flag is part of the test */
+    const bool ok = __all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag);
+    const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
+    const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
+    const uint32_t type = w1 & 0xffffu;
+    return ok && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
+           (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
+}
+
+/* Writes the reply of the echo/NOP whose lines lane i holds (L) at D2H
+ * position dpos: strong stores (measured faster than weak stores + a fence
+ * per warp when many warps write at once); LL lines need no fence. */
+__device__ __forceinline__ void reply_fast(const ring_view &out, uint64_t dpos, uint64_t L, uint32_t lane,
+                                           uint32_t kflags)
+{
+    const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
+    const uint32_t w6 = __shfl_sync(FULL, (uint32_t)L, 6);
+    const uint32_t plen = (w1 & 0xffffu) == RK_OP_ECHO ? w6 : 0u;
+    uint32_t d = (uint32_t)L;
+    if (lane == 0)
+        d = (uint32_t)sizeof(rk_msg_hdr) + plen;
+    if (lane == 5)
+        d = 0;
+    if (lane == 6)
+        d = plen;
+    const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
+    const uint32_t rf = ring_flag(out, dpos);
+    uint64_t *s = ring_slot(out, dpos);
+    if (kflags & RK_KF_WR_V2) {
+        const uint32_t j0 = 2 * lane, j1 = 2 * lane + 1;
+        const uint32_t d0 = __shfl_sync(FULL, d, j0 & 31), d1 = __shfl_sync(FULL, d, j1 & 31);
+        if (lane < 16 && j0 < rl)
+            rk__st_relaxed_sys_v2(s + j0, ring_line(d0, rf), j1 < rl ? ring_line(d1, rf) : 0ull);
+    } else if (lane < rl) {
+        rk__st_relaxed_sys(s + lane, ring_line(d, rf));
+    }
+}
+
+/* The answered prefix of a pipelined poll: the least first-bad slot over
+ * the nc crew warps (after barrier 2). */
+__device__ __forceinline__ uint32_t pipe_prefix(shared0 &sh, uint32_t nc, uint32_t n, uint32_t lane)
+{
+    uint32_t x = lane < nc ? vol_ld(&sh.firstbad[lane]) : n;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const uint32_t y = __shfl_xor_sync(FULL, x, o);
+        x = y < x ? y : x;
+    }
+    return x;
+}
+
+/* Slots per pipelined poll for nc crew warps. */
+__device__ __forceinline__ uint32_t pipe_slots(uint32_t nc, uint32_t kflags)
+{
+    const uint32_t kmax = (kflags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX;
+    const uint32_t n = nc * (uint32_t)JMAX;
+    return n < kmax ? n : kmax;
+}
+
+/* crew warp c of nc (block 0, warp c + 2) on the pipelined path */
+__device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t nc, uint32_t nthr)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
+    const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
+    const bool lane_in = lane < in.slot_lines; /* slots of fewer than 32 lines */
+    const bool prefetch = !(ka.flags & RK_KF_NOPF);
+    const bool narrow = ka.flags & RK_KF_NARROW;
+    const bool lane_rd = lane_in && (!narrow || lane < NARROW_LINES);
+    const uint32_t kflags = ka.flags;
+    uint64_t v[JMAX], nv[JMAX];
+    uint64_t npos = ~0ull; /* the poll the nv registers were read for */
+    uint32_t nn = 0;       /* ... and its slots */
+#pragma unroll
+    for (int j = 0; j < JMAX; j++)
+        nv[j] = 0;
+    for (;;) {
+        bar_named(1, nthr);
+        if (vol_ld(&sh.loader_quit))
+            return;
+        const uint64_t P = vol_ld(&sh.poll_pos);
+        const uint64_t D = vol_ld(&sh.pp_dpos);
+        const uint32_t n = vol_ld(&sh.pp_n);
+        if (P == npos && n <= nn) {
+#pragma unroll
+            for (int j = 0; j < JMAX; j++)
+                v[j] = nv[j];
+        } else {
+#pragma unroll
+            for (int j = 0; j < JMAX; j++) {
+                const uint32_t k = c + (uint32_t)j * nc;
+                v[j] = k < n && lane_rd ? rk__ld_cv(ring_slot(in, P + k) + lane) : 0ull;
+            }
+        }
+        if (prefetch) {
+            /* the next poll, in flight while this one is checked and answered */
+#pragma unroll
+            for (int j = 0; j < JMAX; j++) {
+                const uint32_t k = c + (uint32_t)j * nc;
+                nv[j] = k < n && lane_rd ? rk__ld_cv(ring_slot(in, P + n + k) + lane) : 0ull;
+            }
+            npos = P + n;
+            nn = n;
+        }
+        /* stage the lines for the dispatcher (it serves slots F..), find
+         * this share's first slot that is not a complete echo/NOP */
+        uint32_t bad = n;
+#pragma unroll
+        for (int j = 0; j < JMAX; j++) {
+            const uint32_t k = c + (uint32_t)j * nc;
+            if (k < n) {
+                if (narrow) {
+                    /* a complete line 0 of a message longer than the lines
+                     * read: read the rest now (one more round trip) */
+                    const uint64_t l0 = __shfl_sync(FULL, v[j], 0);
+                    const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
+                    if ((uint32_t)(l0 >> 32) == ring_flag(in, P + k) && 1u + (len + 3u) / 4u > NARROW_LINES &&
+                        lane >= NARROW_LINES && lane_in)
+                        v[j] = rk__ld_cv(ring_slot(in, P + k) + lane);
+                }
+                sh.lines[k * LS + lane] = v[j];
+                if (!slot_fast(in, v[j], P + k, lane) && bad == n)
+                    bad = k;
+            }
+        }
+        if (lane == 0)
+            sh.firstbad[c] = bad;
+        bar_named(2, nthr);
+        const uint32_t F = pipe_prefix(sh, nc, n, lane);
+#pragma unroll
+        for (int j = 0; j < JMAX; j++) {
+            const uint32_t k = c + (uint32_t)j * nc;
+            if (k < F)
+                reply_fast(out, D + k, v[j], lane, kflags);
+        }
+    }
+}
+
+__device__ __forceinline__ void stat_add(shared0 &sh, int i, unsigned long long v, uint32_t lane)
+{
+    if (lane == 0)
+        sh.st[i] += v;
+}
+
 template <class... A>
 __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers, bool has_loader)
 {
@@ -567,7 +762,13 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
     uint64_t dpos = ka.d2h_start, dhead = vol_ld(&sh.d2h_head);
     uint32_t posted = 0, replied = 0, idle = 0, ns = 0;
     bool busy = false, stalled = false, fence_due = false, burst = false;
-    unsigned long long st_cwrite = 0, st_loops = 0, st_busy = 0, st_msgs = 0, st_cload = 0, st_cproc = 0, st_idle = 0;
+    /* pipelined busy polls: the crew is warps 2.. (nc of them) */
+    const bool pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
+    const uint32_t pipe_n = pipe_slots(ncrew - 1, ka.flags);
+    /* counters in shared memory (lane 0): registers are scarce at block 1024 */
+    if (lane == 0)
+        for (int i = 0; i < 8; i++)
+            sh.st[i] = 0;
 
     for (;;) {
         if (flag_ld(&sh.stop))
@@ -578,8 +779,8 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         }
         if (posted != replied)
             post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
-        uint32_t nload;
-        st_loops++;
+        uint32_t nload, pre = 0;
+        stat_add(sh, 0, 1, lane);
         const long long c0 = clock64();
         if (!busy) {
             /* idle: read the next two slots, one read in flight */
@@ -608,13 +809,32 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             }
             if (!got) {
                 idle += 64;
-                st_idle++;
+                stat_add(sh, 6, 1, lane);
                 continue;
             }
             sh.lines[lane] = a;
             nload = 1;
             /* a second message already there: read a busy batch next */
             burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(in, hpos + 1);
+        } else if (pipe) {
+            /* busy, pipelined: the crew reads pipe_n slots (while this
+             * warp sets up the poll, they already have them in flight if
+             * the last poll was answered in full), checks them and answers
+             * the leading run of complete echo/NOP; this warp serves the
+             * rest from sh.lines below. Room for all the replies first. */
+            const uint32_t n = pipe_n < out.slots ? pipe_n : out.slots;
+            d2h_wait(out, dpos + n - 1, dhead, sh, lane);
+            if (lane == 0) {
+                *(volatile unsigned long long *)&sh.poll_pos = hpos;
+                *(volatile unsigned long long *)&sh.pp_dpos = dpos;
+                *(volatile uint32_t *)&sh.pp_n = n;
+            }
+            __syncwarp();
+            bar_named(1, 32 * ncrew);
+            bar_named(2, 32 * ncrew);
+            pre = pipe_prefix(sh, ncrew - 1, n, lane);
+            nload = n;
+            stat_add(sh, 1, 1, lane);
         } else {
             /* busy: K slots in one round trip, spread over the crew
              * (every warp of block 0 but the housekeeper: a warp keeps
@@ -629,16 +849,19 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             }
             __syncwarp();
             bar_named(1, 32 * ncrew);
-            crew_load(sh, in, hpos, 0, ncrew, lane);
+            crew_load_d(sh, in, hpos, ncrew, lane);
             bar_named(2, 32 * ncrew);
             nload = K;
-            st_busy++;
+            stat_add(sh, 1, 1, lane);
         }
         __syncwarp();
         const long long c1 = clock64();
-        st_cload += c1 - c0;
         uint32_t done = 0, nfast = 0;
-        if (nload == K) {
+        if (pre) {
+            /* the crew answered the first pre slots */
+            dpos += pre;
+            done = pre;
+        } else if (nload == K && !pipe) {
             /* a busy batch: the crew (this warp too) checks its share and
              * marks the complete echo/NOP messages; the leading run of them
              * is answered by the whole crew at once (one warp's stores to
@@ -648,7 +871,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             bar_named(3, 32 * ncrew);
             write_share(sh, out, 0, ncrew, lane, ka.flags);
             bar_named(4, 32 * ncrew);
-            st_cwrite += clock64() - cw0;
+            stat_add(sh, 3, (unsigned long long)(clock64() - cw0), lane);
             const uint64_t fm = vol_ld(&sh.fastmask);
             const uint32_t F = ~fm == 0 ? (uint32_t)K : (uint32_t)(__ffsll((long long)~fm) - 1);
             dpos += F;
@@ -729,8 +952,11 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             rk__fence_seq_cst_sys(); /* push the weak reply lines out (measured: deferring it
                                       * into the next poll made round trips 0.4 us slower) */
         __syncwarp();
-        st_msgs += done;
-        st_cproc += clock64() - c1;
+        if (lane == 0) { /* counters: after the replies, off the round trip */
+            sh.st[2] += done;
+            sh.st[4] += (unsigned long long)(c1 - c0);
+            sh.st[5] += (unsigned long long)(clock64() - c1);
+        }
         if (done) {
             hpos += done;
             /* consumed: the housekeeper publishes cons_head (release) */
@@ -752,21 +978,21 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         __nanosleep(1000);
     }
     __syncwarp();
+    if (lane == 0)
+        sh.loader_quit = 1;
+    __syncwarp();
+    /* release the crew; past this barrier its last replies (pipelined
+     * path: stored after barrier 2) are issued, before the housekeeper
+     * hands prod_tail back */
+    bar_named(1, 32 * ncrew);
     if (lane == 0) {
-        ds->stats[0] = st_loops;
-        ds->stats[1] = st_busy;
-        ds->stats[2] = st_msgs;
-        ds->stats[4] = st_cload;
-        ds->stats[5] = st_cproc;
-        ds->stats[6] = st_idle;
-        ds->stats[3] = st_cwrite;
+        for (int i = 0; i < 8; i++)
+            ds->stats[i] = sh.st[i];
         flag_st(&sh.d2h_tail, (unsigned long long)dpos);
         flag_st(&sh.h2d_done, (unsigned long long)hpos);
-        sh.loader_quit = 1;
         flag_st(&sh.dispatcher_done, 1u);
     }
     __syncwarp();
-    bar_named(1, 32 * ncrew); /* release the crew */
 }
 
 /* ---- the housekeeper warp (block 0, warp 1) ---- */
@@ -929,8 +1155,10 @@ __global__ void __launch_bounds__(MaxThreads) ring_kernel(rk_kargs ka)
         dispatcher<A...>(ka, sh, ds, has_workers, has_loader);
     else if (warp == 1)
         housekeeper<A...>(ka, sh, ds, has_workers);
-    else
+    else if (ka.flags & RK_KF_SERIAL)
         crew(ka, sh);
+    else
+        crew_pipe(ka, sh, warp - 2, blockDim.x / 32 - 2, blockDim.x - 32);
 }
 
 /* ---- host-side entry points, compiled in the kernel's translation unit ---- */

@@ -30,6 +30,11 @@ extern "C" {
 enum {
     RK_KF_MUTE = 1u << 0, /* test only: never poll H2D (the self-test must time out) */
     RK_KF_WR_V2 = 1u << 1, /* experiment: crew replies with 16-byte stores (two lines per lane) */
+    RK_KF_SERIAL = 1u << 2, /* comparison: the serial busy path (64-slot polls, load then reply) */
+    RK_KF_NOPF = 1u << 3,   /* comparison: pipelined busy path without the next poll's prefetch */
+    RK_KF_KP64 = 1u << 4,   /* comparison: pipelined busy polls of at most 64 slots (default 128) */
+    RK_KF_NARROW = 1u << 5, /* experiment: pipelined polls read lines 0..23 of a slot (an 88-byte
+                             * message's 23), the rest only for a message that needs them */
 };
 
 /* The ring kernel's one parameter. Every pointer is a device pointer. */

@@ -1,6 +1,6 @@
 #!/bin/bash
 # run_device.sh - what one call on the GPU machine does (see device/README.md):
-#   tests/gpu/run_device.sh [build|tests|bench|sanitize|all]...
+#   tests/gpu/run_device.sh [build|tests|bench|variants|sanitize|all]...
 # Logs and JSON go to $OUT (or ./device-out).
 set -u
 OUT=${OUT:-$PWD/device-out}
@@ -23,6 +23,11 @@ step_bench() {
   echo "bench rc=$?"; cat "$OUT/bench.log" | tail -n 45
   /usr/bin/python3 benchmarks/plot_cdf.py "$OUT/bench_gpu.json" "$OUT/bench_gpu_cdf.png" >/dev/null 2>&1 || echo "(no plot here)"
 }
+step_variants() {
+  # busy-path variants of the ring kernel (rk-bench gpu --variants): serial vs pipelined, 1+1 vs 2+2 host threads
+  timeout 180 "$B/benchmarks/rk-bench" gpu --variants >"$OUT/variants.log" 2>&1
+  echo "variants rc=$?"; grep -E "variant" "$OUT/variants.log"
+}
 step_sanitize() {
   export RK_GPU_QUICK=1 RK_CUDA_SELFTEST_MS=120000 RK_CUDA_HEARTBEAT_MS=30000
   : >"$OUT/sanitizer.log"
@@ -39,7 +44,7 @@ step_sanitize() {
 }
 for s in "${@:-all}"; do
   case $s in
-    all) step_build; step_tests; step_bench; step_sanitize ;;
+    all) step_build; step_tests; step_bench; step_variants; step_sanitize ;;
     *) step_$s ;;
   esac
 done
