@@ -1,22 +1,26 @@
 #!/bin/bash
 # run_device.sh - what one call on the GPU machine does (see device/README.md):
 #   tests/gpu/run_device.sh [build|tests|bench|variants|sanitize|all]...
-# Logs and JSON go to $OUT (or ./device-out).
+# Summaries and JSON go to $OUT (or ./device-out), at most 8 files (the
+# device tool brings back no more): the verbose logs go to $LOGS and come
+# back as $OUT/logs.tgz.
 set -u
 OUT=${OUT:-$PWD/device-out}
-mkdir -p "$OUT"
+LOGS=${LOGS:-/tmp/rk-logs}
+mkdir -p "$OUT" "$LOGS"
 B=${B:-/tmp/b}
 [ -f .devdeps/activate ] && source .devdeps/activate >/dev/null 2>&1
 export CPATH=${RK_DEPS:-/tmp/rkdeps}/usr/include${CPATH:+:$CPATH}
 step_build() {
-  { meson setup "$B" -Dcuda=enabled >"$OUT/setup.log" 2>&1 || meson setup --reconfigure "$B" -Dcuda=enabled >"$OUT/setup.log" 2>&1; } &&
-    ninja -C "$B" >"$OUT/build.log" 2>&1 || { tail -n 40 "$OUT/build.log"; exit 1; }
+  { meson setup "$B" -Dcuda=enabled >"$LOGS/setup.log" 2>&1 || meson setup --reconfigure "$B" -Dcuda=enabled >"$LOGS/setup.log" 2>&1; } &&
+    ninja -C "$B" >"$LOGS/build.log" 2>&1 || { tail -n 40 "$LOGS/build.log"; step_pack; exit 1; }
   echo "build ok"
 }
 step_tests() {
   meson test -C "$B" --suite gpu --print-errorlogs >"$OUT/gpu_tests.log" 2>&1
   echo "gpu suite rc=$?"; grep -E "^ *[0-9]+/[0-9]+ " "$OUT/gpu_tests.log"
   grep -h -E "PASS|fault seen|close" "$B"/meson-logs/testlog.txt | head -n 12
+  cp "$B"/meson-logs/testlog.txt "$LOGS/gpu_testlog.txt" 2>/dev/null
 }
 step_bench() {
   "$B/benchmarks/rk-bench" gpu --count ${COUNT:-100000} --json "$OUT/bench_gpu.json" >"$OUT/bench.log" 2>&1
@@ -36,11 +40,14 @@ step_sanitize() {
       s=$(date +%s)
       exe="$B/tests/gpu/test_$t"
       [ -x "$exe" ] || exe="$B/samples/custom_actor/custom_actor"
-      timeout ${SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 9 "$exe" --require-gpu >"$OUT/san_${tool}_$t.log" 2>&1
+      timeout ${SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 9 "$exe" --require-gpu >"$LOGS/san_${tool}_$t.log" 2>&1
       rc=$?
-      echo "$tool $t rc=$rc $(( $(date +%s) - s ))s $(grep -E 'ERROR SUMMARY' "$OUT/san_${tool}_$t.log" | tail -n 1)" | tee -a "$OUT/sanitizer.log"
+      echo "$tool $t rc=$rc $(( $(date +%s) - s ))s $(grep -E 'SUMMARY' "$LOGS/san_${tool}_$t.log" | tail -n 1)" | tee -a "$OUT/sanitizer.log"
     done
   done
+}
+step_pack() {
+  tar -czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
 }
 for s in "${@:-all}"; do
   case $s in
@@ -48,3 +55,4 @@ for s in "${@:-all}"; do
     *) step_$s ;;
   esac
 done
+step_pack
