@@ -23,13 +23,13 @@ step_tests() {
   cp "$B"/meson-logs/testlog.txt "$LOGS/gpu_testlog.txt" 2>/dev/null
 }
 step_bench() {
-  "$B/benchmarks/rk-bench" gpu --count ${COUNT:-100000} --json "$OUT/bench_gpu.json" >"$OUT/bench.log" 2>&1
+  timeout ${BENCH_TIMEOUT:-240} "$B/benchmarks/rk-bench" gpu --count ${COUNT:-100000} --json "$OUT/bench_gpu.json" >"$OUT/bench.log" 2>&1
   echo "bench rc=$?"; cat "$OUT/bench.log" | tail -n 45
   /usr/bin/python3 benchmarks/plot_cdf.py "$OUT/bench_gpu.json" "$OUT/bench_gpu_cdf.png" >/dev/null 2>&1 || echo "(no plot here)"
 }
 step_variants() {
   # busy-path variants of the ring kernel (rk-bench gpu --variants): serial vs pipelined, 1+1 vs 2+2 host threads
-  timeout 180 "$B/benchmarks/rk-bench" gpu --variants >"$OUT/variants.log" 2>&1
+  timeout ${VARIANTS_TIMEOUT:-120} "$B/benchmarks/rk-bench" gpu --variants >"$OUT/variants.log" 2>&1
   echo "variants rc=$?"; grep -E "variant" "$OUT/variants.log"
 }
 step_sanitize() {
@@ -40,7 +40,7 @@ step_sanitize() {
       s=$(date +%s)
       exe="$B/tests/gpu/test_$t"
       [ -x "$exe" ] || exe="$B/samples/custom_actor/custom_actor"
-      timeout ${SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 9 "$exe" --require-gpu >"$LOGS/san_${tool}_$t.log" 2>&1
+      timeout ${SAN_TIMEOUT:-120} compute-sanitizer --tool $tool --error-exitcode 9 "$exe" --require-gpu >"$LOGS/san_${tool}_$t.log" 2>&1
       rc=$?
       echo "$tool $t rc=$rc $(( $(date +%s) - s ))s $(grep -E 'SUMMARY' "$LOGS/san_${tool}_$t.log" | tail -n 1)" | tee -a "$OUT/sanitizer.log"
     done
