@@ -327,6 +327,26 @@ static void *raw_consumer(void *p)
         }
     }
     __atomic_store_n(&a->progress[8 * a->idx], a->n, __ATOMIC_RELEASE);
+    if (a->idx == 0) {
+        /* consumer 0 is the only one that stores cons_head: it keeps
+         * publishing the others' progress until they are done too (seen
+         * once: consumer 0 finished first while consumer 1 lagged a full
+         * ring behind; the kernel waited for D2H room nobody published) */
+        for (;;) {
+            uint64_t m = a->n;
+            for (uint32_t j = 1; j < a->step; j++) {
+                uint64_t v = __atomic_load_n(&a->progress[8 * j], __ATOMIC_ACQUIRE);
+                if (v < m)
+                    m = v;
+            }
+            uint64_t cur = __atomic_load_n(&rg->cons_head, __ATOMIC_RELAXED);
+            if (m > cur)
+                __atomic_store_n(&rg->cons_head, m, __ATOMIC_RELEASE);
+            if (m >= a->n)
+                break;
+            __builtin_ia32_pause();
+        }
+    }
     return NULL;
 }
 
