@@ -36,6 +36,9 @@ bridge_run() { # name, bridge options..., -- bench options...
 stamp "bridge latency + throughput, default mode"
 bridge_run tcp --bind tcp://127.0.0.1:5555 -- --endpoint tcp://127.0.0.1:5555 --threads 8 --window 128 --messages 2000000
 bridge_run ipc --bind ipc:///tmp/rkb.sock -- --endpoint ipc:///tmp/rkb.sock --threads 8 --window 128 --messages 2000000
+stamp "bridge throughput, one I/O thread, 2 ZeroMQ I/O threads, more clients"
+bridge_run tcp_zio2 --bind tcp://127.0.0.1:5557 --zmq-io-threads 2 -- \
+  --endpoint tcp://127.0.0.1:5557 --threads 12 --window 256 --messages 4000000 --no-latency
 stamp "bridge throughput, --io-threads 4"
 bridge_run tcp_io4 --bind tcp://127.0.0.1:5556 --io-threads 4 --zmq-io-threads 2 -- \
   --endpoint tcp://127.0.0.1:5556 --threads 8 --window 128 --messages 4000000 --no-latency
