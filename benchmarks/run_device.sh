@@ -5,31 +5,34 @@
 # demo. Logs and JSON go to $OUT.   carry: [".devdeps"]
 set -u
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
+# the device tool returns at most 8 files: JSON records stay in $OUT, logs
+# go to $L and come back as one logs.tgz
+L=$(mktemp -d); trap 'tar -czf "$OUT/logs.tgz" -C "$L" . 2>/dev/null' EXIT
 B=${B:-/tmp/b}
 source .devdeps/activate >/dev/null 2>&1
 export CPATH=/tmp/rkdeps/usr/include${CPATH:+:$CPATH}
 t0=$SECONDS
 stamp() { echo "[$((SECONDS - t0)) s] $*"; }
 stamp build
-meson setup "$B" -Dcuda=enabled -Dbuildtype=release >"$OUT/setup.log" 2>&1 &&
-  ninja -C "$B" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log" "$OUT/setup.log"; exit 1; }
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+meson setup "$B" -Dcuda=enabled -Dbuildtype=release >"$L/setup.log" 2>&1 &&
+  ninja -C "$B" >"$L/build.log" 2>&1 || { tail -40 "$L/build.log" "$L/setup.log"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$L/gpu.txt"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   stamp "gpu + fast suites"
-  meson test -C "$B" --suite gpu --suite fast --print-errorlogs >"$OUT/tests.log" 2>&1
-  echo "tests rc=$?"; grep -E "^ *[0-9]+/[0-9]+ " "$OUT/tests.log"
+  meson test -C "$B" --suite gpu --suite fast --print-errorlogs >"$L/tests.log" 2>&1
+  echo "tests rc=$?"; grep -E "^ *[0-9]+/[0-9]+ " "$L/tests.log"
 fi
 stamp "rk-bench ring (cuda)"
 "$B/benchmarks/rk-bench" ring --backend cuda --count 200000 --idle-seconds 5 --json "$OUT/ring_cuda.json" 2>&1 | tail -5
 if [ "${SKIP_GPU_BENCH:-0}" != 1 ]; then
   stamp "rk-bench gpu"
-  "$B/benchmarks/rk-bench" gpu --count ${COUNT:-100000} --json "$OUT/bench_gpu.json" >"$OUT/bench_gpu.log" 2>&1
-  echo "bench gpu rc=$?"; tail -35 "$OUT/bench_gpu.log"
+  "$B/benchmarks/rk-bench" gpu --count ${COUNT:-100000} --json "$OUT/bench_gpu.json" >"$L/bench_gpu.log" 2>&1
+  echo "bench gpu rc=$?"; tail -35 "$L/bench_gpu.log"
 fi
 bridge_run() { # name, bridge options..., -- bench options...
   local name=$1; shift; local bo=() ; while [ "$1" != -- ]; do bo+=("$1"); shift; done; shift
-  "$B/bridge/rk-bridge" --backend cuda "${bo[@]}" >"$OUT/bridge_$name.log" 2>&1 &
-  local pid=$!; sleep 3; head -1 "$OUT/bridge_$name.log"
+  "$B/bridge/rk-bridge" --backend cuda "${bo[@]}" >"$L/bridge_$name.log" 2>&1 &
+  local pid=$!; sleep 3; head -1 "$L/bridge_$name.log"
   "$B/benchmarks/rk-bench" bridge "$@" --json "$OUT/bridge_$name.json" 2>&1 | tail -9
   kill -TERM $pid; wait $pid; echo "bridge exit $?"
 }
@@ -44,5 +47,5 @@ bridge_run tcp_io4 --bind tcp://127.0.0.1:5556 --io-threads 4 --zmq-io-threads 2
   --endpoint tcp://127.0.0.1:5556 --threads 8 --window 128 --messages 4000000 --no-latency
 [ "${SKIP_DEMO:-0}" = 1 ] && exit 0
 stamp "main job demo (auto backend)"
-timeout 120 bash samples/run-demo.sh "$B" >"$OUT/demo.log" 2>&1; echo "demo rc=$?"; head -30 "$OUT/demo.log"
+timeout 120 bash samples/run-demo.sh "$B" >"$L/demo.log" 2>&1; echo "demo rc=$?"; head -30 "$L/demo.log"
 stamp done
