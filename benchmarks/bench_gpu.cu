@@ -700,6 +700,7 @@ static void driver_version(char *out, size_t cap)
 
 int bench_gpu_run(int argc, char **argv, bench_report *rep)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a stalled section still shows how far it got */
     long count = 200000;
     int variants = 0;
     double seconds = 2.0, idle_s = 5.0;
