@@ -319,6 +319,29 @@ static void test_sleep_woken_by_doorbell(void **state)
     free(r);
 }
 
+/* The doorbell: rung when the consumer sleeps, skipped when the owner
+ * says the consumer never sleeps (a GPU consumer polls). */
+static void test_doorbell_and_no_sleep_flag(void **state)
+{
+    (void)state;
+    size_t size;
+    rk_ring *r = ring_alloc(4, 128, &size);
+    uint32_t x = 1, len;
+    assert_int_equal(rk_ring_mp_enqueue(r, &x, sizeof x), 0);
+    assert_int_equal(r->doorbell, 0); /* nobody sleeps: no ring */
+    r->cons_sleeping = 1;             /* as rk_ring_sc_sleep leaves it */
+    assert_int_equal(rk_ring_mp_enqueue(r, &x, sizeof x), 0);
+    assert_int_equal(r->doorbell, 1);
+    assert_int_equal(rk_ring_sp_enqueue(r, &x, sizeof x), 0);
+    assert_int_equal(r->doorbell, 2);
+    r->flags |= RK_RING_F_NO_SLEEP;
+    assert_int_equal(rk_ring_mp_enqueue(r, &x, sizeof x), 0);
+    assert_int_equal(r->doorbell, 2);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(rk_ring_sc_dequeue(r, &x, sizeof x, &len), 0);
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_torn_message_not_accepted),
         cmocka_unit_test(test_many_producers),
         cmocka_unit_test(test_sleep_woken_by_doorbell),
+        cmocka_unit_test(test_doorbell_and_no_sleep_flag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
