@@ -166,7 +166,7 @@ static int ring_mode(int argc, char **argv, bench_report *rep)
         uint64_t c1 = bench_cpu_ns(), w1 = bench_now_ns();
         double pct = 100.0 * (double)(c1 - c0) / (double)(w1 - w0);
         res = bench_add(rep, "idle_cpu", info.backend_name);
-        snprintf(res->extra, sizeof res->extra, "\"cpu_percent\": %.3f, \"seconds\": %.1f", pct,
+        snprintf(res->extra, sizeof res->extra, "\"cpu_percent_of_a_core\": %.3f, \"seconds\": %.1f", pct,
                  idle_s);
     }
     rk_actor_close(a);
