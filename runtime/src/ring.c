@@ -63,10 +63,17 @@ static void rk__ring_write(rk_ring *r, uint64_t pos, const void *msg, uint32_t l
      * load-acquires any line of it. Pairs with rk_ring_sc_peek's
      * load-acquire of each line. (On x86 both are plain moves.) */
     uint32_t i = 0;
-    for (; i + 4 <= len; i += 4) {
+    for (; i + 8 <= len; i += 8) { /* two lines per 8-byte load */
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        rk__st_release(&slot[1 + i / 4], flag | (uint32_t)w);
+        rk__st_release(&slot[2 + i / 4], flag | (w >> 32));
+    }
+    if (i + 4 <= len) {
         uint32_t d;
         memcpy(&d, p + i, 4);
         rk__st_release(&slot[1 + i / 4], flag | d);
+        i += 4;
     }
     if (i < len) {
         uint32_t d = 0;
@@ -163,10 +170,19 @@ int rk_ring_sc_peek(rk_ring *r, void *buf, uint32_t cap, uint32_t *lenp)
         return rk__fail(RK_EMSGSIZE, "message of %u B exceeds the %u B buffer", len, cap);
     uint8_t *out = buf;
     const uint32_t full = len / 4;
-    for (uint32_t k = 0; k < full; k++) {
+    uint32_t k = 0;
+    for (; k + 2 <= full; k += 2) { /* two lines per 8-byte store */
+        uint64_t l0 = rk__ld_acquire(&slot[1 + k]);
+        uint64_t l1 = rk__ld_acquire(&slot[2 + k]);
+        if ((uint32_t)(l0 >> 32) != flag || (uint32_t)(l1 >> 32) != flag)
+            return -RK_EAGAIN; /* the producer is still writing these lines */
+        uint64_t w = (uint32_t)l0 | (l1 << 32);
+        memcpy(out + 4 * k, &w, 8);
+    }
+    if (k < full) {
         uint64_t l = rk__ld_acquire(&slot[1 + k]);
         if ((uint32_t)(l >> 32) != flag)
-            return -RK_EAGAIN; /* the producer is still writing this line */
+            return -RK_EAGAIN;
         uint32_t d = (uint32_t)l;
         memcpy(out + 4 * k, &d, 4);
     }
