@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "../device/kernel_desc.h"
+#include "../device/ring.cuh"
 #include "bench_gpu.h"
 #include "rk/rk.h"
 
@@ -59,22 +60,12 @@ static uint32_t g_plen = 64;
 static uint32_t g_prod = 2, g_cons = 2;
 
 /* ---------------- kernels of the baselines ---------------- */
-__device__ __forceinline__ uint32_t ld_sys(const uint32_t *p)
-{
-    uint32_t v;
-    asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void st_sys(uint32_t *p, uint32_t v)
-{
-    asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 __global__ void floor_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n)
 {
     for (uint32_t i = 1; i <= n; i++) {
-        while (ld_sys(ping) != i)
+        while (rk::dev::rk__ld_relaxed_sys(ping) != i)
             ;
-        st_sys(pong, i);
+        rk::dev::rk__st_relaxed_sys(pong, i);
     }
 }
 __global__ void empty_kernel() {}
@@ -100,6 +91,19 @@ static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_d);
     return v[n / 2];
+}
+
+/* Records a vadd of VN elements timed R times (ns in t): its bandwidth
+ * counts the 3 x VN x 4 bytes it moves (a and b read, c written). */
+static void add_vadd(bench_report *rep, const char *name, const char *path, double *t, int R)
+{
+    double tm = median(t, R);
+    bench_result *v = bench_add(rep, name, "cuda");
+    v->gb_per_s = 3.0 * (double)VN * 4 / tm;
+    v->count = R;
+    snprintf(v->extra, sizeof v->extra, "\"path\": \"%s\", \"median_ms\": %.3f, \"bytes\": %zu", path,
+             tm / 1e6, 3 * VN * 4);
+    printf("  %-24s %.1f GB/s (%.3f ms median of %d)\n", name, v->gb_per_s, tm / 1e6, R);
 }
 
 static void latency_row(bench_report *rep, const char *name, const char *backend, uint64_t *s, size_t n,
@@ -520,14 +524,8 @@ static int raw_section(bench_report *rep, int sm_count, long count, double secon
             if (k)
                 t[k - 1] = (double)(t1 - t0);
         }
-        double tm = median(t, R);
-        bench_result *v = bench_add(rep, "vadd_16777216", "cuda");
-        v->gb_per_s = 3.0 * (double)VN * 4 / tm;
-        v->count = R;
-        snprintf(v->extra, sizeof v->extra,
-                 "\"path\": \"ring kernel, operands in the mapped arena, zero-copy reads/writes by the whole grid\", \"median_ms\": %.3f, \"bytes\": %zu",
-                 tm / 1e6, 3 * VN * 4);
-        printf("  %-24s %.1f GB/s (%.3f ms median of %d)\n", "vadd_16777216", v->gb_per_s, tm / 1e6, R);
+        add_vadd(rep, "vadd_16777216",
+                 "ring kernel, operands in the mapped arena, zero-copy reads/writes by the whole grid", t, R);
     }
     raw_close(&r, "throughput + vadd");
     return 0;
@@ -619,14 +617,8 @@ static int runtime_section(bench_report *rep, int device, long count, double sec
             if (k)
                 t[k - 1] = (double)(t1 - t0);
         }
-        double tm = median(t, R);
-        bench_result *b = bench_add(rep, "vadd_16777216_api", "cuda");
-        b->gb_per_s = 3.0 * (double)VN * 4 / tm;
-        b->count = R;
-        snprintf(b->extra, sizeof b->extra,
-                 "\"path\": \"rk_actor_call: includes copying the 128 MiB operands into the arena on the host\", \"median_ms\": %.3f",
-                 tm / 1e6);
-        printf("  %-24s %.1f GB/s (%.3f ms)\n", "vadd_16777216_api", b->gb_per_s, tm / 1e6);
+        add_vadd(rep, "vadd_16777216_api",
+                 "rk_actor_call: includes copying the 128 MiB operands into the arena on the host", t, R);
         free(v);
     }
     {
@@ -656,14 +648,8 @@ static int runtime_section(bench_report *rep, int device, long count, double sec
             if (k)
                 t[k - 1] = (double)(t1 - t0);
         }
-        double tm = median(t, R);
-        bench_result *b = bench_add(rep, "vadd_16777216_buf_api", "cuda");
-        b->gb_per_s = 3.0 * (double)VN * 4 / tm;
-        b->count = R;
-        snprintf(b->extra, sizeof b->extra,
-                 "\"path\": \"rk_actor_buf_alloc (operands written in place) + buf_send + recv\", \"median_ms\": %.3f",
-                 tm / 1e6);
-        printf("  %-24s %.1f GB/s (%.3f ms)\n", "vadd_16777216_buf_api", b->gb_per_s, tm / 1e6);
+        add_vadd(rep, "vadd_16777216_buf_api",
+                 "rk_actor_buf_alloc (operands written in place) + buf_send + recv", t, R);
     }
     rk_actor_close(a);
     {
