@@ -357,10 +357,7 @@ static int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
         uint32_t seq = rk__ld_acquire(&rt->wake_seq);
         /* seq_cst: pairs with rk__runtime_wake's fence (Dekker) */
         rk__fence_seq_cst();
-        uint64_t pos = rk__ld_relaxed(&rt->d2h->cons_head);
-        uint64_t l0 = rk__ld_relaxed(rk_ring_slot(rt->d2h, pos));
-        bool pending = (uint32_t)(l0 >> 32) == rk_ring_flag(rt->d2h, pos) ||
-                       a->ready_head != rk__ld_acquire(&a->ready_tail);
+        bool pending = rk__ring_ready(rt->d2h) || a->ready_head != rk__ld_acquire(&a->ready_tail);
         if (!pending)
             rk__futex_wait(&rt->wake_seq, seq, sleep);
         atomic_fetch_sub(&rt->sleepers, 1);

@@ -112,6 +112,11 @@ RK__HIDDEN int rk__arena_alloc(rk__arena *ar, size_t size, int64_t deadline, uin
 RK__HIDDEN void rk__arena_free(rk__arena *ar, uint64_t off, size_t size);
 RK__HIDDEN void rk__arena_usage(rk__arena *ar, size_t *used, size_t *peak);
 
+/* ---- rings ---- */
+/* True when line 0 of the slot at cons_head carries this lap's flag: a
+ * message is (at least partly) there. Consumer side, never blocks. */
+RK__HIDDEN bool rk__ring_ready(rk_ring *r);
+
 /* ---- backends ---- */
 typedef struct rk__backend_ops {
     const char *name;

@@ -143,8 +143,7 @@ int rk_ring_sp_enqueue(rk_ring *r, const void *msg, uint32_t len)
     return 0;
 }
 
-/* True when the line 0 of the slot at cons_head carries this lap's flag. */
-static int rk__ring_ready(rk_ring *r)
+bool rk__ring_ready(rk_ring *r)
 {
     uint64_t pos = rk__ld_relaxed(&r->cons_head);
     uint64_t l0 = rk__ld_relaxed(rk_ring_slot(r, pos));
