@@ -195,6 +195,9 @@ static void raw_close(raw *r, const char *label = NULL)
                    "%.0f cycles/loop to the checked batch, %.0f cycles/loop after it (serial path: %.0f writing)\n",
                    label, st[0], st[1], st[2], st[1] ? (double)st[2] / (double)st[1] : 0.0, st[6],
                    (double)st[4] / (double)st[0], (double)st[5] / (double)st[0], (double)st[3] / (double)st[0]);
+        if (cudaMemcpy(st, (char *)r->scratch + off, sizeof st, cudaMemcpyDeviceToHost) == cudaSuccess && st[0] && st[7])
+            printf("    [%s] idle polls that saw line 0 before the rest of the slot: %llu (%.2f %% of messages)\n", label,
+                   st[7], st[2] ? 100.0 * (double)st[7] / (double)st[2] : 0.0);
     }
     cudaStreamDestroy(r->s);
     cudaFree(r->scratch);
@@ -371,8 +374,30 @@ static double raw_throughput(raw *r, uint64_t n, uint32_t P, uint32_t C, uint64_
         pa[i] = (prod_arg){r, n, i, P};
         pthread_create(&tp[i], NULL, raw_producer, &pa[i]);
     }
-    for (uint32_t j = 0; j < C; j++)
-        pthread_join(tc[j], NULL);
+    for (uint32_t j = 0; j < C; j++) {
+        /* a stuck run says where it stopped instead of hanging */
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += 30;
+        if (pthread_timedjoin_np(tc[j], NULL, &dl) != 0) {
+            fprintf(stderr, "rk-bench gpu: throughput run stuck after 30 s (%llu messages, %u+%u threads): "
+                    "H2D cons_head %llu, D2H cons_head %llu\n", (unsigned long long)n, P, C,
+                    (unsigned long long)__atomic_load_n(&r->h2d->cons_head, __ATOMIC_ACQUIRE),
+                    (unsigned long long)__atomic_load_n(&r->d2h->cons_head, __ATOMIC_ACQUIRE));
+            for (uint32_t i = 0; i < C; i++) {
+                const uint64_t pr = __atomic_load_n(&progress[8 * i], __ATOMIC_ACQUIRE);
+                const uint64_t l0 = __atomic_load_n(rk_ring_slot(r->d2h, pr), __ATOMIC_ACQUIRE);
+                fprintf(stderr, "  consumer %u: progress %llu; D2H slot there: flag %u (wanted %u), len %u\n", i,
+                        (unsigned long long)pr, (unsigned)(l0 >> 32), rk_ring_flag(r->d2h, pr), (unsigned)l0);
+            }
+            const uint64_t h = __atomic_load_n(&r->h2d->cons_head, __ATOMIC_ACQUIRE);
+            const uint64_t l0 = __atomic_load_n(rk_ring_slot(r->h2d, h), __ATOMIC_ACQUIRE);
+            fprintf(stderr, "  H2D slot at cons_head: flag %u (written %u), len %u\n", (unsigned)(l0 >> 32),
+                    rk_ring_flag(r->h2d, h), (unsigned)l0);
+            fflush(stderr);
+            _exit(3);
+        }
+    }
     uint64_t t1 = bench_now_ns();
     for (uint32_t i = 0; i < P; i++)
         pthread_join(tp[i], NULL);
@@ -684,6 +709,149 @@ static void driver_version(char *out, size_t cap)
     fclose(f);
 }
 
+/* The floor (see floor_kernel) on its own: count round trips into smp. */
+static int floor_lat(uint64_t *smp, long count)
+{
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    uint32_t *hw;
+    CK(cudaHostAlloc((void **)&hw, 4096, cudaHostAllocMapped));
+    memset(hw, 0, 4096);
+    uint32_t *dw;
+    CK(cudaHostGetDevicePointer((void **)&dw, hw, 0));
+    uint32_t *ping = hw, *pong = hw + 32;
+    const long warm = 20000;
+    floor_kernel<<<1, 1, 0, s>>>(dw, dw + 32, (uint32_t)(warm + count));
+    CK(cudaGetLastError());
+    for (long i = 1; i <= warm + count; i++) {
+        uint64_t t0 = bench_now_ns();
+        __atomic_store_n(ping, (uint32_t)i, __ATOMIC_RELEASE);
+        while (__atomic_load_n(pong, __ATOMIC_ACQUIRE) != (uint32_t)i)
+            ;
+        uint64_t t1 = bench_now_ns();
+        if (i > warm)
+            smp[i - warm - 1] = t1 - t0;
+    }
+    CK(cudaStreamSynchronize(s));
+    CK(cudaFreeHost(hw));
+    cudaStreamDestroy(s);
+    return 0;
+}
+
+/* rk_actor_call round trips of a 64-byte echo through a CUDA runtime
+ * whose kernel runs with the experiment flags kflags (RK_CUDA_KFLAGS) */
+static int api_idle_lat(uint64_t *smp, long count, uint32_t kflags)
+{
+    char fl[32];
+    snprintf(fl, sizeof fl, "%u", kflags);
+    setenv("RK_CUDA_KFLAGS", fl, 1);
+    rk_config cfg;
+    rk_config_init(&cfg);
+    cfg.backend = RK_BACKEND_CUDA;
+    rk_runtime *rt;
+    rk_actor *a;
+    CKRK(rk_runtime_open(&rt, &cfg));
+    CKRK(rk_actor_open(rt, &a));
+    unsetenv("RK_CUDA_KFLAGS");
+    uint8_t msg[64];
+    for (int i = 0; i < 64; i++)
+        msg[i] = (uint8_t)i;
+    const long warm = 20000;
+    for (long i = 0; i < warm + count; i++) {
+        rk_reply r;
+        uint64_t t0 = bench_now_ns();
+        int rc = rk_actor_call(a, RK_OP_ECHO, msg, 64, 0, &r, 5000);
+        uint64_t t1 = bench_now_ns();
+        if (rc || r.status || r.len != 64) {
+            fprintf(stderr, "rk-bench gpu: echo: %s\n", rk_err_name(rc));
+            return 1;
+        }
+        rk_reply_release(a, &r);
+        if (i >= warm)
+            smp[i - warm] = t1 - t0;
+    }
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+    return 0;
+}
+
+/* Experiment (rk-bench gpu --idle-variants): the idle path of the ring
+ * kernel (one 64-B echo at a time, block 256) under the RK_KF_IDLE_* flags,
+ * on the raw rings and through rk_actor_call, each against the floor
+ * measured in the same process; two rounds, interleaved, so that drift of
+ * the host shows. Rows: idle_<flags>_<round>,
+ * api_<flags>_<round>, floor_<round>. */
+static int raw_idle_variants(bench_report *rep, int sm_count, long count)
+{
+    static const struct {
+        uint32_t flags;
+        int api; /* 0: the raw rings; 1: rk_actor_call */
+        const char *what;
+    } V[] = {
+        {0, 0, "default: one strong poll read, 500 cycles after a reply"},
+        {RK_KF_IDLE_DELAY(0xff), 0, "no delay after a reply"},
+        {RK_KF_IDLE_DELAY(3), 0, "300 cycles after a reply before the next poll read"},
+        {RK_KF_IDLE_DELAY(9), 0, "900 cycles after a reply"},
+        {RK_KF_IDLE_DELAY(0xff) | RK_KF_IDLE_SC, 0, "no delay; weak reply + fence.sc.sys (before 2026-11)"},
+        {0, 1, "rk_actor_call, default"},
+        {RK_KF_IDLE_DELAY(0xff), 1, "rk_actor_call, no delay"},
+        {RK_KF_IDLE_DELAY(3), 1, "rk_actor_call, 300 cycles"},
+        {RK_KF_IDLE_DELAY(9), 1, "rk_actor_call, 900 cycles"},
+    };
+    const int nv = (int)(sizeof V / sizeof V[0]);
+    uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
+    uint32_t w[64];
+    char name[64];
+    for (int round = 0; round < 2; round++) {
+        if (floor_lat(smp, count))
+            return 1;
+        snprintf(name, sizeof name, "floor_%d", round);
+        latency_row(rep, name, "cuda", smp, (size_t)count, NULL);
+        for (int v = 0; v < nv; v++) {
+            if (V[v].api) {
+                if (api_idle_lat(smp, count, V[v].flags))
+                    return 1;
+                snprintf(name, sizeof name, "api_%u_%d", V[v].flags, round);
+            } else {
+                raw r;
+                if (raw_open(&r, 4096, (size_t)1 << 20, sm_count, 256, V[v].flags))
+                    return 1;
+                uint64_t hpos = 0, dpos = 0;
+                const long warm = 20000;
+                for (long i = 0; i < warm + count; i++) {
+                    uint64_t t0 = bench_now_ns();
+                    echo_msg(w, hpos);
+                    raw_put(r.h2d, hpos, w, 88);
+                    int len;
+                    while ((len = raw_get(r.d2h, dpos, w, 64)) < 0)
+                        ;
+                    uint64_t t1 = bench_now_ns();
+                    __atomic_store_n(&r.d2h->cons_head, dpos + 1, __ATOMIC_RELEASE);
+                    if (len != 88 || ((rk_msg_hdr *)w)->id != hpos) {
+                        fprintf(stderr, "rk-bench gpu: idle variant %u: bad reply (len %d)\n", V[v].flags, len);
+                        return 1;
+                    }
+                    hpos++;
+                    dpos++;
+                    if (i >= warm)
+                        smp[i - warm] = t1 - t0;
+                }
+                snprintf(name, sizeof name, "idle_%u_%d", V[v].flags, round);
+                raw_close(&r, name);
+            }
+            bench_result *b = bench_add(rep, name, "cuda");
+            bench_latency_stats(b, smp, (size_t)count);
+            printf("  idle variant %-22s p50 %6.3f us  p90 %6.3f  p99 %6.3f  p99.9 %6.3f  %s\n", name,
+                   b->p50_ns / 1e3, b->p90_ns / 1e3, b->p99_ns / 1e3, b->p999_ns / 1e3, V[v].what);
+        }
+    }
+    if (floor_lat(smp, count))
+        return 1;
+    latency_row(rep, "floor_2", "cuda", smp, (size_t)count, NULL);
+    free(smp);
+    return 0;
+}
+
 int bench_gpu_run(int argc, char **argv, bench_report *rep)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* a stalled section still shows how far it got */
@@ -696,17 +864,19 @@ int bench_gpu_run(int argc, char **argv, bench_report *rep)
                                          {"device", required_argument, 0, 'd'},
                                          {"idle", required_argument, 0, 'i'},
                                          {"variants", no_argument, 0, 'v'},
+                                         {"idle-variants", no_argument, 0, 'I'},
                                          {"threads", required_argument, 0, 'T'},
                                          {0, 0, 0, 0}};
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "n:t:d:i:vT:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "n:t:d:i:vIT:", opts, NULL)) != -1) {
         switch (o) {
         case 'n': count = atol(optarg); break;
         case 't': seconds = atof(optarg); break;
         case 'd': device = atoi(optarg); break;
         case 'i': idle_s = atof(optarg); break;
         case 'v': variants = 1; break;
+        case 'I': variants = 2; break;
         case 'T':
             if (sscanf(optarg, "%u,%u", &g_prod, &g_cons) != 2 || g_prod < 1 || g_prod > 8 || g_cons < 1 || g_cons > 8) {
                 fprintf(stderr, "rk-bench gpu: --threads P,C with 1..8 each\n");
@@ -743,6 +913,8 @@ int bench_gpu_run(int argc, char **argv, bench_report *rep)
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
 
+    if (variants == 2)
+        return raw_idle_variants(rep, p.multiProcessorCount, count);
     if (variants)
         return raw_variants(p.multiProcessorCount);
 

@@ -35,7 +35,13 @@ enum {
     RK_KF_KP64 = 1u << 4,   /* comparison: pipelined busy polls of at most 64 slots (default 128) */
     RK_KF_NARROW = 1u << 5, /* experiment: pipelined polls read lines 0..23 of a slot (an 88-byte
                              * message's 23), the rest only for a message that needs them */
+    /* the idle path (one message answered from the dispatcher's registers) */
+    RK_KF_IDLE_SC = 1u << 6,  /* comparison: weak reply lines + fence.sc.sys (the path before
+                               * 2026-11; default: st.relaxed.sys reply lines, no fence) */
 };
+/* comparison: after an idle-path reply, wait (flags >> 16 & 0xff) x 100 cycles before the
+ * next poll read (0: the default, RK_KERNEL_IDLE_DELAY in kernel.cuh; 0xff: none) */
+#define RK_KF_IDLE_DELAY(x) ((uint32_t)(x) << 16)
 
 /* The ring kernel's one parameter. Every pointer is a device pointer. */
 typedef struct rk_kargs {

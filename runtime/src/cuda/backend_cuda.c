@@ -63,7 +63,8 @@ static int rk__cuda_launch(rk_runtime *rt, rk__cuda *c, uint32_t flags)
     rk__st_relaxed(&rt->region->stop, 0u);
     rk__st_release(&rt->region->state, (int32_t)RK__STATE_INIT);
     c->args.d2h_start = rk__ld_acquire(&rt->d2h->prod_tail);
-    c->args.flags = flags;
+    /* RK_CUDA_KFLAGS: kernel experiment flags (device/kernel_desc.h RK_KF_*), for rk-bench */
+    c->args.flags = flags | (uint32_t)rk__cuda_int_env("RK_CUDA_KFLAGS", 0);
     int le = c->kd->launch(&c->args, c->grid, c->block, c->smem, c->stream);
     if (le) {
         cudaGetLastError();
