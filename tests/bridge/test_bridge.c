@@ -547,6 +547,11 @@ static void test_launch_status(void **state)
     assert_true(map_uint(cn, "replies") >= 3);
     map_uint(cn, "errors");
     assert_int_equal(map_uint(cn, "restarts"), 0);
+    /* the start-up ring calibration: 10 000 round trips, p50 <= p99 */
+    const msgpack_object *ring = rkc_reply_get(&r, "ring");
+    assert_int_equal(map_uint(ring, "count"), 10000);
+    assert_true(map_uint(ring, "p50_ns") > 0);
+    assert_true(map_uint(ring, "p50_ns") <= map_uint(ring, "p99_ns"));
     rkc_reply_free(&r);
     rkc_close(c);
     assert_int_equal(bridge_stop(&b), 0);
