@@ -719,7 +719,7 @@ static int floor_lat(uint64_t *smp, long count)
     memset(hw, 0, 4096);
     uint32_t *dw;
     CK(cudaHostGetDevicePointer((void **)&dw, hw, 0));
-    uint32_t *ping = hw, *pong = hw + 32;
+    uint32_t *ping = hw, *pong = hw + 32; /* separate 128-B lines */
     const long warm = 20000;
     floor_kernel<<<1, 1, 0, s>>>(dw, dw + 32, (uint32_t)(warm + count));
     CK(cudaGetLastError());
@@ -919,30 +919,10 @@ int bench_gpu_run(int argc, char **argv, bench_report *rep)
         return raw_variants(p.multiProcessorCount);
 
     /* floor: one spinning GPU thread, one word each way through mapped memory */
-    {
-        uint32_t *hw;
-        CK(cudaHostAlloc((void **)&hw, 4096, cudaHostAllocMapped));
-        memset(hw, 0, 4096);
-        uint32_t *dw;
-        CK(cudaHostGetDevicePointer((void **)&dw, hw, 0));
-        uint32_t *ping = hw, *pong = hw + 32; /* separate 128-B lines */
-        const long warm = 20000;
-        floor_kernel<<<1, 1, 0, s>>>(dw, dw + 32, (uint32_t)(warm + count));
-        CK(cudaGetLastError());
-        for (long i = 1; i <= warm + count; i++) {
-            uint64_t t0 = bench_now_ns();
-            __atomic_store_n(ping, (uint32_t)i, __ATOMIC_RELEASE);
-            while (__atomic_load_n(pong, __ATOMIC_ACQUIRE) != (uint32_t)i)
-                ;
-            uint64_t t1 = bench_now_ns();
-            if (i > warm)
-                smp[i - warm - 1] = t1 - t0;
-        }
-        CK(cudaStreamSynchronize(s));
-        latency_row(rep, "floor", "cuda", smp, (size_t)count,
-                    "\"path\": \"1 GPU thread, 1 word each way, host-mapped memory\"");
-        CK(cudaFreeHost(hw));
-    }
+    if (floor_lat(smp, count))
+        return 1;
+    latency_row(rep, "floor", "cuda", smp, (size_t)count,
+                "\"path\": \"1 GPU thread, 1 word each way, host-mapped memory\"");
     const long nb = count < 50000 ? count : 50000;
     /* launch + sync */
     {
