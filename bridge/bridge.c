@@ -32,6 +32,7 @@
 #include <zmq.h>
 
 #include "codec.h"
+#include "spsc.h"
 
 int rkb_log_level = RKB_LOG_INFO;
 
@@ -269,6 +270,33 @@ static void rkb__zap_stop(rkb_zap *z)
 #define RKB_ENV_MAX 4
 #define RKB_FRAMES_MAX 16
 
+/* --io-threads > 1: what goes through a worker's rings (spsc.h), one
+ * message each way. The frames are MOVED in and out by struct copy, never
+ * copied: the side that takes an item out owns its frames. Body first, then
+ * the envelope, so a message with a one-frame envelope touches the first
+ * two lines plus the counts. */
+typedef struct rkb_item {
+    zmq_msg_t body;              /* the first body frame; valid when n_body > 0 */
+    zmq_msg_t env[RKB_ENV_MAX];  /* routing envelope, env[0] = routing id */
+    uint32_t n_body;             /* body frames the message had (replies: 1) */
+    uint8_t n_env;
+} rkb_item;
+
+/* Ring sizes per worker. Requests: about the ZeroMQ high-water mark the
+ * inproc hop used to have; a full ring makes the frontend skip that worker,
+ * all full makes it stop reading its ROUTER (back-pressure). Replies: a
+ * worker whose reply ring is full waits for the frontend, which empties the
+ * rings on every pass and never waits for a worker. */
+#define RKB_REQ_RING 1024
+#define RKB_REP_RING 2048
+
+/* One thread that may block on its eventfd (a worker, or the frontend),
+ * on a line of its own: producers read `sleeping` after every burst. */
+typedef struct rkb_waker {
+    _Alignas(RKB_SPSC_ALIGN) int sleeping; /* 1: the owner is in, or about to enter, poll */
+    int efd;                               /* eventfd (EFD_NONBLOCK), -1 in direct mode */
+} rkb_waker;
+
 enum { RKB_FREE = 0, RKB_PARKED = 1, RKB_INFLIGHT = 2 };
 
 typedef struct rkb_entry {
@@ -305,10 +333,9 @@ typedef struct rkb_shared {
     rk_runtime *rt;
     struct rkb **workers; /* the rkb of each thread that owns an actor */
     int n_workers;
-    struct rkb *front;    /* --io-threads > 1: the frontend's counters */
+    struct rkb *front;    /* --io-threads > 1: the frontend (its counters, its waker) */
     int stopping;         /* atomic: a signal arrived (worker mode) */
     int64_t stop_at;      /* written before stopping is set (release) */
-    int stop_efd;         /* eventfd, readable once stopping (worker mode) */
     int live;             /* atomic: workers still running */
     char endpoints[1024];
     /* the in-process ring's round trip (64-B echo), measured at start-up
@@ -319,8 +346,8 @@ typedef struct rkb_shared {
 typedef struct rkb {
     const rkb_config *cfg;
     rkb_shared *sh;
-    void *ctx, *router; /* router: the client ROUTER, or a worker's DEALER */
-    bool worker;        /* --io-threads > 1: fed through inproc by the frontend */
+    void *ctx, *router; /* router: the client ROUTER (direct mode, frontend); NULL in a worker */
+    bool worker;        /* --io-threads > 1: fed through its rings by the frontend */
     int index;
     pthread_t thread;
     rk_runtime *rt;
@@ -349,10 +376,15 @@ typedef struct rkb {
     bool stopping;
     int64_t stop_at;
     int sfd;
-    /* frontend only */
-    void *backend;
-    zmq_msg_t held;
-    bool holding;
+    /* --io-threads > 1. A worker: the rings the frontend fills (reqq) and
+     * empties (repq), and whether replies were pushed since the frontend was
+     * last checked for sleep. The frontend: the workers that got requests
+     * in this burst (bit i: worker i) and the round-robin position. */
+    rkb_spsc *reqq, *repq;
+    bool owe_wake;
+    uint64_t wake_mask;
+    int rr;
+    rkb_waker wk;
 } rkb;
 
 static uint32_t rkb__hash(uint64_t k)
@@ -404,10 +436,9 @@ static int32_t rkb__entry_get(rkb *b)
         return -1;
     b->free_head = b->pool[i].next;
     b->n_free--;
-    rkb_entry *e = &b->pool[i];
-    e->n_env = 0;
-    e->body_open = false;
-    e->next = -1;
+    /* n_env == 0 and !body_open already (calloc, rkb__entry_put): a reader
+     * may have filled the frames of pool[free_head] before taking it */
+    b->pool[i].next = -1;
     return i;
 }
 
@@ -436,49 +467,78 @@ static void rkb__free_buf(void *data, void *hint)
     free(data);
 }
 
-/* Sends the envelope of e followed by *body (which ZeroMQ then owns, or
- * which is closed here on failure). The envelope frames are MOVED into
- * ZeroMQ (e->n_env drops to 0): the entry is freed right after a reply. A
- * worker (--io-threads > 1) sends to the frontend, which counts the reply
- * when it reaches the client. */
-static void rkb__send_msg(rkb *b, rkb_entry *e, zmq_msg_t *body)
+/* Sends env[0..n_env) then *body on the client ROUTER (direct mode, or the
+ * frontend): every frame is moved into ZeroMQ or closed here. Counts the
+ * reply, or why it was dropped. */
+static void rkb__send_frames(rkb *b, zmq_msg_t *env, int n_env, zmq_msg_t *body)
 {
     int rc = 0;
     int k = 0;
-    for (; k < e->n_env && rc >= 0; k++) {
-        rc = zmq_msg_send(&e->env[k], b->router, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    for (; k < n_env && rc >= 0; k++) {
+        rc = zmq_msg_send(&env[k], b->router, ZMQ_SNDMORE | ZMQ_DONTWAIT);
         if (rc < 0 && k > 0) {
             /* cannot happen: a ROUTER accepts or refuses at the first frame */
             rkb_log(RKB_LOG_ERROR, "INTERNAL: envelope frame %d refused: %s", k,
                     zmq_strerror(errno));
         }
     }
-    /* frames that went out belong to ZeroMQ; the rest stay with e */
-    int sent = rc >= 0 ? k : k - 1;
-    if (sent > 0) {
-        for (int j = sent; j < e->n_env; j++)
-            e->env[j - sent] = e->env[j];
-        e->n_env = (uint8_t)(e->n_env - sent);
-    }
+    int err = rc < 0 ? errno : 0;
+    /* frames that went out belong to ZeroMQ; the refused one and the rest
+     * are still ours */
+    for (int j = rc >= 0 ? k : k - 1; j < n_env; j++)
+        zmq_msg_close(&env[j]);
     if (rc >= 0) {
         rc = zmq_msg_send(body, b->router, ZMQ_DONTWAIT);
-        if (rc < 0)
+        if (rc < 0) {
+            err = errno;
             zmq_msg_close(body);
+        }
     } else {
         zmq_msg_close(body);
     }
     if (rc < 0) {
-        if (errno == EHOSTUNREACH) {
+        if (err == EHOSTUNREACH) {
             RKB_INC(b, unroutable);
             rkb_log(RKB_LOG_DEBUG, "reply to a client that is gone: dropped");
         } else {
             RKB_INC(b, dropped_replies);
             rkb_log(RKB_LOG_WARN, "reply dropped: the client's queue is full (%d replies unread, "
-                    "--sndhwm) or %s", b->cfg->sndhwm, zmq_strerror(errno));
+                    "--sndhwm) or %s", b->cfg->sndhwm, zmq_strerror(err));
         }
-    } else if (!b->worker) {
+    } else {
         RKB_INC(b, replies);
     }
+}
+
+static rkb_item *rkb__wait_reply_room(rkb *b);
+
+/* A worker's reply: env[0..n_env) and *body are moved into the next slot of
+ * its reply ring; the frontend sends (and counts) it. */
+static void rkb__push_reply(rkb *b, zmq_msg_t *env, int n_env, zmq_msg_t *body)
+{
+    rkb_item *it = rkb_spsc_sp_slot(b->repq);
+    if (__builtin_expect(!it, 0))
+        it = rkb__wait_reply_room(b);
+    it->body = *body;
+    for (int k = 0; k < n_env; k++)
+        it->env[k] = env[k];
+    it->n_env = (uint8_t)n_env;
+    it->n_body = 1;
+    rkb_spsc_sp_commit(b->repq);
+    b->owe_wake = true; /* rkb__loop tells the frontend after this burst */
+}
+
+/* Sends the envelope of e followed by *body: where frames go is the one
+ * thing that differs between the single thread (the ROUTER) and a worker
+ * (its reply ring). Either way every frame is moved on (or closed): the
+ * entry is freed right after a reply. */
+static void rkb__send_msg(rkb *b, rkb_entry *e, zmq_msg_t *body)
+{
+    if (!b->worker)
+        rkb__send_frames(b, e->env, e->n_env, body);
+    else
+        rkb__push_reply(b, e->env, e->n_env, body);
+    e->n_env = 0;
 }
 
 /* Sends the envelope of e followed by the packed reply in b->sbuf. */
@@ -925,9 +985,14 @@ static int rkb__drain_replies(rkb *b)
     return n;
 }
 
-/* Reads one message from the socket into a fresh entry and answers or
- * admits it. Returns 1 when a message was read, 0 when none was ready. */
-static int rkb__read_one(rkb *b)
+/* Receives one message from b->router (the client ROUTER: direct mode or
+ * the frontend): the envelope frames go to env[0..*n_env), the first body
+ * frame to *body, further body frames are closed (but counted in *n_body).
+ * Nothing is written when no message is ready. Returns 1 (a message), 0
+ * (none ready) or -1 (a message read and dropped: its envelope is deeper
+ * than RKB_ENV_MAX, so no reply could be routed back). */
+static inline __attribute__((always_inline)) int
+rkb__recv_request(rkb *b, zmq_msg_t *env, uint8_t *n_env, zmq_msg_t *body, uint32_t *n_body)
 {
     zmq_msg_t fr[RKB_FRAMES_MAX];
     int nf = 0, extra = 0;
@@ -962,40 +1027,45 @@ static int rkb__read_one(rkb *b)
             env_n = k + 1;
             break;
         }
-    int n_body = nf - env_n + extra;
-    int32_t idx = rkb__entry_get(b);
-    if (idx < 0 || env_n > RKB_ENV_MAX) {
-        /* the caller checks for a free entry first; a deeper envelope than
-         * RKB_ENV_MAX cannot be routed back */
+    if (env_n > RKB_ENV_MAX) {
         rkb_log(RKB_LOG_WARN, "dropped a message with %d envelope frames (at most %d)", env_n,
                 RKB_ENV_MAX);
         RKB_INC(b, unroutable);
-        if (idx >= 0)
-            rkb__entry_put(b, idx);
         for (int k = 0; k < nf; k++)
             zmq_msg_close(&fr[k]);
-        return 1;
+        return -1;
     }
-    rkb_entry *e = &b->pool[idx];
     for (int k = 0; k < env_n; k++)
-        e->env[k] = fr[k]; /* moves: the entry owns them now */
-    e->n_env = (uint8_t)env_n;
+        env[k] = fr[k]; /* moves: the caller owns them now */
+    *n_env = (uint8_t)env_n;
+    if (nf > env_n)
+        *body = fr[env_n];
+    for (int k = env_n + 1; k < nf; k++)
+        zmq_msg_close(&fr[k]);
+    *n_body = (uint32_t)(nf - env_n + extra);
+    return 1;
+}
+
+/* Answers or admits the request whose frames were just put into entry idx
+ * (taken from the pool): envelope in e->env, and when n_body > 0 the first
+ * body frame in e->body. The same for direct mode and a worker. */
+static inline __attribute__((always_inline)) int rkb__on_request(rkb *b, int32_t idx,
+                                                                 uint32_t n_body)
+{
+    rkb_entry *e = &b->pool[idx];
     memset(&e->req, 0, sizeof e->req);
+    e->body_open = n_body > 0;
     if (n_body != 1) {
         if (n_body > 1) {
             uint64_t id;
-            if (rkb_peek_id(zmq_msg_data(&fr[env_n]), zmq_msg_size(&fr[env_n]), &id) == 0)
+            if (rkb_peek_id(zmq_msg_data(&e->body), zmq_msg_size(&e->body), &id) == 0)
                 e->req.has_id = true, e->req.id = id;
         }
         rkb__reply_error(b, e, RKB_E_MALFORMED,
-                         "the request has %d body frames; the protocol allows exactly one", n_body);
-        for (int k = env_n; k < nf; k++)
-            zmq_msg_close(&fr[k]);
+                         "the request has %u body frames; the protocol allows exactly one", n_body);
         rkb__entry_put(b, idx);
         return 1;
     }
-    e->body = fr[env_n];
-    e->body_open = true;
     if (b->stopping) {
         uint64_t id;
         if (rkb_peek_id(zmq_msg_data(&e->body), zmq_msg_size(&e->body), &id) == 0)
@@ -1049,6 +1119,39 @@ static int rkb__read_one(rkb *b)
     }
     rkb__park(b, idx);
     return 1;
+}
+
+/* Takes one request (from the ROUTER in direct mode, from the request ring
+ * in a worker) into a fresh entry and answers or admits it. The caller has
+ * checked that an entry is free. Returns 1 when a message was taken, 0 when
+ * none was ready. */
+static int rkb__read_one(rkb *b)
+{
+    int32_t idx = b->free_head;
+    if (idx < 0)
+        return 0;
+    rkb_entry *e = &b->pool[idx];
+    uint32_t n_body;
+    if (!b->worker) {
+        /* straight into the free entry; it is taken only once filled */
+        int r = rkb__recv_request(b, e->env, &e->n_env, &e->body, &n_body);
+        if (r <= 0)
+            return r < 0;
+    } else {
+        rkb_item *it = rkb_spsc_sc_peek(b->reqq);
+        if (!it)
+            return 0;
+        /* move the frames out; the slot goes back to the frontend */
+        e->n_env = it->n_env;
+        for (int k = 0; k < it->n_env; k++)
+            e->env[k] = it->env[k];
+        n_body = it->n_body;
+        if (n_body)
+            e->body = it->body;
+        rkb_spsc_sc_release(b->reqq);
+    }
+    rkb__entry_get(b);
+    return rkb__on_request(b, idx, n_body);
 }
 
 /* ---- start-up and the loop ------------------------------------------- */
@@ -1250,28 +1353,129 @@ static void rkb__check_signal(rkb *b)
     }
 }
 
+/* ---- sleeping and waking (--io-threads > 1) -------------------------------
+ * The frontend and the workers hand items over through rings (spsc.h) with
+ * no system call while both are awake. A thread with nothing to do spins
+ * for the spin window, then blocks on its eventfd, but only after saying
+ * so: the classic Dekker handshake, a seq_cst fence on each side.
+ *   sleeper  (rkb__sleep_prepare): sleeping = 1; fence S1; re-check rings;
+ *                                  poll(eventfd)
+ *   producer (rkb__wake):          publish (release store of tail);
+ *                                  fence P1; if (sleeping) write(eventfd)
+ * S1 and P1 are ordered in the single total order of seq_cst operations:
+ * when S1 comes first, the producer's load of `sleeping` after P1 reads 1
+ * and it writes the eventfd; when P1 comes first, the sleeper's re-check
+ * after S1 reads the published tail and it does not block. Either way no
+ * item waits for a thread that sleeps. A producer that reads 1 swaps it to
+ * 0, so one sleep costs one write even with several producers (a spurious
+ * write only makes the next poll return at once). */
+
+static void rkb__sleep_prepare(rkb_waker *w)
+{
+    __atomic_store_n(&w->sleeping, 1, __ATOMIC_SEQ_CST);
+    /* S1: pairs with P1 in rkb__wake and rkb__front_wake_workers */
+    rkb__fence_seq_cst();
+}
+
+/* After the poll, or instead of it when the re-check found work. readable:
+ * the poll saw the eventfd (read it to re-arm it). */
+static void rkb__sleep_end(rkb_waker *w, bool readable)
+{
+    /* relaxed: nothing is published through this store; a producer that
+     * still reads 1 only writes the eventfd once too often */
+    rkb__st_relaxed(&w->sleeping, 0);
+    uint64_t v;
+    if (readable && read(w->efd, &v, sizeof v) < 0 && errno != EAGAIN)
+        rkb_log(RKB_LOG_ERROR, "reading an eventfd: %s", strerror(errno));
+}
+
+/* The producer's half: the caller has published its items and then
+ * executed P1 (rkb__fence_seq_cst). */
+static void rkb__wake_after_fence(rkb_waker *w)
+{
+    /* the exchange only elects one waker; the eventfd's write/read
+     * carry no data (the ring indices do) */
+    if (rkb__ld_relaxed(&w->sleeping) && __atomic_exchange_n(&w->sleeping, 0, __ATOMIC_RELAXED)) {
+        uint64_t one = 1;
+        if (write(w->efd, &one, sizeof one) != (ssize_t)sizeof one)
+            rkb_log(RKB_LOG_ERROR, "writing an eventfd: %s", strerror(errno));
+    }
+}
+
+static void rkb__wake(rkb_waker *w)
+{
+    rkb__fence_seq_cst(); /* P1: the tail stores above before the load of sleeping */
+    rkb__wake_after_fence(w);
+}
+
+/* A worker that pushed replies in this burst tells the frontend. */
+static void rkb__wake_front(rkb *b)
+{
+    b->owe_wake = false;
+    rkb__wake(&b->sh->front->wk);
+}
+
+/* The worker's reply ring is full. The frontend empties the rings on every
+ * pass and never waits for a worker, so room comes soon; tell it first (it
+ * may be asleep: the replies of this burst were not announced yet). */
+static rkb_item *rkb__wait_reply_room(rkb *b)
+{
+    rkb__wake_front(b);
+    rkb_item *it;
+    for (int k = 0; !(it = rkb_spsc_sp_slot(b->repq)); k++) {
+        if (k < 64)
+            rkb__relax();
+        else
+            sched_yield();
+    }
+    return it;
+}
+
+/* A worker blocks on its eventfd (tmo ms, -1 = until woken). */
+static void rkb__worker_sleep(rkb *b, long tmo, bool can_read)
+{
+    rkb__sleep_prepare(&b->wk);
+    /* the re-check after S1: a request the frontend published before P1 */
+    if (can_read && rkb_spsc_sc_peek(b->reqq)) {
+        rkb__sleep_end(&b->wk, false);
+        return;
+    }
+    struct pollfd p = {b->wk.efd, POLLIN, 0};
+    int np = poll(&p, 1, (int)tmo);
+    if (np < 0 && errno != EINTR)
+        rkb_log(RKB_LOG_ERROR, "poll: %s", strerror(errno));
+    rkb__sleep_end(&b->wk, np > 0 && (p.revents & POLLIN));
+}
+
+/* Spin while replies are owed only where there are cores to spare: on 2
+ * cores a spinning bridge holds the core the CPU worker or ZeroMQ's I/O
+ * thread needs; on a bigger machine each sched_yield round costs a system
+ * call that a reply 2-3 us away does not need. */
+static int64_t rkb__spin_ns(void)
+{
+    return getenv("RKB_SPIN_NS") ? atoll(getenv("RKB_SPIN_NS"))
+           : sysconf(_SC_NPROCESSORS_ONLN) > 4 ? 100000 : 0;
+}
+
 /* The request->reply loop of one thread: the only thread in direct mode,
- * or one worker (its socket is then a DEALER fed by the frontend and the
- * stop comes from sh->stopping). */
+ * or one worker (its requests then come from its ring, its replies go to
+ * the other ring, and the stop comes from sh->stopping). */
 static void rkb__loop(rkb *b)
 {
     const rkb_config *c = b->cfg;
     rkb_shared *sh = b->sh;
-    zmq_pollitem_t items[2] = {{b->router, 0, ZMQ_POLLIN, 0},
-                               {NULL, b->worker ? sh->stop_efd : b->sfd, ZMQ_POLLIN, 0}};
+    zmq_pollitem_t items[2] = {{b->router, 0, ZMQ_POLLIN, 0}, {NULL, b->sfd, ZMQ_POLLIN, 0}};
     int64_t last_progress = rkb__now_ns(), last_sig = last_progress;
     /* while replies are owed: spin (pause) this long, then yield, then poll */
-    /* Spin while replies are owed only where there are cores to spare: on
-     * 2 cores a spinning bridge holds the core the CPU worker or ZeroMQ's
-     * I/O thread needs; on a bigger machine each sched_yield round costs a
-     * system call that a reply 2-3 us away does not need. */
-    int64_t spin_ns = getenv("RKB_SPIN_NS") ? atoll(getenv("RKB_SPIN_NS"))
-                      : sysconf(_SC_NPROCESSORS_ONLN) > 4 ? 100000 : 0;
+    int64_t spin_ns = rkb__spin_ns();
     int64_t yield_ns = getenv("RKB_YIELD_NS") ? atoll(getenv("RKB_YIELD_NS")) : 2000000;
     for (;;) {
         int progress = rkb__drain_replies(b);
         if (b->n_parked)
             progress += rkb__retry_parked(b);
+        /* a worker announces its replies before the (longer) read burst */
+        if (b->owe_wake)
+            rkb__wake_front(b);
         /* read while a request has somewhere to go */
         for (int k = 0; k < 256 && b->n_free && b->n_parked < c->queue; k++) {
             if (!rkb__read_one(b))
@@ -1280,6 +1484,9 @@ static void rkb__loop(rkb *b)
         }
         int64_t now = rkb__now_ns();
         if (b->worker) {
+            if (b->owe_wake)
+                rkb__wake_front(b);
+            /* acquire: pairs with the release in rkb__stop_workers (stop_at) */
             if (!b->stopping && __atomic_load_n(&sh->stopping, __ATOMIC_ACQUIRE)) {
                 b->stopping = true;
                 b->stop_at = sh->stop_at;
@@ -1308,8 +1515,9 @@ static void rkb__loop(rkb *b)
         bool busy = b->n_inflight || b->n_parked;
         /* spin also for a while after the last request (not only while
          * replies are owed): a client that sends its next request right
-         * after a reply finds this thread awake, not asleep in zmq_poll
-         * (a wake-up costs more than the whole relay) */
+         * after a reply (or a frontend handing one over) finds this thread
+         * awake, not asleep in zmq_poll / on its eventfd (a wake-up costs
+         * more than the whole relay) */
         if (idle < spin_ns) {
             for (int k = 0; k < 16; k++)
                 rkb__relax();
@@ -1324,168 +1532,261 @@ static void rkb__loop(rkb *b)
             int64_t left = b->stop_at + (int64_t)c->shutdown_grace_ms * 1000000 - now;
             tmo = left > 0 ? (long)(left / 1000000) + 1 : 0;
         }
-        /* stop reading when the queue is full: poll only the signal; a
-         * stopping worker no longer polls the (always readable) stop fd */
+        /* stop reading when the queue is full: poll only the signal */
         bool can_read = b->n_free && b->n_parked < c->queue;
-        bool poll_stop = !(b->worker && b->stopping);
+        if (b->worker) {
+            rkb__worker_sleep(b, tmo, can_read);
+            continue;
+        }
         zmq_pollitem_t *it = can_read ? items : items + 1;
-        int ni = (can_read ? 1 : 0) + (poll_stop ? 1 : 0);
-        int np = ni ? zmq_poll(it, ni, tmo) : (usleep(tmo > 0 ? (useconds_t)tmo * 1000 : 0), 0);
+        int np = zmq_poll(it, can_read ? 2 : 1, tmo);
         if (np < 0 && errno != EINTR) {
             rkb_log(RKB_LOG_ERROR, "zmq_poll: %s", zmq_strerror(errno));
             break;
         }
-        if (!b->worker) {
-            last_sig = now;
-            rkb__check_signal(b);
-        }
+        last_sig = now;
+        rkb__check_signal(b);
     }
 }
 
 static void *rkb__worker_main(void *arg)
 {
     rkb *w = arg;
+    char name[16]; /* what top -H and perf show: which thread saturates */
+    snprintf(name, sizeof name, "rkb-worker-%d", w->index);
+    pthread_setname_np(pthread_self(), name);
     rkb__loop(w);
+    /* release: pairs with the frontend's acquire of live == 0, after which
+     * it owns both rings (every reply of this worker is published) */
     __atomic_sub_fetch(&w->sh->live, 1, __ATOMIC_RELEASE);
+    rkb__wake(&w->sh->front->wk); /* it need not wait for its 10 ms poll */
     return NULL;
 }
 
 /* ---- the frontend (--io-threads > 1) -------------------------------------
- * Owns the client ROUTER and a DEALER bound on inproc, to which every
- * worker's DEALER connects. Requests go ROUTER -> DEALER (ZeroMQ spreads
- * them round-robin over the workers whose queue has room; when none has,
- * the frontend holds the message and stops reading its ROUTER), replies
- * come back DEALER -> ROUTER with their envelope. Frames are moved, never
- * copied. The frontend counts replies, dropped_replies and unroutable, as
- * the single thread does in direct mode. */
+ * Owns the client ROUTER and does only ZeroMQ work. It reads a request (all
+ * its frames, split into envelope and body as in direct mode) straight into
+ * the next slot of a worker's request ring, round-robin over the workers
+ * whose ring has room; when every ring is full it stops reading its ROUTER,
+ * so back-pressure reaches the clients through ZeroMQ's high-water marks.
+ * It sends every reply the workers push to their reply rings (envelope,
+ * then body, ZMQ_DONTWAIT). Frames are moved, never copied. It counts
+ * requests, replies, dropped_replies and unroutable, as the single thread
+ * does in direct mode; the workers count the rest. */
+
+/* Wakes the workers that got requests in this burst, if they sleep. */
+static void rkb__front_wake_workers(rkb *f)
+{
+    /* P1 once for the burst: every tail store above before the loads of
+     * `sleeping` below */
+    rkb__fence_seq_cst();
+    for (uint64_t m = f->wake_mask; m; m &= m - 1)
+        rkb__wake_after_fence(&f->sh->workers[__builtin_ctzll(m)]->wk);
+    f->wake_mask = 0;
+}
 
 static int rkb__front_replies(rkb *f)
 {
+    rkb_shared *sh = f->sh;
     int n = 0;
-    for (; n < 256; n++) {
-        zmq_msg_t m;
-        zmq_msg_init(&m);
-        if (zmq_msg_recv(&m, f->backend, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&m);
-            break;
-        }
-        int more = zmq_msg_more(&m);
-        int rc = zmq_msg_send(&m, f->router, (more ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
-        int err = rc < 0 ? errno : 0;
-        if (rc < 0)
-            zmq_msg_close(&m);
-        while (more) { /* the parts of a message arrive together */
-            zmq_msg_t x;
-            zmq_msg_init(&x);
-            if (zmq_msg_recv(&x, f->backend, 0) < 0) {
-                zmq_msg_close(&x);
-                break;
-            }
-            more = zmq_msg_more(&x);
-            if (rc >= 0) {
-                rc = zmq_msg_send(&x, f->router, (more ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
-                if (rc < 0)
-                    err = errno;
-            }
-            if (rc < 0)
-                zmq_msg_close(&x);
-        }
-        if (rc >= 0) {
-            RKB_INC(f, replies);
-        } else if (err == EHOSTUNREACH) {
-            RKB_INC(f, unroutable);
-            rkb_log(RKB_LOG_DEBUG, "reply to a client that is gone: dropped");
-        } else {
-            RKB_INC(f, dropped_replies);
-            rkb_log(RKB_LOG_WARN, "reply dropped: the client's queue is full (%d replies unread, "
-                    "--sndhwm) or %s", f->cfg->sndhwm, zmq_strerror(err));
+    for (int i = 0; i < sh->n_workers; i++) {
+        rkb_spsc *q = sh->workers[i]->repq;
+        rkb_item *it;
+        for (int k = 0; k < 256 && (it = rkb_spsc_sc_peek(q)); k++, n++) {
+            rkb__send_frames(f, it->env, it->n_env, &it->body);
+            rkb_spsc_sc_release(q);
         }
     }
     return n;
 }
 
-static int rkb__front_requests(rkb *f)
+static bool rkb__front_replies_ready(rkb *f)
 {
-    int n = 0;
-    for (; n < 256; n++) {
-        if (!f->holding) {
-            zmq_msg_init(&f->held);
-            if (zmq_msg_recv(&f->held, f->router, ZMQ_DONTWAIT) < 0) {
-                zmq_msg_close(&f->held);
+    for (int i = 0; i < f->sh->n_workers; i++)
+        if (rkb_spsc_sc_peek(f->sh->workers[i]->repq))
+            return true;
+    return false;
+}
+
+/* Reads up to 256 requests into the workers' rings; *room = false when
+ * every ring was full. */
+static int rkb__front_requests(rkb *f, bool *room)
+{
+    rkb_shared *sh = f->sh;
+    int nw = sh->n_workers, n = 0;
+    while (n < 256) {
+        int w = f->rr;
+        rkb_item *it = NULL;
+        for (int k = 0; k < nw; k++) {
+            if ((it = rkb_spsc_sp_slot(sh->workers[w]->reqq)))
                 break;
-            }
-            f->holding = true;
+            w = w + 1 == nw ? 0 : w + 1;
         }
-        int more = zmq_msg_more(&f->held);
-        if (zmq_msg_send(&f->held, f->backend, (more ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0) {
-            if (errno == EAGAIN)
-                break; /* every worker's queue is full: hold it, stop reading */
-            rkb_log(RKB_LOG_ERROR, "frontend: forwarding a request failed: %s", zmq_strerror(errno));
-            zmq_msg_close(&f->held);
+        if (!it) {
+            *room = false; /* back-pressure: leave the rest in the ROUTER */
+            break;
         }
-        f->holding = false;
-        while (more) {
-            zmq_msg_t x;
-            zmq_msg_init(&x);
-            if (zmq_msg_recv(&x, f->router, 0) < 0) {
-                zmq_msg_close(&x);
-                break;
-            }
-            more = zmq_msg_more(&x);
-            if (zmq_msg_send(&x, f->backend, more ? ZMQ_SNDMORE : 0) < 0)
-                zmq_msg_close(&x);
-        }
+        int r = rkb__recv_request(f, it->env, &it->n_env, &it->body, &it->n_body);
+        if (r == 0)
+            break;
+        n++;
+        if (r < 0)
+            continue; /* dropped and counted; the slot was not used */
+        rkb_spsc_sp_commit(sh->workers[w]->reqq);
+        f->wake_mask |= UINT64_C(1) << w;
+        f->rr = w + 1 == nw ? 0 : w + 1;
     }
     return n;
+}
+
+/* Closes the frames of every item left in q; the caller is its only user. */
+static void rkb__ring_discard(rkb_spsc *q)
+{
+    rkb_item *it;
+    while (q && (it = rkb_spsc_sc_peek(q))) {
+        for (int k = 0; k < it->n_env; k++)
+            zmq_msg_close(&it->env[k]);
+        if (it->n_body)
+            zmq_msg_close(&it->body);
+        rkb_spsc_sc_release(q);
+    }
+}
+
+/* A signal or a failed start: the workers answer what they hold, stop. */
+static void rkb__stop_workers(rkb_shared *sh)
+{
+    sh->stop_at = rkb__now_ns();
+    /* release: pairs with the workers' acquire of stopping (stop_at) */
+    __atomic_store_n(&sh->stopping, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < sh->n_workers; i++) {
+        /* unconditionally (once): the eventfd stays readable until read */
+        uint64_t one = 1;
+        if (sh->workers[i]->wk.efd >= 0 &&
+            write(sh->workers[i]->wk.efd, &one, sizeof one) != (ssize_t)sizeof one)
+            rkb_log(RKB_LOG_ERROR, "waking worker %d failed: %s", i, strerror(errno));
+    }
+}
+
+static void rkb__front_check_signal(rkb *f)
+{
+    struct signalfd_siginfo si;
+    if (f->stopping || f->sfd < 0 || read(f->sfd, &si, sizeof si) != (ssize_t)sizeof si)
+        return;
+    f->stopping = true;
+    rkb__stop_workers(f->sh);
+    rkb_log(RKB_LOG_INFO, "signal %u: shutting down (%d I/O threads)", si.ssi_signo,
+            f->sh->n_workers);
 }
 
 static void rkb__front_loop(rkb *f)
 {
     rkb_shared *sh = f->sh;
+    int64_t spin_ns = rkb__spin_ns();
+    int64_t last_progress = rkb__now_ns(), last_sig = last_progress;
     for (;;) {
+        bool room = true;
         int progress = rkb__front_replies(f);
-        progress += rkb__front_requests(f);
+        progress += rkb__front_requests(f, &room);
+        if (f->wake_mask)
+            rkb__front_wake_workers(f);
+        /* acquire: pairs with each worker's release when it leaves; then
+         * every reply is in a ring: send them all; requests no worker will
+         * read are closed (a single thread leaves them in its socket) */
         if (f->stopping && __atomic_load_n(&sh->live, __ATOMIC_ACQUIRE) == 0) {
-            /* every worker has sent its last reply: forward what is left */
-            zmq_pollitem_t it = {f->backend, 0, ZMQ_POLLIN, 0};
-            while (rkb__front_replies(f) || zmq_poll(&it, 1, 20) > 0)
+            while (rkb__front_replies(f))
                 ;
+            for (int i = 0; i < sh->n_workers; i++)
+                rkb__ring_discard(sh->workers[i]->reqq);
             break;
         }
-        if (progress)
+        int64_t now = rkb__now_ns();
+        if (progress) {
+            last_progress = now;
+            if (now - last_sig > 10000000) { /* a loaded frontend still notices a signal */
+                last_sig = now;
+                rkb__front_check_signal(f);
+            }
             continue;
-        zmq_pollitem_t items[3] = {
-            {f->backend, 0, (short)(ZMQ_POLLIN | (f->holding ? ZMQ_POLLOUT : 0)), 0},
-            {f->router, 0, ZMQ_POLLIN, 0},
-            {NULL, f->sfd, ZMQ_POLLIN, 0},
-        };
-        int ni = 1;
-        if (!f->holding)
-            ni++;
-        else
-            items[1] = items[2];
+        }
+        if (now - last_progress < spin_ns) {
+            for (int k = 0; k < 16; k++)
+                rkb__relax();
+            continue;
+        }
+        rkb__sleep_prepare(&f->wk);
+        /* the re-check after S1: replies published, or a worker gone,
+         * before that worker's P1 */
+        if (rkb__front_replies_ready(f) ||
+            (f->stopping && __atomic_load_n(&sh->live, __ATOMIC_ACQUIRE) == 0)) {
+            rkb__sleep_end(&f->wk, false);
+            continue;
+        }
+        zmq_pollitem_t items[3];
+        int ni = 0;
+        if (room)
+            items[ni++] = (zmq_pollitem_t){f->router, 0, ZMQ_POLLIN, 0};
+        int ei = ni;
+        items[ni++] = (zmq_pollitem_t){NULL, f->wk.efd, ZMQ_POLLIN, 0};
         if (!f->stopping && f->sfd >= 0)
-            ni++;
-        int np = zmq_poll(items, ni, f->stopping ? 10 : -1);
-        if (np < 0 && errno != EINTR) {
-            rkb_log(RKB_LOG_ERROR, "zmq_poll: %s", zmq_strerror(errno));
-            break;
+            items[ni++] = (zmq_pollitem_t){NULL, f->sfd, ZMQ_POLLIN, 0};
+        /* stopping: look at `live` every 10 ms; every ring full: look for
+         * room every 1 ms (taking a request wakes nobody; its reply does) */
+        long tmo = f->stopping ? 10 : room ? -1 : 1;
+        int np = zmq_poll(items, ni, tmo);
+        int err = np < 0 ? errno : 0;
+        rkb__sleep_end(&f->wk, np > 0 && (items[ei].revents & ZMQ_POLLIN));
+        if (np < 0 && err != EINTR) {
+            /* workers may wait for reply room: keep emptying the rings
+             * until they are gone */
+            rkb_log(RKB_LOG_ERROR, "zmq_poll: %s; stopping", zmq_strerror(err));
+            if (!f->stopping) {
+                f->stopping = true;
+                rkb__stop_workers(sh);
+            }
+            usleep(1000);
         }
-        struct signalfd_siginfo si;
-        if (!f->stopping && f->sfd >= 0 && read(f->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-            f->stopping = true;
-            sh->stop_at = rkb__now_ns();
-            __atomic_store_n(&sh->stopping, 1, __ATOMIC_RELEASE);
-            uint64_t one = 1;
-            if (write(sh->stop_efd, &one, sizeof one) != sizeof one)
-                rkb_log(RKB_LOG_ERROR, "waking the workers failed: %s", strerror(errno));
-            rkb_log(RKB_LOG_INFO, "signal %u: shutting down (%d I/O threads)", si.ssi_signo,
-                    sh->n_workers);
-        }
+        last_sig = now;
+        rkb__front_check_signal(f);
     }
 }
 
 /* ---- start-up ----------------------------------------------------------- */
+
+/* An I/O thread's state: zeroed, aligned for its waker's line. */
+static rkb *rkb__new(void)
+{
+    size_t sz = (sizeof(rkb) + RKB_SPSC_ALIGN - 1) & ~(size_t)(RKB_SPSC_ALIGN - 1);
+    rkb *b = aligned_alloc(RKB_SPSC_ALIGN, sz);
+    if (b) {
+        memset(b, 0, sz);
+        b->wk.efd = -1;
+    }
+    return b;
+}
+
+static rkb_spsc *rkb__ring_new(uint32_t entries)
+{
+    size_t sz = rkb_spsc_memsize(entries, sizeof(rkb_item));
+    rkb_spsc *q = sz ? aligned_alloc(RKB_SPSC_ALIGN, sz) : NULL;
+    if (q)
+        rkb_spsc_init(q, entries, sizeof(rkb_item));
+    return q;
+}
+
+/* Creates the worker's (or the frontend's) eventfd and a worker's rings. */
+static int rkb__handoff_init(rkb *b, bool rings)
+{
+    b->wk.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (rings) {
+        b->reqq = rkb__ring_new(RKB_REQ_RING);
+        b->repq = rkb__ring_new(RKB_REP_RING);
+    }
+    if (b->wk.efd < 0 || (rings && (!b->reqq || !b->repq))) {
+        fprintf(stderr, "rk-bridge: cannot set up the worker hand-off: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
 
 int rkb_run(const rkb_config *c)
 {
@@ -1493,7 +1794,14 @@ int rkb_run(const rkb_config *c)
     int nw = c->io_threads > 1 ? c->io_threads : 1;
     bool workers = c->io_threads > 1;
     rkb **ws = calloc((size_t)nw, sizeof *ws);
-    rkb *front = workers ? calloc(1, sizeof *front) : NULL;
+    rkb *front = workers ? rkb__new() : NULL;
+    if (nw > 64) { /* main.c's limit; the frontend's wake_mask has 64 bits */
+        fprintf(stderr, "rk-bridge: --io-threads %d exceeds 64\n", nw);
+        free(sh);
+        free(ws);
+        free(front);
+        return 1;
+    }
     if (!sh || !ws || (workers && !front)) {
         free(sh);
         free(ws);
@@ -1504,12 +1812,10 @@ int rkb_run(const rkb_config *c)
     int exit_code = 1;
     int sfd = -1;
     int started = 0;
-    char inproc[64] = "";
     rkb_log_level = c->log_level;
     sh->cfg = c;
     sh->workers = ws;
     sh->front = front;
-    sh->stop_efd = -1;
     rk_config rkc = c->rk;
     if (rkc.max_actors < (uint32_t)nw + 2)
         rkc.max_actors = (uint32_t)nw + 2;
@@ -1542,7 +1848,7 @@ int rkb_run(const rkb_config *c)
     if (c->zmq_io_threads > 1 && zmq_ctx_set(sh->ctx, ZMQ_IO_THREADS, c->zmq_io_threads) != 0)
         rkb_log(RKB_LOG_WARN, "ZMQ_IO_THREADS %d: %s", c->zmq_io_threads, zmq_strerror(errno));
     for (int i = 0; i < nw; i++) {
-        ws[i] = calloc(1, sizeof *ws[i]);
+        ws[i] = rkb__new();
         if (!ws[i])
             goto out;
         sh->n_workers = i + 1;
@@ -1552,7 +1858,7 @@ int rkb_run(const rkb_config *c)
         ws[i]->rt = sh->rt;
         ws[i]->worker = workers;
         ws[i]->index = i;
-        if (rkb__io_init(ws[i]))
+        if (rkb__io_init(ws[i]) || (workers && rkb__handoff_init(ws[i], true)))
             goto out;
     }
 
@@ -1574,36 +1880,8 @@ int rkb_run(const rkb_config *c)
     io->sfd = sfd;
     if (rkb__open_socket(io, &zap))
         goto out;
-    if (workers) {
-        sh->stop_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        front->backend = zmq_socket(sh->ctx, ZMQ_DEALER);
-        snprintf(inproc, sizeof inproc, "inproc://rk-bridge-workers-%d", (int)getpid());
-        int zero = 0, hwm = c->rcvhwm > 0 ? c->rcvhwm : 1000, linger = 0;
-        /* requests: a bounded queue per worker (back-pressure); replies:
-         * unbounded, the frontend forwards them as they come (the
-         * workers' pools bound what can be owed) */
-        zmq_setsockopt(front->backend, ZMQ_SNDHWM, &hwm, sizeof hwm);
-        zmq_setsockopt(front->backend, ZMQ_RCVHWM, &zero, sizeof zero);
-        zmq_setsockopt(front->backend, ZMQ_LINGER, &linger, sizeof linger);
-        if (sh->stop_efd < 0 || zmq_bind(front->backend, inproc) != 0) {
-            fprintf(stderr, "rk-bridge: cannot set up the worker hand-off (%s): %s\n", inproc,
-                    zmq_strerror(errno));
-            goto out;
-        }
-        for (int i = 0; i < nw; i++) {
-            void *d = zmq_socket(sh->ctx, ZMQ_DEALER);
-            ws[i]->router = d;
-            int whwm = 1000;
-            zmq_setsockopt(d, ZMQ_RCVHWM, &whwm, sizeof whwm);
-            zmq_setsockopt(d, ZMQ_SNDHWM, &zero, sizeof zero);
-            zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
-            if (zmq_connect(d, inproc) != 0) {
-                fprintf(stderr, "rk-bridge: worker %d cannot connect %s: %s\n", i, inproc,
-                        zmq_strerror(errno));
-                goto out;
-            }
-        }
-    }
+    if (workers && rkb__handoff_init(front, false))
+        goto out;
 
     char dev[200] = "none";
     if (info.has_device)
@@ -1631,12 +1909,8 @@ int rkb_run(const rkb_config *c)
             if (pthread_create(&ws[started]->thread, NULL, rkb__worker_main, ws[started]) != 0) {
                 fprintf(stderr, "rk-bridge: cannot start I/O thread %d\n", started);
                 __atomic_sub_fetch(&sh->live, nw - started, __ATOMIC_RELEASE);
-                sh->stop_at = rkb__now_ns();
-                __atomic_store_n(&sh->stopping, 1, __ATOMIC_RELEASE);
                 front->stopping = true;
-                uint64_t one = 1;
-                if (write(sh->stop_efd, &one, sizeof one) < 0)
-                    (void)0;
+                rkb__stop_workers(sh);
                 break;
             }
         rkb__front_loop(front);
@@ -1661,20 +1935,18 @@ int rkb_run(const rkb_config *c)
 
 out:
     if (started) { /* a start-up failure after threads began: stop them */
-        sh->stop_at = rkb__now_ns();
-        __atomic_store_n(&sh->stopping, 1, __ATOMIC_RELEASE);
-        uint64_t one = 1;
-        if (write(sh->stop_efd, &one, sizeof one) < 0)
-            (void)0;
+        rkb__stop_workers(sh);
         for (int i = 0; i < started; i++)
             pthread_join(ws[i]->thread, NULL);
     }
-    if (front && front->holding)
-        zmq_msg_close(&front->held);
+    /* the threads are gone: frames still in a ring are closed here */
+    for (int i = 0; i < sh->n_workers; i++)
+        if (ws[i]) {
+            rkb__ring_discard(ws[i]->reqq);
+            rkb__ring_discard(ws[i]->repq);
+        }
     if (front && front->router)
         zmq_close(front->router);
-    if (front && front->backend)
-        zmq_close(front->backend);
     for (int i = 0; i < sh->n_workers; i++)
         if (ws[i] && ws[i]->router)
             zmq_close(ws[i]->router);
@@ -1688,13 +1960,17 @@ out:
     for (int i = 0; i < sh->n_workers; i++)
         if (ws[i]) {
             rkb__io_fini(ws[i]);
+            if (ws[i]->wk.efd >= 0)
+                close(ws[i]->wk.efd);
+            free(ws[i]->reqq);
+            free(ws[i]->repq);
             free(ws[i]);
         }
     rk_runtime_close(sh->rt);
     if (sfd >= 0)
         close(sfd);
-    if (sh->stop_efd >= 0)
-        close(sh->stop_efd);
+    if (front && front->wk.efd >= 0)
+        close(front->wk.efd);
     free(front);
     free(ws);
     free(sh);

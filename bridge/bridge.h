@@ -8,8 +8,10 @@
  * bounded queue (admission time --admission-ms, then BUSY); when that queue
  * is full the bridge stops reading the socket, so ZeroMQ's high-water marks
  * push back on clients. With --io-threads N > 1 a frontend thread owns the
- * ROUTER and N workers (each a DEALER over inproc plus its own actor) run
- * that loop in parallel. See bridge/PROTOCOL.md for the wire contract. */
+ * ROUTER and does only ZeroMQ recv/send; N workers, each with its own actor,
+ * run that loop in parallel, fed through a pair of lock-free single-producer
+ * single-consumer rings each (bridge/spsc.h). See bridge/PROTOCOL.md for the
+ * wire contract. */
 #ifndef RKB_BRIDGE_H
 #define RKB_BRIDGE_H
 
@@ -42,9 +44,10 @@ typedef struct rkb_config {
     const char *curve_secret_file;
     const char *curve_allow_dir;
     /* 1 (default): one I/O thread owns the ROUTER and the actor (lowest
-     * latency). N > 1: a frontend thread owns the ROUTER and shuffles
-     * messages over inproc to N worker threads, each with its own DEALER
-     * and actor, so decode, encode and the ring run in parallel. */
+     * latency). N > 1 (at most 64): a frontend thread owns the ROUTER and
+     * moves frames through a request and a reply ring per worker to N
+     * worker threads, each with its own actor, so decode, encode and the
+     * runtime's ring run in parallel. */
     int io_threads;
     int zmq_io_threads; /* ZMQ_IO_THREADS of the context (default 1) */
 } rkb_config;
