@@ -39,12 +39,14 @@ bridge_run() { # name, bridge options..., -- bench options...
 stamp "bridge latency + throughput, default mode"
 bridge_run tcp --bind tcp://127.0.0.1:5555 -- --endpoint tcp://127.0.0.1:5555 --threads 8 --window 128 --messages 2000000
 bridge_run ipc --bind ipc:///tmp/rkb.sock -- --endpoint ipc:///tmp/rkb.sock --threads 8 --window 128 --messages 2000000
-stamp "bridge throughput, one I/O thread, 2 ZeroMQ I/O threads, more clients"
-bridge_run tcp_zio2 --bind tcp://127.0.0.1:5557 --zmq-io-threads 2 -- \
-  --endpoint tcp://127.0.0.1:5557 --threads 12 --window 256 --messages 4000000 --no-latency
-stamp "bridge throughput, --io-threads 4"
-bridge_run tcp_io4 --bind tcp://127.0.0.1:5556 --io-threads 4 --zmq-io-threads 2 -- \
-  --endpoint tcp://127.0.0.1:5556 --threads 8 --window 128 --messages 4000000 --no-latency
+stamp "bridge throughput: --io-threads (frontend + workers over SPSC rings) x ZeroMQ I/O threads x clients"
+port=5560
+for cfg in ${BRIDGE_SWEEP:-"io2:2:1:8:128" "io3:3:1:8:128" "io2z2:2:2:8:128" "io3z2:3:2:6:256"}; do
+  IFS=: read -r name iot zio cl win <<<"$cfg"
+  bridge_run "tcp_$name" --bind tcp://127.0.0.1:$port --io-threads "$iot" --zmq-io-threads "$zio" -- \
+    --endpoint tcp://127.0.0.1:$port --threads "$cl" --window "$win" --messages 4000000 --no-latency
+  port=$((port + 1))
+done
 [ "${SKIP_DEMO:-0}" = 1 ] && exit 0
 stamp "main job demo (auto backend)"
 timeout 120 bash samples/run-demo.sh "$B" >"$L/demo.log" 2>&1; echo "demo rc=$?"; head -30 "$L/demo.log"
