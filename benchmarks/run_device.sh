@@ -18,8 +18,8 @@ meson setup "$B" -Dcuda=enabled -Dbuildtype=release >"$L/setup.log" 2>&1 &&
   ninja -C "$B" >"$L/build.log" 2>&1 || { tail -40 "$L/build.log" "$L/setup.log"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$L/gpu.txt"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  stamp "gpu + fast suites"
-  meson test -C "$B" --suite gpu --suite fast --print-errorlogs >"$L/tests.log" 2>&1
+  stamp "gpu + fast + bridge suites"
+  meson test -C "$B" --suite gpu --suite fast --suite bridge --print-errorlogs >"$L/tests.log" 2>&1
   echo "tests rc=$?"; grep -E "^ *[0-9]+/[0-9]+ " "$L/tests.log"
 fi
 stamp "rk-bench ring (cuda)"
@@ -41,7 +41,7 @@ bridge_run tcp --bind tcp://127.0.0.1:5555 -- --endpoint tcp://127.0.0.1:5555 --
 bridge_run ipc --bind ipc:///tmp/rkb.sock -- --endpoint ipc:///tmp/rkb.sock --threads 8 --window 128 --messages 2000000
 stamp "bridge throughput: --io-threads (frontend + workers over SPSC rings) x ZeroMQ I/O threads x clients"
 port=5560
-for cfg in ${BRIDGE_SWEEP:-"io2:2:1:8:128" "io3:3:1:8:128" "io2z2:2:2:8:128" "io3z2:3:2:6:256"}; do
+for cfg in ${BRIDGE_SWEEP:-"io1:1:1:8:128" "io2:2:1:8:128" "io3z2:3:2:6:256" "io4z2:4:2:6:256"}; do
   IFS=: read -r name iot zio cl win <<<"$cfg"
   bridge_run "tcp_$name" --bind tcp://127.0.0.1:$port --io-threads "$iot" --zmq-io-threads "$zio" -- \
     --endpoint tcp://127.0.0.1:$port --threads "$cl" --window "$win" --messages 4000000 --no-latency

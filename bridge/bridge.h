@@ -48,7 +48,7 @@ typedef struct rkb_config {
      * moves frames through a request and a reply ring per worker to N
      * worker threads, each with its own actor, so decode, encode and the
      * runtime's ring run in parallel. */
-    int io_threads;
+    int io_threads;     /* 0: auto (1 on <= 4 cores, 2 on <= 8, else 3) */
     int zmq_io_threads; /* ZMQ_IO_THREADS of the context (default 1) */
 } rkb_config;
 

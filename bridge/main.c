@@ -48,9 +48,10 @@ static void usage(FILE *f)
 "      --sndhwm N, --rcvhwm N ZeroMQ high-water marks in messages per client\n"
 "                             (default 10000 and 1000)\n"
 "Threads\n"
-"      --io-threads N         1 (default): one thread owns the socket and the\n"
-"                             runtime actor and does all the work (lowest\n"
-"                             latency). N > 1 (up to 64): a frontend thread owns\n"
+"      --io-threads N|auto    auto (default): 1 on up to 4 cores, 2 on up to 8,\n"
+"                             else 3. 1: one thread owns the socket and the\n"
+"                             runtime actor and does all the work (fewest\n"
+"                             threads). N > 1 (up to 64): a frontend thread owns\n"
 "                             the socket and only does ZeroMQ recv/send; it hands\n"
 "                             requests to N worker threads through lock-free\n"
 "                             in-memory queues, each worker with its own actor,\n"
@@ -185,7 +186,14 @@ int main(int argc, char **argv)
             break;
         case O_CURVE_KEY: c.curve_secret_file = optarg; break;
         case O_CURVE_ALLOW: c.curve_allow_dir = optarg; break;
-        case O_IO_THREADS: NUM(64); c.io_threads = v ? (int)v : 1; break;
+        case O_IO_THREADS:
+            if (!strcmp(optarg, "auto")) {
+                c.io_threads = 0;
+                break;
+            }
+            NUM(64);
+            c.io_threads = (int)v; /* 0 = auto */
+            break;
         case O_ZMQ_IO_THREADS: NUM(64); c.zmq_io_threads = v ? (int)v : 1; break;
         case O_GEN_KEYS: return rkb_keys_generate(optarg) ? 1 : 0;
         case 'h': usage(stdout); return 0;
