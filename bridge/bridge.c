@@ -379,11 +379,11 @@ typedef struct rkb {
     /* --io-threads > 1. A worker: the rings the frontend fills (reqq) and
      * empties (repq), and whether replies were pushed since the frontend was
      * last checked for sleep. The frontend: the workers that got requests
-     * in this burst (bit i: worker i) and the round-robin position. */
+     * in this burst (bit i: worker i) and the worker being filled. */
     rkb_spsc *reqq, *repq;
     bool owe_wake;
     uint64_t wake_mask;
-    int rr;
+    int fill;
     rkb_waker wk;
 } rkb;
 
@@ -1566,8 +1566,8 @@ static void *rkb__worker_main(void *arg)
 /* ---- the frontend (--io-threads > 1) -------------------------------------
  * Owns the client ROUTER and does only ZeroMQ work. It reads a request (all
  * its frames, split into envelope and body as in direct mode) straight into
- * the next slot of a worker's request ring, round-robin over the workers
- * whose ring has room; when every ring is full it stops reading its ROUTER,
+ * the next slot of a worker's request ring, fill-first (rkb__front_requests);
+ * when every ring is full it stops reading its ROUTER,
  * so back-pressure reaches the clients through ZeroMQ's high-water marks.
  * It sends every reply the workers push to their reply rings (envelope,
  * then body, ZMQ_DONTWAIT). Frames are moved, never copied. It counts
@@ -1608,16 +1608,33 @@ static bool rkb__front_replies_ready(rkb *f)
     return false;
 }
 
+/* Requests the frontend gives one worker before it moves to the next. */
+#define RKB_FILL 32
+
 /* Reads up to 256 requests into the workers' rings; *room = false when
- * every ring was full. */
+ * every ring was full. Fill-first, not round-robin: the current worker
+ * takes requests until RKB_FILL of them wait in its ring, then the next
+ * one does. Under light load every request goes to the same worker,
+ * which is then awake (spinning) when the next one comes; handed round
+ * the workers, each request found its worker asleep past the spin window
+ * and paid an eventfd wake-up (measured on the H200 host: bridge echo p50
+ * 8 us over raw ZeroMQ with 3 workers, 2 us with 1 thread). Under load the
+ * workers get runs of RKB_FILL. */
 static int rkb__front_requests(rkb *f, bool *room)
 {
     rkb_shared *sh = f->sh;
     int nw = sh->n_workers, n = 0;
     while (n < 256) {
-        int w = f->rr;
+        int w = f->fill;
         rkb_item *it = NULL;
         for (int k = 0; k < nw; k++) {
+            rkb_spsc *q = sh->workers[w]->reqq;
+            if (rkb_spsc_sp_pending(q, RKB_FILL) < RKB_FILL && (it = rkb_spsc_sp_slot(q)))
+                break;
+            w = w + 1 == nw ? 0 : w + 1;
+        }
+        for (int k = 0; !it && k < nw; k++) {
+            /* every worker has RKB_FILL or more waiting: any with room */
             if ((it = rkb_spsc_sp_slot(sh->workers[w]->reqq)))
                 break;
             w = w + 1 == nw ? 0 : w + 1;
@@ -1634,7 +1651,7 @@ static int rkb__front_requests(rkb *f, bool *room)
             continue; /* dropped and counted; the slot was not used */
         rkb_spsc_sp_commit(sh->workers[w]->reqq);
         f->wake_mask |= UINT64_C(1) << w;
-        f->rr = w + 1 == nw ? 0 : w + 1;
+        f->fill = w; /* stay with it (fill-first) */
     }
     return n;
 }

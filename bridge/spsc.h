@@ -135,6 +135,16 @@ static inline void rkb_spsc_sp_commit(rkb_spsc *r)
     rkb__st_release(&r->tail, r->p_tail);
 }
 
+/* Items committed and not yet released by the consumer, as far as the
+ * producer knows: its cached view, refreshed only when that says `upto` or
+ * more (so a producer that stays below `upto` reads no shared line). */
+static inline uint32_t rkb_spsc_sp_pending(rkb_spsc *r, uint32_t upto)
+{
+    if (r->p_tail - r->p_head >= upto)
+        r->p_head = rkb__ld_acquire(&r->head); /* (C), as in rkb_spsc_sp_slot */
+    return r->p_tail - r->p_head;
+}
+
 /* ---- consumer side (one thread) ---------------------------------------- */
 
 /* The oldest item, or NULL when the ring is empty. It stays in the ring
