@@ -106,6 +106,30 @@ static void test_fill_drain(void **state)
 }
 
 /* The 32-bit indices wrap: full and empty stay right across 2^32. */
+/* The producer's pending count: exact once it reaches `upto` (it then
+ * re-reads the consumer's index), an upper bound below it (cached). */
+static void test_pending(void **state)
+{
+    (void)state;
+    rkb_spsc *r = ring_new(64, sizeof(item));
+    assert_int_equal(rkb_spsc_sp_pending(r, 4), 0);
+    for (int i = 0; i < 10; i++) {
+        assert_non_null(rkb_spsc_sp_slot(r));
+        rkb_spsc_sp_commit(r);
+    }
+    assert_int_equal(rkb_spsc_sp_pending(r, 32), 10);
+    for (int i = 0; i < 7; i++) {
+        assert_non_null(rkb_spsc_sc_peek(r));
+        rkb_spsc_sc_release(r);
+    }
+    /* below upto: the cached (stale) count, never less than the truth */
+    assert_int_equal(rkb_spsc_sp_pending(r, 32), 10);
+    /* at or above upto: refreshed */
+    assert_int_equal(rkb_spsc_sp_pending(r, 8), 3);
+    assert_int_equal(rkb_spsc_sp_pending(r, 32), 3);
+    free(r);
+}
+
 static void test_wrap(void **state)
 {
     (void)state;
@@ -268,6 +292,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_fill_drain),
+        cmocka_unit_test(test_pending),
         cmocka_unit_test(test_wrap),
         cmocka_unit_test(test_two_threads),
         cmocka_unit_test(test_zmq_msg_move),
