@@ -260,6 +260,33 @@ static void echo_msg(uint32_t *w, uint64_t id)
         w[6 + i] = (uint32_t)(id * 16 + i);
 }
 
+/* count timed 64-byte echo round trips on the raw rings, one at a time,
+ * after 20 000 untimed ones, from positions *hpos / *dpos (advanced) */
+static int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long count)
+{
+    uint32_t w[64];
+    const long warm = 20000;
+    for (long i = 0; i < warm + count; i++) {
+        uint64_t t0 = bench_now_ns();
+        echo_msg(w, *hpos);
+        raw_put(r->h2d, *hpos, w, 88);
+        int len;
+        while ((len = raw_get(r->d2h, *dpos, w, 64)) < 0)
+            ;
+        uint64_t t1 = bench_now_ns();
+        __atomic_store_n(&r->d2h->cons_head, *dpos + 1, __ATOMIC_RELEASE);
+        if (len != 88 || ((rk_msg_hdr *)w)->id != *hpos) {
+            fprintf(stderr, "rk-bench gpu: raw echo: bad reply (len %d)\n", len);
+            return 1;
+        }
+        ++*hpos;
+        ++*dpos;
+        if (i >= warm)
+            smp[i - warm] = t1 - t0;
+    }
+    return 0;
+}
+
 typedef struct {
     raw *r;
     uint64_t n;
@@ -460,26 +487,9 @@ static int raw_section(bench_report *rep, int sm_count, long count, double secon
 
     /* latency, raw loop */
     {
-        const long warm = 20000;
         uint64_t *s = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
-        for (long i = 0; i < warm + count; i++) {
-            uint64_t t0 = bench_now_ns();
-            echo_msg(w, hpos);
-            raw_put(r.h2d, hpos, w, 88);
-            int len;
-            while ((len = raw_get(r.d2h, dpos, w, 64)) < 0)
-                ;
-            uint64_t t1 = bench_now_ns();
-            __atomic_store_n(&r.d2h->cons_head, dpos + 1, __ATOMIC_RELEASE);
-            if (len != 88 || ((rk_msg_hdr *)w)->id != hpos) {
-                fprintf(stderr, "rk-bench gpu: raw echo: bad reply (len %d)\n", len);
-                return 1;
-            }
-            hpos++;
-            dpos++;
-            if (i >= warm)
-                s[i - warm] = t1 - t0;
-        }
+        if (raw_echo_lat(&r, &hpos, &dpos, s, count))
+            return 1;
         latency_row(rep, "ring_echo_64_raw", "cuda", s, (size_t)count,
                     "\"path\": \"ring kernel, host loop on the rings (no actor layer)\"");
         free(s);
@@ -800,7 +810,6 @@ static int raw_idle_variants(bench_report *rep, int sm_count, long count)
     };
     const int nv = (int)(sizeof V / sizeof V[0]);
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
-    uint32_t w[64];
     char name[64];
     for (int round = 0; round < 2; round++) {
         if (floor_lat(smp, count))
@@ -817,25 +826,8 @@ static int raw_idle_variants(bench_report *rep, int sm_count, long count)
                 if (raw_open(&r, 4096, (size_t)1 << 20, sm_count, 256, V[v].flags))
                     return 1;
                 uint64_t hpos = 0, dpos = 0;
-                const long warm = 20000;
-                for (long i = 0; i < warm + count; i++) {
-                    uint64_t t0 = bench_now_ns();
-                    echo_msg(w, hpos);
-                    raw_put(r.h2d, hpos, w, 88);
-                    int len;
-                    while ((len = raw_get(r.d2h, dpos, w, 64)) < 0)
-                        ;
-                    uint64_t t1 = bench_now_ns();
-                    __atomic_store_n(&r.d2h->cons_head, dpos + 1, __ATOMIC_RELEASE);
-                    if (len != 88 || ((rk_msg_hdr *)w)->id != hpos) {
-                        fprintf(stderr, "rk-bench gpu: idle variant %u: bad reply (len %d)\n", V[v].flags, len);
-                        return 1;
-                    }
-                    hpos++;
-                    dpos++;
-                    if (i >= warm)
-                        smp[i - warm] = t1 - t0;
-                }
+                if (raw_echo_lat(&r, &hpos, &dpos, smp, count))
+                    return 1;
                 snprintf(name, sizeof name, "idle_%u_%d", V[v].flags, round);
                 raw_close(&r, name);
             }
