@@ -317,7 +317,7 @@ static void *raw_producer(void *p)
 
 /* Consumers: thread j of C reads positions j, j + C, ...; each publishes
  * its progress, and the D2H cons_head (the ring's one consumer index) is
- * the least of them, stored by consumer 0. */
+ * the least of them (cons_publish). */
 typedef struct {
     raw *r;
     uint64_t n;
@@ -325,6 +325,28 @@ typedef struct {
     uint64_t *progress; /* [step], each on its own cache line (x8) */
     uint64_t bad;
 } cons_arg;
+
+/* The D2H cons_head is the least progress over the consumers. Any of them
+ * publishes it (a CAS that only moves it forward): after its own progress,
+ * and every few thousand polls while it waits for a reply, because that
+ * reply may need ring room that only the others' progress frees. (Before,
+ * consumer 0 alone published, at its own progress: it once waited for a
+ * reply while the published head lagged ~4 000 slots behind what both had
+ * read, and the kernel waited for that room: a hang, at 2 + 2 threads.) */
+static void cons_publish(const cons_arg *a, rk_ring *rg)
+{
+    uint64_t m = UINT64_MAX;
+    for (uint32_t j = 0; j < a->step; j++) {
+        const uint64_t v = __atomic_load_n(&a->progress[8 * j], __ATOMIC_ACQUIRE);
+        if (v < m)
+            m = v;
+    }
+    uint64_t cur = __atomic_load_n(&rg->cons_head, __ATOMIC_RELAXED);
+    /* release: the replies below m are read before the kernel may reuse their slots */
+    while (m > cur &&
+           !__atomic_compare_exchange_n(&rg->cons_head, &cur, m, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        ;
+}
 
 static void *raw_consumer(void *p)
 {
@@ -340,47 +362,19 @@ static void *raw_consumer(void *p)
             __builtin_prefetch(q + 128);
         }
         int len;
-        while ((len = raw_get(rg, pos, w, 64)) < 0)
-            ;
+        for (uint32_t spins = 1; (len = raw_get(rg, pos, w, 64)) < 0; spins++)
+            if ((spins & 4095) == 0)
+                cons_publish(a, rg);
         if (len != 24 + (int)g_plen || ((rk_msg_hdr *)w)->id != pos)
             a->bad++;
         if ((k & 15) == 15) {
+            /* every position of this consumer below pos + 1 is read */
             __atomic_store_n(&a->progress[8 * a->idx], pos + 1, __ATOMIC_RELEASE);
-            if (a->idx == 0) {
-                uint64_t m = pos + 1;
-                for (uint32_t j = 1; j < a->step; j++) {
-                    uint64_t v = __atomic_load_n(&a->progress[8 * j], __ATOMIC_ACQUIRE);
-                    /* consumer j has finished every position below v + ... */
-                    if (v < m)
-                        m = v;
-                }
-                uint64_t cur = __atomic_load_n(&rg->cons_head, __ATOMIC_RELAXED);
-                if (m > cur)
-                    __atomic_store_n(&rg->cons_head, m, __ATOMIC_RELEASE);
-            }
+            cons_publish(a, rg);
         }
     }
     __atomic_store_n(&a->progress[8 * a->idx], a->n, __ATOMIC_RELEASE);
-    if (a->idx == 0) {
-        /* consumer 0 is the only one that stores cons_head: it keeps
-         * publishing the others' progress until they are done too (seen
-         * once: consumer 0 finished first while consumer 1 lagged a full
-         * ring behind; the kernel waited for D2H room nobody published) */
-        for (;;) {
-            uint64_t m = a->n;
-            for (uint32_t j = 1; j < a->step; j++) {
-                uint64_t v = __atomic_load_n(&a->progress[8 * j], __ATOMIC_ACQUIRE);
-                if (v < m)
-                    m = v;
-            }
-            uint64_t cur = __atomic_load_n(&rg->cons_head, __ATOMIC_RELAXED);
-            if (m > cur)
-                __atomic_store_n(&rg->cons_head, m, __ATOMIC_RELEASE);
-            if (m >= a->n)
-                break;
-            __builtin_ia32_pause();
-        }
-    }
+    cons_publish(a, rg); /* the last consumer to finish publishes n */
     return NULL;
 }
 
