@@ -861,7 +861,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
                  * read overtook the producer's stores: one more poll) */
                 const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
                 const uint32_t nl = 1u + ((l0 <= in.msg_max ? l0 : in.msg_max) + 3u) / 4u;
-                if (!__all_sync(FULL, lane >= nl || lane >= 32 || (uint32_t)(a >> 32) == flag))
+                if (!__all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag))
                     stat_add(sh, 7, 1, lane);
                 sh.lines[lane] = a;
                 nload = 1;
@@ -869,6 +869,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             /* a second message already there: read a busy batch next */
             burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(in, hpos + 1);
         } else if (pipe) {
+            idle_wait = 0; /* a burst came instead: no wait for the next idle poll */
             /* busy, pipelined: the crew reads pipe_n slots (while this
              * warp sets up the poll, they already have them in flight if
              * the last poll was answered in full), checks them and answers
@@ -888,6 +889,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             nload = n;
             stat_add(sh, 1, 1, lane);
         } else {
+            idle_wait = 0;
             /* busy: K slots in one round trip, spread over the crew
              * (every warp of block 0 but the housekeeper: a warp keeps
              * only so many reads of host memory in flight) */
