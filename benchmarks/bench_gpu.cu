@@ -561,6 +561,30 @@ static int raw_section(bench_report *rep, int sm_count, long count, double secon
 }
 
 /* ---------------- through the runtime API ---------------- */
+/* count timed rk_actor_call round trips of a 64-byte echo (after 20 000
+ * untimed ones) into smp */
+static int api_echo_lat(rk_actor *a, uint64_t *smp, long count)
+{
+    uint8_t msg[64];
+    for (int i = 0; i < 64; i++)
+        msg[i] = (uint8_t)i;
+    const long warm = 20000;
+    for (long i = 0; i < warm + count; i++) {
+        rk_reply r;
+        uint64_t t0 = bench_now_ns();
+        int rc = rk_actor_call(a, RK_OP_ECHO, msg, 64, 0, &r, 5000);
+        uint64_t t1 = bench_now_ns();
+        if (rc || r.status || r.len != 64) {
+            fprintf(stderr, "rk-bench gpu: echo: %s status %d\n", rk_err_name(rc), rc ? 0 : r.status);
+            return 1;
+        }
+        rk_reply_release(a, &r);
+        if (i >= warm)
+            smp[i - warm] = t1 - t0;
+    }
+    return 0;
+}
+
 static int runtime_section(bench_report *rep, int device, long count, double seconds, double idle_s)
 {
     rk_config cfg;
@@ -578,21 +602,9 @@ static int runtime_section(bench_report *rep, int device, long count, double sec
     for (int i = 0; i < 64; i++)
         msg[i] = (uint8_t)i;
     {
-        const long warm = 20000;
         uint64_t *s = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
-        for (long i = 0; i < warm + count; i++) {
-            rk_reply r;
-            uint64_t t0 = bench_now_ns();
-            int rc = rk_actor_call(a, RK_OP_ECHO, msg, 64, 0, &r, 5000);
-            uint64_t t1 = bench_now_ns();
-            if (rc || r.status || r.len != 64) {
-                fprintf(stderr, "rk-bench gpu: echo: %s status %d\n", rk_err_name(rc), rc ? 0 : r.status);
-                return 1;
-            }
-            rk_reply_release(a, &r);
-            if (i >= warm)
-                s[i - warm] = t1 - t0;
-        }
+        if (api_echo_lat(a, s, count))
+            return 1;
         latency_row(rep, "ring_echo_64", "cuda", s, (size_t)count, "\"path\": \"rk_actor_call through the runtime\"");
         free(s);
     }
@@ -757,23 +769,8 @@ static int api_idle_lat(uint64_t *smp, long count, uint32_t kflags)
     CKRK(rk_runtime_open(&rt, &cfg));
     CKRK(rk_actor_open(rt, &a));
     unsetenv("RK_CUDA_KFLAGS");
-    uint8_t msg[64];
-    for (int i = 0; i < 64; i++)
-        msg[i] = (uint8_t)i;
-    const long warm = 20000;
-    for (long i = 0; i < warm + count; i++) {
-        rk_reply r;
-        uint64_t t0 = bench_now_ns();
-        int rc = rk_actor_call(a, RK_OP_ECHO, msg, 64, 0, &r, 5000);
-        uint64_t t1 = bench_now_ns();
-        if (rc || r.status || r.len != 64) {
-            fprintf(stderr, "rk-bench gpu: echo: %s\n", rk_err_name(rc));
-            return 1;
-        }
-        rk_reply_release(a, &r);
-        if (i >= warm)
-            smp[i - warm] = t1 - t0;
-    }
+    if (api_echo_lat(a, smp, count))
+        return 1;
     rk_actor_close(a);
     rk_runtime_close(rt);
     return 0;
