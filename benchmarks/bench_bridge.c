@@ -15,6 +15,8 @@
 #include <rk/rk.h>
 #include <zmq.h>
 
+#include "client.h" /* rkc_map_get */
+
 #define BB_MAX_PAYLOAD 4096
 
 typedef struct bb_opts {
@@ -333,20 +335,9 @@ typedef struct bb_status {
     double ring_p50_ns, ring_p99_ns, ring_count;
 } bb_status;
 
-static const msgpack_object *bb_map_get(const msgpack_object *m, const char *key)
-{
-    size_t kl = strlen(key);
-    for (uint32_t i = 0; m && m->type == MSGPACK_OBJECT_MAP && i < m->via.map.size; i++) {
-        const msgpack_object *k = &m->via.map.ptr[i].key;
-        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == kl && !memcmp(k->via.str.ptr, key, kl))
-            return &m->via.map.ptr[i].val;
-    }
-    return NULL;
-}
-
 static double bb_map_uint(const msgpack_object *m, const char *key)
 {
-    const msgpack_object *v = bb_map_get(m, key);
+    const msgpack_object *v = rkc_map_get(m, key);
     return v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (double)v->via.u64 : -1;
 }
 
@@ -368,7 +359,7 @@ static int bb_bridge_status(const char *ep, bb_status *st)
         msgpack_unpacked_init(&up);
         size_t off = 0;
         if (msgpack_unpack_next(&up, (const char *)rep, (size_t)n, &off) == MSGPACK_UNPACK_SUCCESS) {
-            const msgpack_object *c = bb_map_get(&up.data, "counters"), *r = bb_map_get(&up.data, "ring");
+            const msgpack_object *c = rkc_map_get(&up.data, "counters"), *r = rkc_map_get(&up.data, "ring");
             double u = bb_map_uint(c, "cpu_user_us"), sy = bb_map_uint(c, "cpu_sys_us");
             st->cpu_us = u >= 0 && sy >= 0 ? u + sy : -1;
             st->requests = bb_map_uint(c, "requests");
