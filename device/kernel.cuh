@@ -468,6 +468,40 @@ __device__ __forceinline__ void spin_cycles(uint32_t n)
  *    (this warp and the loader warp, 16 each) while busy;
  *  - reply lines are weak stores, made visible by one fence.sc.sys per
  *    batch (cheaper than strong stores line by line). */
+/* Writes the reply of the echo/NOP whose lines lane i holds (L) at D2H
+ * position dpos: strong stores (measured faster than weak stores + a fence
+ * per warp when many warps write at once); LL lines need no fence. */
+template <bool Weak = false>
+__device__ __forceinline__ void reply_fast(const ring_view &out, uint64_t dpos, uint64_t L, uint32_t lane,
+                                           uint32_t kflags)
+{
+    const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
+    const uint32_t w6 = __shfl_sync(FULL, (uint32_t)L, 6);
+    const uint32_t plen = (w1 & 0xffffu) == RK_OP_ECHO ? w6 : 0u;
+    uint32_t d = (uint32_t)L;
+    if (lane == 0)
+        d = (uint32_t)sizeof(rk_msg_hdr) + plen;
+    if (lane == 5)
+        d = 0;
+    if (lane == 6)
+        d = plen;
+    const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
+    const uint32_t rf = ring_flag(out, dpos);
+    uint64_t *s = ring_slot(out, dpos);
+    if (Weak) {
+        /* (the caller fences) */
+        if (lane < rl)
+            rk__st_weak(s + lane, ring_line(d, rf));
+    } else if (kflags & RK_KF_WR_V2) {
+        const uint32_t j0 = 2 * lane, j1 = 2 * lane + 1;
+        const uint32_t d0 = __shfl_sync(FULL, d, j0 & 31), d1 = __shfl_sync(FULL, d, j1 & 31);
+        if (lane < 16 && j0 < rl)
+            rk__st_relaxed_sys_v2(s + j0, ring_line(d0, rf), j1 < rl ? ring_line(d1, rf) : 0ull);
+    } else if (lane < rl) {
+        rk__st_relaxed_sys(s + lane, ring_line(d, rf));
+    }
+}
+
 /* Writes the replies of the batch's leading echo/NOP messages k = idx,
  * idx + n, ... < sh.wr_n at D2H positions wr_dpos + k. */
 __device__ __forceinline__ void write_share(shared0 &sh, const ring_view &out, uint32_t idx, uint32_t n,
@@ -476,32 +510,8 @@ __device__ __forceinline__ void write_share(shared0 &sh, const ring_view &out, u
     const uint64_t fm = vol_ld(&sh.fastmask);
     const uint32_t F = ~fm == 0 ? (uint32_t)K : (uint32_t)(__ffsll((long long)~fm) - 1);
     const uint64_t base = vol_ld(&sh.wr_dpos);
-    for (uint32_t k = idx; k < F; k += n) {
-        const uint64_t *m = &sh.lines[k * LS];
-        const uint64_t L = m[lane];
-        const uint32_t type = (uint32_t)m[1] & 0xffffu;
-        const uint32_t plen = type == RK_OP_ECHO ? (uint32_t)m[6] : 0u;
-        uint32_t d = (uint32_t)L;
-        if (lane == 0)
-            d = (uint32_t)sizeof(rk_msg_hdr) + plen;
-        if (lane == 5)
-            d = 0;
-        if (lane == 6)
-            d = plen;
-        const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
-        /* strong stores here: measured faster than weak stores + a fence
-         * per warp when 30 warps write at once */
-        const uint32_t rf = ring_flag(out, base + k);
-        if (kflags & RK_KF_WR_V2) {
-            const uint32_t j0 = 2 * lane, j1 = 2 * lane + 1;
-            const uint32_t d0 = __shfl_sync(FULL, d, j0 & 31), d1 = __shfl_sync(FULL, d, j1 & 31);
-            if (lane < 16 && j0 < rl)
-                rk__st_relaxed_sys_v2(ring_slot(out, base + k) + j0, ring_line(d0, rf),
-                                      j1 < rl ? ring_line(d1, rf) : 0ull); /* past the message: ignored */
-        } else if (lane < rl) {
-            rk__st_relaxed_sys(ring_slot(out, base + k) + lane, ring_line(d, rf));
-        }
-    }
+    for (uint32_t k = idx; k < F; k += n)
+        reply_fast(out, base + k, sh.lines[k * LS + lane], lane, kflags);
 }
 
 __device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t idx, uint32_t n,
@@ -535,29 +545,32 @@ __device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint
     }
 }
 
+/* Lane i holds line i of the slot at pos: is it a complete echo/NOP whose
+ * lines fit one warp? */
+__device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint64_t pos, uint32_t lane)
+{
+    const uint32_t flag = ring_flag(in, pos);
+    const uint64_t l0 = __shfl_sync(FULL, L, 0);
+    const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
+    const uint32_t nl = 1u + (len + 3u) / 4u;
+    /* lane 0 < nl: line 0's flag is part of the test */
+    const bool ok = __all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag);
+    const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
+    const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
+    const uint32_t type = w1 & 0xffffu;
+    return ok && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
+           (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
+}
+
 /* Checks this crew member's share of a busy batch (messages idx, idx + n,
  * ...; the warp reads each message's lines side by side) and marks the
  * complete echo/NOP ones in sh.fastmask. */
 __device__ __forceinline__ void crew_check(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t idx, uint32_t n,
                                            uint32_t lane)
 {
-    for (uint32_t k = idx; k < (uint32_t)K; k += n) {
-        const uint32_t flag = ring_flag(in, pos + k);
-        const uint64_t L = sh.lines[k * LS + lane];
-        const uint64_t l0 = __shfl_sync(FULL, L, 0);
-        if ((uint32_t)(l0 >> 32) != flag)
-            continue;
-        const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
-        const uint32_t nl = 1u + (len + 3u) / 4u;
-        const bool ok = __all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag);
-        const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
-        const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
-        const uint32_t type = w1 & 0xffffu;
-        const bool fast = ok && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
-                          (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
-        if (fast && lane == 0)
+    for (uint32_t k = idx; k < (uint32_t)K; k += n)
+        if (slot_fast(in, sh.lines[k * LS + lane], pos + k, lane) && lane == 0)
             atomicOr(&sh.fastmask, 1ull << k);
-    }
 }
 
 /* ---- crew warps (block 0, warps 2..): load and answer busy batches ---- */
@@ -602,56 +615,6 @@ __device__ void crew(const rk_kargs &ka, shared0 &sh)
  * the minimum over the warps is the answered prefix F. The dispatcher warp
  * reads no slots (it serves the slots from F on, staged in sh.lines). */
 
-/* Lane i holds line i of the slot at pos: is it a complete echo/NOP whose
- * lines fit one warp? (Same test as crew_check.) */
-__device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint64_t pos, uint32_t lane)
-{
-    const uint32_t flag = ring_flag(in, pos);
-    const uint64_t l0 = __shfl_sync(FULL, L, 0);
-    const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
-    const uint32_t nl = 1u + (len + 3u) / 4u;
-    /* lane 0 < nl: line 0's flag is part of the test */
-    const bool ok = __all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag);
-    const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
-    const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
-    const uint32_t type = w1 & 0xffffu;
-    return ok && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
-           (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
-}
-
-/* Writes the reply of the echo/NOP whose lines lane i holds (L) at D2H
- * position dpos: strong stores (measured faster than weak stores + a fence
- * per warp when many warps write at once); LL lines need no fence. */
-template <bool Weak = false>
-__device__ __forceinline__ void reply_fast(const ring_view &out, uint64_t dpos, uint64_t L, uint32_t lane,
-                                           uint32_t kflags)
-{
-    const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
-    const uint32_t w6 = __shfl_sync(FULL, (uint32_t)L, 6);
-    const uint32_t plen = (w1 & 0xffffu) == RK_OP_ECHO ? w6 : 0u;
-    uint32_t d = (uint32_t)L;
-    if (lane == 0)
-        d = (uint32_t)sizeof(rk_msg_hdr) + plen;
-    if (lane == 5)
-        d = 0;
-    if (lane == 6)
-        d = plen;
-    const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
-    const uint32_t rf = ring_flag(out, dpos);
-    uint64_t *s = ring_slot(out, dpos);
-    if (Weak) {
-        /* (the caller fences) */
-        if (lane < rl)
-            rk__st_weak(s + lane, ring_line(d, rf));
-    } else if (kflags & RK_KF_WR_V2) {
-        const uint32_t j0 = 2 * lane, j1 = 2 * lane + 1;
-        const uint32_t d0 = __shfl_sync(FULL, d, j0 & 31), d1 = __shfl_sync(FULL, d, j1 & 31);
-        if (lane < 16 && j0 < rl)
-            rk__st_relaxed_sys_v2(s + j0, ring_line(d0, rf), j1 < rl ? ring_line(d1, rf) : 0ull);
-    } else if (lane < rl) {
-        rk__st_relaxed_sys(s + lane, ring_line(d, rf));
-    }
-}
 
 /* The answered prefix of a pipelined poll: the least first-bad slot over
  * the nc crew warps (after barrier 2). */
@@ -943,25 +906,11 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             if (!__all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag))
                 break; /* the producer is still writing lines */
             const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
-            const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
-            const uint32_t type = w1 & 0xffffu;
-            const bool fast = nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
-                              (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
-            if (fast) {
+            if (slot_fast(in, L, pos, lane)) {
                 /* echo / NOP straight from the staged line: lane i writes
-                 * reply line i (LL lines: no fence between them) */
-                const uint32_t plen = type == RK_OP_ECHO ? hlen : 0u;
-                uint32_t d = (uint32_t)L;
-                if (lane == 0)
-                    d = (uint32_t)sizeof(rk_msg_hdr) + plen;
-                if (lane == 5)
-                    d = 0;
-                if (lane == 6)
-                    d = plen;
-                const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
+                 * reply line i, weak (one fence.sc.sys after the batch) */
                 d2h_wait(out, dpos, dhead, sh, lane);
-                if (lane < rl)
-                    rk__st_weak(ring_slot(out, dpos) + lane, ring_line(d, ring_flag(out, dpos)));
+                reply_fast<true>(out, dpos, L, lane, 0u);
                 dpos++;
                 nfast++;
             } else {
