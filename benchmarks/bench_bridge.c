@@ -333,6 +333,7 @@ static int bb_throughput(const bb_opts *o, const char *ep, bool raw, bench_resul
 typedef struct bb_status {
     double cpu_us, requests;
     double ring_p50_ns, ring_p99_ns, ring_count;
+    char backend[16]; /* "?" when not reported */
 } bb_status;
 
 static double bb_map_uint(const msgpack_object *m, const char *key)
@@ -344,7 +345,7 @@ static double bb_map_uint(const msgpack_object *m, const char *key)
 /* 0, or -1 when the bridge does not answer with its CPU time and count. */
 static int bb_bridge_status(const char *ep, bb_status *st)
 {
-    *st = (bb_status){-1, -1, -1, -1, -1};
+    *st = (bb_status){-1, -1, -1, -1, -1, "?"};
     void *ctx = zmq_ctx_new();
     void *s = bb_dealer(ctx, ep);
     int tmo = 5000;
@@ -366,39 +367,15 @@ static int bb_bridge_status(const char *ep, bb_status *st)
             st->ring_p50_ns = bb_map_uint(r, "p50_ns");
             st->ring_p99_ns = bb_map_uint(r, "p99_ns");
             st->ring_count = bb_map_uint(r, "count");
+            const msgpack_object *be = rkc_map_get(&up.data, "backend");
+            if (be && be->type == MSGPACK_OBJECT_STR)
+                snprintf(st->backend, sizeof st->backend, "%.*s", (int)be->via.str.size, be->via.str.ptr);
         }
         msgpack_unpacked_destroy(&up);
     }
     zmq_close(s);
     zmq_ctx_term(ctx);
     return st->cpu_us >= 0 && st->requests >= 0 ? 0 : -1;
-}
-
-/* The bridge's backend name, from a ping. */
-static void bb_backend(const char *ep, char *out, size_t cap)
-{
-    snprintf(out, cap, "?");
-    void *ctx = zmq_ctx_new();
-    void *s = bb_dealer(ctx, ep);
-    int tmo = 5000;
-    zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
-    static const uint8_t ping[] = {0x83, 0xa1, 'v', 1, 0xa2, 'i', 'd', 0, 0xa2, 'o', 'p',
-                                   0xa4, 'p', 'i', 'n', 'g'};
-    uint8_t rep[256];
-    zmq_send(s, ping, sizeof ping, 0);
-    int n = zmq_recv(s, rep, sizeof rep - 1, 0);
-    if (n > 0) {
-        rep[n] = 0;
-        for (int i = 0; i + 10 < n; i++)
-            if (!memcmp(rep + i, "\xa7" "backend", 8) && (rep[i + 8] & 0xe0) == 0xa0) {
-                int l = rep[i + 8] & 0x1f;
-                if (i + 9 + l <= n)
-                    snprintf(out, cap, "%.*s", l, (const char *)rep + i + 9);
-                break;
-            }
-    }
-    zmq_close(s);
-    zmq_ctx_term(ctx);
 }
 
 static void bb_usage(FILE *f)
@@ -471,8 +448,9 @@ int bench_bridge_run(int argc, char **argv, bench_report *rep)
     bb_raw raw;
     if (bb_raw_start(&raw, o.raw_endpoint, sizeof o.raw_endpoint))
         return 1;
-    char backend[16];
-    bb_backend(o.endpoint, backend, sizeof backend);
+    bb_status st0;
+    bb_bridge_status(o.endpoint, &st0);
+    const char *backend = st0.backend;
     const char *transport = !strncmp(o.endpoint, "ipc://", 6) ? "ipc" : "tcp";
     char extra[96];
     snprintf(extra, sizeof extra, "\"transport\": \"%s\", \"size\": %zu", transport, o.size);
@@ -482,8 +460,6 @@ int bench_bridge_run(int argc, char **argv, bench_report *rep)
     int rc = 0;
     bench_result *r;
     double raw_p50 = 0, br_p50 = 0, ring_p50 = 0;
-    bb_status st0;
-    bb_bridge_status(o.endpoint, &st0);
     if (o.latency) {
         bench_result *rr = bench_add(rep, "zmq_raw_echo_64", "zmq");
         snprintf(rr->extra, sizeof rr->extra, "%s, \"interleaved_blocks\": %d", extra, BB_BLOCKS);
