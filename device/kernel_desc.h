@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rk_abi.h" /* rk_kargs, RK_KF_MUTE / RK_KF_TEST_FAULTS, the region */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -20,15 +22,12 @@ extern "C" {
 #define RK_KDESC_MAGIC 0x524b4b44u /* "RKKD" */
 #define RK_KDESC_VERSION 1u
 #define RK_KDESC_MAX_TYPES 32
-/* Device scratch (cudaMalloc, zeroed before each launch) the kernel needs. */
-#define RK_KERNEL_SCRATCH_BYTES 8192u
 /* Where the dispatcher's counters lie in the scratch (8 x u64; rk-bench). */
 #define RK_KERNEL_STATS_OFFSET (128u + 128u + 128u + 16u * 64u)
 /* The ring kernel's smallest block: a dispatcher warp and a housekeeper warp. */
 #define RK_KERNEL_MIN_BLOCK 64u
 
 enum {
-    RK_KF_MUTE = 1u << 0, /* test only: never poll H2D (the self-test must time out) */
     RK_KF_WR_V2 = 1u << 1, /* experiment: crew replies with 16-byte stores (two lines per lane) */
     RK_KF_SERIAL = 1u << 2, /* comparison: the serial busy path (64-slot polls, load then reply) */
     RK_KF_NOPF = 1u << 3,   /* comparison: pipelined busy path without the next poll's prefetch */
@@ -43,20 +42,6 @@ enum {
  * next poll read (0: the default, RK_KERNEL_IDLE_DELAY in kernel.cuh; 0xff: none) */
 #define RK_KF_IDLE_DELAY(x) ((uint32_t)(x) << 16)
 
-/* The ring kernel's one parameter. Every pointer is a device pointer. */
-typedef struct rk_kargs {
-    void *h2d;            /* rk_ring (host-mapped) */
-    void *d2h;            /* rk_ring (host-mapped) */
-    uint8_t *arena;       /* data arena (host-mapped) */
-    uint64_t arena_size;
-    uint64_t *heartbeat;  /* rk__region words (host-mapped) */
-    uint32_t *stop;
-    int32_t *state;
-    void *scratch;        /* RK_KERNEL_SCRATCH_BYTES of device memory, zeroed */
-    uint64_t d2h_start;   /* first D2H position to produce (the ring's prod_tail) */
-    uint32_t flags;       /* RK_KF_* */
-    uint32_t nan_bits;    /* the host's default NaN (inf - inf), for bit-identical vadd */
-} rk_kargs;
 
 typedef struct rk_kernel_desc {
     uint32_t magic;   /* RK_KDESC_MAGIC */

@@ -1,5 +1,6 @@
-/* internal.h - librk internals shared by the runtime core and backends.
- * Nothing here is installed; everything is rk__-prefixed and hidden. */
+/* internal.h - librk internals shared by the runtime core, the backends and
+ * the worker program. Nothing here is installed; everything is
+ * rk__-prefixed and hidden. */
 #ifndef RK_INTERNAL_H
 #define RK_INTERNAL_H
 
@@ -13,6 +14,7 @@
 #include "rk/msg.h"
 #include "rk/ring.h"
 #include "rk/runtime.h"
+#include "rk_abi.h"
 
 #define RK__HIDDEN __attribute__((visibility("hidden")))
 
@@ -22,7 +24,7 @@ RK__HIDDEN int rk__fail(int code, const char *fmt, ...) __attribute__((format(pr
 RK__HIDDEN int rk__fail_str(int code, const char *msg);
 RK__HIDDEN void rk__clear_detail(void);
 
-/* ---- logging (stderr; level from RK_LOG=error|warn|info|debug) ---- */
+/* ---- logging (level from RK_LOG=error|warn|info|debug) ---- */
 enum { RK__LOG_ERROR = 0, RK__LOG_WARN = 1, RK__LOG_INFO = 2, RK__LOG_DEBUG = 3 };
 RK__HIDDEN void rk__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -54,6 +56,8 @@ RK__HIDDEN bool rk__backoff_poll(rk__backoff *b);
 RK__HIDDEN int64_t rk__backoff_sleep_ns(rk__backoff *b);
 RK__HIDDEN void rk__sleep_ns(int64_t ns);
 
+/* Futexes on words that may live in a mapping shared with another process
+ * (never FUTEX_PRIVATE). */
 RK__HIDDEN int rk__futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns);
 RK__HIDDEN void rk__futex_wake(uint32_t *word, int n);
 
@@ -66,27 +70,25 @@ static inline void rk__cpu_relax(void)
 #endif
 }
 
-/* ---- the shared region: [header | H2D ring | D2H ring | arena] ----
- * One mapping (memfd, MAP_SHARED) so it can be registered with CUDA and
- * shared with another process. Offsets, never pointers, cross sides. */
-#define RK__REGION_MAGIC 0x524b5247494f4e31ull /* "RKREGION1" */
-typedef struct rk__region {
-    uint64_t magic;
-    uint64_t size;
-    uint64_t h2d_off, d2h_off, arena_off, arena_size;
-    uint8_t pad0[128 - 48];
-    /* Written by the consumer (kernel or CPU worker) about every ms while it
-     * runs; the host watches it to notice a dead or wedged backend. */
-    uint64_t heartbeat; /* offset 128 */
-    uint8_t pad1[120];
-    /* Host -> consumer: 1 asks it to return. */
-    uint32_t stop; /* offset 256 */
-    uint8_t pad2[124];
-    /* Consumer -> host: RK__STATE_*, or a negative RK_E* code on a fault. */
-    int32_t state; /* offset 384 */
-    uint8_t pad3[124];
-} rk__region;
-enum { RK__STATE_INIT = 0, RK__STATE_RUNNING = 1, RK__STATE_STOPPED = 2 };
+/* Reads an integer from the environment (a test or tuning knob), or dflt. */
+RK__HIDDEN long long rk__env_ll(const char *name, long long dflt);
+
+/* ---- the shared region (runtime/abi/rk_abi.h) ----
+ * The same view is built by librk (which creates the region) and by a
+ * worker process (which maps it from an inherited fd). */
+typedef struct rk__view {
+    rk__region *hdr;
+    size_t size;
+    rk_ring *h2d, *d2h;
+    uint8_t *arena;
+    size_t arena_size;
+} rk__view;
+/* Creates the memfd region for cfg's rings and arena and maps it; *fd is
+ * the memfd (close-on-exec). */
+RK__HIDDEN int rk__region_create(const rk_config *cfg, int *fd, rk__view *v);
+/* Maps an existing region from fd and checks its header and rings. */
+RK__HIDDEN int rk__region_map(int fd, rk__view *v);
+RK__HIDDEN void rk__region_unmap(rk__view *v);
 
 /* ---- data arena: host-side allocator over the region's arena bytes ----
  * Both allocation (at send) and free (at reply release) happen on the
@@ -116,42 +118,81 @@ RK__HIDDEN void rk__arena_usage(rk__arena *ar, size_t *used, size_t *peak);
 /* True when line 0 of the slot at cons_head carries this lap's flag: a
  * message is (at least partly) there. Consumer side, never blocks. */
 RK__HIDDEN bool rk__ring_ready(rk_ring *r);
+/* Wakes every host consumer sleeping on r's doorbell (seq_cst fence, then
+ * a futex wake when cons_sleeping is non-zero). */
+RK__HIDDEN void rk__ring_wake(rk_ring *r);
+
+/* ---- operations as the host runs them (ops.c) ---- */
+/* Reference vadd: c[i] = a[i] + b[i] in float32 (IEEE; no FMA, no
+ * reassociation), bit-identical to the GPU actor. */
+RK__HIDDEN void rk__vadd_f32(const float *a, const float *b, float *c, size_t n);
+/* Finds a user actor definition by type in defs[0..n), or NULL. */
+RK__HIDDEN const rk_actor_def *rk__find_def(const rk_actor_def *defs, size_t n, uint16_t type);
+/* True for the library's own operations (trusted: no running marker). */
+static inline bool rk__op_builtin(uint16_t type) { return type <= RK_OP_VADD; }
+/* Runs one request on the host. flags: RK__WF_* (runtime/abi/worker_proto.h).
+ * Returns the reply status; *out_len the reply bytes. */
+RK__HIDDEN int rk__ops_execute(const rk_actor_def *defs, size_t n_defs, uint32_t flags, uint16_t type,
+                               const void *in, size_t in_len, void *out, size_t out_cap, size_t *out_len);
+
+/* ---- the CPU consumer loop (serve_cpu.c): serves H2D into D2H until the
+ * region's stop word is set, as a thread of librk (CPU backend, degraded
+ * mode) or as the body of a CPU worker process. ---- */
+typedef struct rk__serve_cpu {
+    rk__view v;
+    const rk_actor_def *defs; /* user actors with CPU handlers (in-process only) */
+    size_t n_defs;
+    uint32_t flags;           /* RK__WF_* */
+} rk__serve_cpu;
+RK__HIDDEN void rk__serve_cpu_run(const rk__serve_cpu *s);
+
+/* The CPU consumer as a thread of this process (backend_cpu.c). */
+typedef struct rk__cpu_thread {
+    pthread_t thread;
+    rk__serve_cpu s;
+    bool running;
+} rk__cpu_thread;
+RK__HIDDEN int rk__cpu_thread_start(rk__cpu_thread *c, rk_runtime *rt, uint32_t flags);
+/* Stops it at a message boundary (everything it consumed is answered). */
+RK__HIDDEN void rk__cpu_thread_stop(rk__cpu_thread *c, rk_runtime *rt);
 
 /* ---- backends ---- */
 typedef struct rk__backend_ops {
     const char *name;
-    rk_backend_kind kind;
-    /* Starts serving rt->h2d into rt->d2h (threads, kernel, self-test).
-     * Fills the kernel/device fields of rt->info. Returns 0 or a code with
-     * the detail set. */
+    /* Starts serving rt's rings (threads, processes, kernel, self-test).
+     * Fills rt->info's backend fields. Returns 0 or a code with the detail
+     * set; on failure leaves clean rings for another backend. */
     int (*start)(rk_runtime *rt);
-    /* Stops the consumer and frees what start made. Idempotent. */
+    /* Stops serving and frees what start made. Idempotent. */
     void (*stop)(rk_runtime *rt);
-    /* 0 while healthy, else the negative fault code. Cheap: waiters call it. */
+    /* 0 while serving (recovering counts as serving), else the negative
+     * code of a fault nothing will recover from. Cheap: waiters call it. */
     int (*health)(rk_runtime *rt);
     /* Validates and applies a new kernel configuration; NULL = record only. */
     int (*relaunch)(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem);
+    /* Fills *out (NULL: the runtime fills a "no worker" answer). */
+    void (*worker)(rk_runtime *rt, rk_worker_info *out);
+    /* An operator's "try the GPU again" after a crash loop (NULL: -RK_ENOTSUP). */
+    int (*retry)(rk_runtime *rt);
 } rk__backend_ops;
 
-RK__HIDDEN extern const rk__backend_ops rk__cpu_backend;
-#ifdef RK_HAVE_CUDA
-RK__HIDDEN extern const rk__backend_ops rk__cuda_backend;
-#endif
+RK__HIDDEN extern const rk__backend_ops rk__cpu_backend;    /* a thread of this process */
+RK__HIDDEN extern const rk__backend_ops rk__worker_backend; /* a supervised worker process */
+RK__HIDDEN extern const rk__backend_ops rk__inproc_backend; /* CUDA in this process (module) */
 
 /* ---- the runtime ---- */
-typedef struct rk__pending rk__pending;
-
 struct rk_runtime {
     rk_config cfg;
     rk_info info;
     const rk__backend_ops *backend;
     void *backend_state; /* owned by the backend */
+    uint32_t wflags;     /* RK__WF_* the consumers get (test faults) */
+    uint32_t worker_kind; /* RK__WB_*: what the worker and in-process backends start */
 
     /* The shared region (memfd mapping). */
     int region_fd;
-    rk__region *region;
-    size_t region_size;
-    rk_ring *h2d, *d2h;
+    rk__view view;
+    rk_ring *h2d, *d2h; /* = view.h2d, view.d2h */
     rk__arena arena;
 
     /* Actors, indexed by rk_msg_hdr.actor. */
@@ -160,38 +201,40 @@ struct rk_runtime {
     uint32_t n_actor_slots;
 
     /* D2H is drained by whichever waiting actor holds this lock; it routes
-     * each reply into its actor's ready queue and wakes that actor. */
+     * each reply into its actor's ready queue and wakes that actor. Actors
+     * sleep on the D2H ring's doorbell (shared memory, so a worker process
+     * can ring it); its cons_sleeping counts the sleepers. */
     pthread_mutex_t d2h_lock;
-    uint32_t wake_seq; /* futex word: bumped when replies were routed */
-    _Atomic uint32_t sleepers;
 
-    _Atomic int fault;  /* 0, or the code that stopped the backend */
+    _Atomic int fault;  /* 0, or the code that stopped the backend for good */
     _Atomic bool closing;
+
+    /* Recovery (router.c, supervisor.c). gen: the worker generation; an
+     * actor whose own gen lags re-posts what it still owes (send.c).
+     * suspect: the running word (rk_abi.h) of the one suspect being
+     * retried, 0 when none: suspects are retried one at a time. */
+    _Atomic uint32_t gen;
+    _Atomic uint64_t suspect;
+    _Atomic int64_t recover_t0;      /* detection time of the fault being recovered, 0 when none */
+    _Atomic int64_t last_recovery_ns; /* detection -> first routed reply of the last recovery */
 
     _Atomic uint64_t n_requests, n_replies, n_errors, n_restarts;
 };
 
-/* Finds a user actor definition by type, or NULL. */
-RK__HIDDEN const rk_actor_def *rk__find_actor_def(const rk_runtime *rt, uint16_t type);
-
 /* Reply bytes to reserve for a request (reply_cap 0 = the type's default). */
 RK__HIDDEN size_t rk__reply_cap(const rk_runtime *rt, uint16_t type, size_t len, size_t reply_cap);
 
-/* Runs one request on the host (the CPU backend, and host fallback of the
- * CUDA backend for user actors without a GPU handler). in/out point into
- * the slot copy or the arena. Returns the reply status. */
-RK__HIDDEN int rk__cpu_execute(const rk_runtime *rt, uint16_t type, const void *in, size_t in_len,
-                               void *out, size_t out_cap, size_t *out_len);
-
-/* Reference vadd: c[i] = a[i] + b[i] in float32 (IEEE; no FMA, no
- * reassociation), bit-identical to the GPU actor. */
-RK__HIDDEN void rk__vadd_f32(const float *a, const float *b, float *c, size_t n);
-
-/* Marks the backend failed: every waiter sees the code within its next
- * poll, and every in-flight request comes back with status = code. */
+/* Marks the backend failed for good: every waiter sees the code within
+ * its next poll, and every in-flight request comes back with status = code.
+ * (A supervised worker's faults are recovered instead: supervisor.c.) */
 RK__HIDDEN void rk__runtime_fault(rk_runtime *rt, int code, const char *why);
 
-/* Wakes actors sleeping for replies (CPU backend after posting replies). */
+/* Wakes actors sleeping for replies. */
 RK__HIDDEN void rk__runtime_wake(rk_runtime *rt);
+
+/* One NOP ping through the rings before any actor exists: proves the
+ * consumer sees host writes and the host sees its replies. `alive` (may be
+ * NULL) says whether the consumer still runs; its detail names why not. */
+RK__HIDDEN int rk__selftest(rk_runtime *rt, int timeout_ms, int (*alive)(void *), void *arg);
 
 #endif /* RK_INTERNAL_H */

@@ -1,8 +1,10 @@
-/* ops.c - the operations as the host runs them (CPU backend, and the
+/* ops.c - the operations as the host runs them (the CPU consumer, and the
  * reference the GPU actors must match bit for bit). */
+#include <signal.h>
 #include <string.h>
 
 #include "internal.h"
+#include "worker_proto.h"
 
 /* Plain IEEE float32 adds, one per element: nothing to contract into an
  * FMA and no reassociation, so the result equals the GPU's __fadd_rn
@@ -13,11 +15,11 @@ void rk__vadd_f32(const float *restrict a, const float *restrict b, float *restr
         c[i] = a[i] + b[i];
 }
 
-const rk_actor_def *rk__find_actor_def(const rk_runtime *rt, uint16_t type)
+const rk_actor_def *rk__find_def(const rk_actor_def *defs, size_t n, uint16_t type)
 {
-    for (size_t i = 0; i < rt->cfg.n_actors; i++)
-        if (rt->cfg.actors[i].type == type)
-            return &rt->cfg.actors[i];
+    for (size_t i = 0; i < n; i++)
+        if (defs[i].type == type)
+            return &defs[i];
     return NULL;
 }
 
@@ -32,16 +34,32 @@ size_t rk__reply_cap(const rk_runtime *rt, uint16_t type, size_t len, size_t rep
         return len / 2;
     case RK_OP_NOP:
     case RK_OP_FAULT:
+    case RK_OP_HANG:
         return 0;
     default: {
-        const rk_actor_def *d = rk__find_actor_def(rt, type);
+        const rk_actor_def *d = rk__find_def(rt->cfg.actors, rt->cfg.n_actors, type);
         return d && d->reply_size ? d->reply_size(len) : len;
     }
     }
 }
 
-int rk__cpu_execute(const rk_runtime *rt, uint16_t type, const void *in, size_t in_len, void *out,
-                    size_t out_cap, size_t *out_len)
+/* The test-only ops: what a buggy actor does to its worker process. */
+static int rk__test_op(uint16_t type, uint32_t flags)
+{
+    if (!(flags & RK__WF_TEST_FAULTS))
+        return -RK_ENOTSUP;
+    if (type == RK_OP_FAULT) {
+        /* a real SIGSEGV, as a wild pointer in a CPU actor makes */
+        volatile int *volatile p = NULL;
+        *p = 1;
+        raise(SIGSEGV); /* not reached */
+    }
+    for (;;) /* RK_OP_HANG: an endless loop (sleeping, so CI keeps its cores) */
+        rk__sleep_ns(1000000);
+}
+
+int rk__ops_execute(const rk_actor_def *defs, size_t n_defs, uint32_t flags, uint16_t type,
+                    const void *in, size_t in_len, void *out, size_t out_cap, size_t *out_len)
 {
     *out_len = 0;
     switch (type) {
@@ -64,16 +82,19 @@ int rk__cpu_execute(const rk_runtime *rt, uint16_t type, const void *in, size_t 
         *out_len = n * 4;
         return 0;
     }
-    case RK_OP_FAULT:
-        return -RK_ENOTSUP; /* the faulting actor exists only on the GPU */
-    default: {
-        const rk_actor_def *d = rk__find_actor_def(rt, type);
-        if (!d || !d->cpu)
-            return -RK_ENOTSUP;
-        int rc = d->cpu(in, in_len, out, out_cap, out_len, d->cpu_user);
-        if (rc == 0 && *out_len > out_cap)
-            return -RK_EINTERNAL; /* the user actor overran its buffer */
-        return rc > 0 ? -rc : rc;
+    default:
+        break;
     }
-    }
+    /* a CPU standing in for a crash-looping GPU serves built-ins only */
+    if (flags & RK__WF_BUILTINS_ONLY)
+        return -RK_EDEVICE;
+    if (type == RK_OP_FAULT || type == RK_OP_HANG)
+        return rk__test_op(type, flags);
+    const rk_actor_def *d = rk__find_def(defs, n_defs, type);
+    if (!d || !d->cpu)
+        return -RK_ENOTSUP;
+    int rc = d->cpu(in, in_len, out, out_cap, out_len, d->cpu_user);
+    if (rc == 0 && *out_len > out_cap)
+        return -RK_EINTERNAL; /* the user actor overran its buffer */
+    return rc > 0 ? -rc : rc;
 }

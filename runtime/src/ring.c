@@ -1,4 +1,5 @@
 /* ring.c - host side of the rings (layout and protocol: rk/ring.h). */
+#include <limits.h>
 #include <string.h>
 
 #include "barrier.h"
@@ -83,19 +84,24 @@ static void rk__ring_write(rk_ring *r, uint64_t pos, const void *msg, uint32_t l
     rk__st_release(&slot[0], flag | len);
 }
 
-/* Wakes a host consumer that went to sleep on the doorbell. */
-static void rk__ring_doorbell(rk_ring *r)
+/* Wakes the host consumers sleeping on the doorbell (H2D: the CPU worker;
+ * D2H: any number of actors, which count themselves in cons_sleeping). */
+void rk__ring_wake(rk_ring *r)
 {
-    if (r->flags & RK_RING_F_NO_SLEEP)
-        return;
-    /* seq_cst: pairs with the fence in rk_ring_sc_sleep between setting
-     * cons_sleeping and re-checking the slot (Dekker): either the consumer
-     * sees our lines, or we see it sleeping and wake it. */
+    /* seq_cst: pairs with the sleeper's fence between raising
+     * cons_sleeping and re-checking the ring (Dekker): either the sleeper
+     * sees our lines, or we see it sleeping and wake it */
     rk__fence_seq_cst();
     if (rk__ld_relaxed(&r->cons_sleeping)) {
         rk__fetch_add(&r->doorbell, 1u);
-        rk__futex_wake(&r->doorbell, 1);
+        rk__futex_wake(&r->doorbell, INT32_MAX);
     }
+}
+
+static void rk__ring_doorbell(rk_ring *r)
+{
+    if (!(r->flags & RK_RING_F_NO_SLEEP))
+        rk__ring_wake(r);
 }
 
 int rk_ring_mp_enqueue(rk_ring *r, const void *msg, uint32_t len)

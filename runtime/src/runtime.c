@@ -1,19 +1,20 @@
 /* runtime.c - opening and closing a runtime: configuration, the shared
- * region, backend choice. */
+ * region, which backend serves it and where (this process or a worker). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
+#include "actor.h"
 #include "barrier.h"
-#include "internal.h"
+#include "worker_proto.h"
 
 void rk_config_init(rk_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->backend = RK_BACKEND_AUTO;
+    cfg->isolation = RK_ISOLATION_AUTO;
     cfg->block = 256;
     cfg->ring_slots = 1024;
     cfg->slot_size = 256;
@@ -21,6 +22,10 @@ void rk_config_init(rk_config *cfg)
     cfg->max_payload = (size_t)128 << 20;
     cfg->actor_window = 256;
     cfg->max_actors = 64;
+    cfg->request_deadline_ms = 10000;
+    cfg->heartbeat_ms = 1000;
+    cfg->fault_limit = 10;
+    cfg->fault_window_ms = 60000;
 }
 
 const char *rk_backend_name(rk_backend_kind kind)
@@ -49,25 +54,8 @@ int rk_backend_parse(const char *s, rk_backend_kind *out)
 
 static bool rk__pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
-static int rk__config_check(const rk_config *c)
+static int rk__config_check_actors(const rk_config *c)
 {
-    if (c->backend != RK_BACKEND_AUTO && c->backend != RK_BACKEND_CPU &&
-        c->backend != RK_BACKEND_CUDA)
-        return rk__fail(RK_EINVAL, "backend %d is not auto, cpu or cuda", (int)c->backend);
-    if (!rk__pow2(c->ring_slots) || c->ring_slots < 2 || c->ring_slots > RK_RING_SLOTS_MAX)
-        return rk__fail(RK_EINVAL, "ring_slots %u is not a power of two in 2..%u", c->ring_slots,
-                        RK_RING_SLOTS_MAX);
-    /* 128 B is the least that carries a header and an arena reference */
-    if (!rk__pow2(c->slot_size) || c->slot_size < 128 || c->slot_size > RK_RING_SLOT_MAX)
-        return rk__fail(RK_EINVAL, "slot_size %u B is not a power of two in 128..%u B",
-                        c->slot_size, RK_RING_SLOT_MAX);
-    if (c->actor_window < 1 || c->actor_window > 32768)
-        return rk__fail(RK_EINVAL, "actor_window %u is outside 1..32768", c->actor_window);
-    if (c->max_actors < 1 || c->max_actors > 65535)
-        return rk__fail(RK_EINVAL, "max_actors %u is outside 1..65535", c->max_actors);
-    if (c->max_payload > ((size_t)1 << 32) - RK_ARENA_ALIGN)
-        return rk__fail(RK_EINVAL, "max_payload %zu B exceeds the 4 GiB a message header counts",
-                        c->max_payload);
     if (c->n_actors && !c->actors)
         return rk__fail(RK_EINVAL, "n_actors is %zu but actors is NULL", c->n_actors);
     for (size_t i = 0; i < c->n_actors; i++) {
@@ -82,52 +70,42 @@ static int rk__config_check(const rk_config *c)
             if (c->actors[j].type == d->type)
                 return rk__fail(RK_EINVAL, "user actor type %u is registered twice", d->type);
     }
+    if (c->n_actors && c->isolation == RK_ISOLATION_PROCESS)
+        return rk__fail(RK_EINVAL,
+                        "isolation process: the %zu user actors given in rk_config are code of this "
+                        "program and cannot run in a worker process (use isolation auto or none)",
+                        c->n_actors);
     return 0;
 }
 
-static size_t rk__page_up(size_t x) { return (x + 4095) & ~(size_t)4095; }
-
-/* Lays out [region header | H2D | D2H | arena] in one memfd mapping. The
- * memfd (not anonymous memory) keeps the door open to sharing the region
- * with a CUDA child process that can fault without taking us down. */
-static int rk__region_create(rk_runtime *rt)
+static int rk__config_check(const rk_config *c)
 {
-    const rk_config *c = &rt->cfg;
-    size_t ring = rk_ring_memsize(c->ring_slots, c->slot_size);
-    size_t h2d_off = rk__page_up(sizeof(rk__region));
-    size_t d2h_off = h2d_off + rk__page_up(ring);
-    size_t arena_off = d2h_off + rk__page_up(ring);
-    size_t size = arena_off + rk__page_up(c->arena_size);
-
-    rt->region_fd = memfd_create("rk-region", MFD_CLOEXEC);
-    if (rt->region_fd < 0)
-        return rk__fail(RK_ESYS, "memfd_create for the %zu B shared region failed: %s", size,
-                        strerror(errno));
-    if (ftruncate(rt->region_fd, (off_t)size) != 0)
-        return rk__fail(RK_ESYS, "sizing the shared region to %zu B failed: %s", size,
-                        strerror(errno));
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, rt->region_fd, 0);
-    if (p == MAP_FAILED)
-        return rk__fail(RK_ENOMEM, "mapping the %zu B shared region failed: %s", size,
-                        strerror(errno));
-    rt->region = p;
-    rt->region_size = size;
-    rk__region *reg = p;
-    reg->size = size;
-    reg->h2d_off = h2d_off;
-    reg->d2h_off = d2h_off;
-    reg->arena_off = arena_off;
-    reg->arena_size = c->arena_size;
-    rt->h2d = (rk_ring *)((char *)p + h2d_off);
-    rt->d2h = (rk_ring *)((char *)p + d2h_off);
-    int rc = rk_ring_init(rt->h2d, ring, c->ring_slots, c->slot_size);
-    if (rc == 0)
-        rc = rk_ring_init(rt->d2h, ring, c->ring_slots, c->slot_size);
-    if (rc == 0)
-        rc = rk__arena_init(&rt->arena, (char *)p + arena_off, c->arena_size);
-    /* release: a backend that sees the magic sees a complete layout */
-    rk__st_release(&reg->magic, RK__REGION_MAGIC);
-    return rc;
+    if (c->backend != RK_BACKEND_AUTO && c->backend != RK_BACKEND_CPU &&
+        c->backend != RK_BACKEND_CUDA)
+        return rk__fail(RK_EINVAL, "backend %d is not auto, cpu or cuda", (int)c->backend);
+    if (c->isolation != RK_ISOLATION_AUTO && c->isolation != RK_ISOLATION_PROCESS &&
+        c->isolation != RK_ISOLATION_NONE)
+        return rk__fail(RK_EINVAL, "isolation %d is not auto, process or none", (int)c->isolation);
+    if (!rk__pow2(c->ring_slots) || c->ring_slots < 2 || c->ring_slots > RK_RING_SLOTS_MAX)
+        return rk__fail(RK_EINVAL, "ring_slots %u is not a power of two in 2..%u", c->ring_slots,
+                        RK_RING_SLOTS_MAX);
+    /* 128 B is the least that carries a header and an arena reference */
+    if (!rk__pow2(c->slot_size) || c->slot_size < 128 || c->slot_size > RK_RING_SLOT_MAX)
+        return rk__fail(RK_EINVAL, "slot_size %u B is not a power of two in 128..%u B",
+                        c->slot_size, RK_RING_SLOT_MAX);
+    if (c->actor_window < 1 || c->actor_window > 32768)
+        return rk__fail(RK_EINVAL, "actor_window %u is outside 1..32768", c->actor_window);
+    if (c->max_actors < 1 || c->max_actors > 65535)
+        return rk__fail(RK_EINVAL, "max_actors %u is outside 1..65535", c->max_actors);
+    if (c->max_payload > ((size_t)1 << 32) - RK_ARENA_ALIGN)
+        return rk__fail(RK_EINVAL, "max_payload %zu B exceeds the 4 GiB a message header counts",
+                        c->max_payload);
+    if (c->heartbeat_ms < 50)
+        return rk__fail(RK_EINVAL, "heartbeat_ms %u is below 50 ms: a busy CPU worker stamps it "
+                        "every 20 ms", c->heartbeat_ms);
+    if (c->fault_limit < 1)
+        return rk__fail(RK_EINVAL, "fault_limit 0: at least one fault must be allowed");
+    return rk__config_check_actors(c);
 }
 
 static void rk__free(rk_runtime *rt)
@@ -138,13 +116,55 @@ static void rk__free(rk_runtime *rt)
     free(rt->actors);
     if (rt->arena.free)
         rk__arena_destroy(&rt->arena);
-    if (rt->region)
-        munmap(rt->region, rt->region_size);
+    rk__region_unmap(&rt->view);
     if (rt->region_fd >= 0)
         close(rt->region_fd);
     pthread_mutex_destroy(&rt->actors_lock);
     pthread_mutex_destroy(&rt->d2h_lock);
     free(rt);
+}
+
+/* Starts `ops`; on failure keeps its detail in why (for a fallback). */
+static int rk__try(rk_runtime *rt, const rk__backend_ops *ops, char *why, size_t cap)
+{
+    int rc = ops->start(rt);
+    if (rc == 0) {
+        rt->backend = ops;
+        return 0;
+    }
+    snprintf(why, cap, "%s", rk_last_detail());
+    return rc;
+}
+
+/* Backend choice: CUDA when asked for or when auto finds a usable GPU (in a
+ * worker process unless the configuration keeps it here); a forced CUDA
+ * that cannot run is an error, never a silent fallback. */
+static int rk__choose_backend(rk_runtime *rt)
+{
+    const rk_config *c = &rt->cfg;
+    /* user actors given as code of this program can only run in this process */
+    const bool here = c->isolation == RK_ISOLATION_NONE || c->n_actors > 0;
+    const bool cpu_worker = c->isolation == RK_ISOLATION_PROCESS;
+    const rk__backend_ops *cpu = cpu_worker ? &rk__worker_backend : &rk__cpu_backend;
+    char why[200] = "", fail[512] = "";
+    if (c->backend == RK_BACKEND_CPU) {
+        snprintf(why, sizeof why, "CPU backend requested%s", cpu_worker ? ", in a worker process" : "");
+    } else {
+        rt->worker_kind = RK__WB_CUDA;
+        int rc = rk__try(rt, here ? &rk__inproc_backend : &rk__worker_backend, fail, sizeof fail);
+        if (rc == 0)
+            return 0;
+        if (c->backend == RK_BACKEND_CUDA)
+            return rk__fail(rc, "%s", fail);
+        snprintf(why, sizeof why, "CUDA backend unavailable (%s): ", rk_err_name(rc));
+    }
+    rt->worker_kind = RK__WB_CPU;
+    char fail2[512];
+    int rc = rk__try(rt, cpu, fail2, sizeof fail2);
+    if (rc)
+        return rk__fail(rc, "%s", fail2);
+    snprintf(rt->info.why, sizeof rt->info.why, "%s%s", why, fail);
+    return 0;
 }
 
 int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
@@ -172,62 +192,29 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
                           rt->n_actor_slots);
     }
     if (rc == 0)
-        rc = rk__region_create(rt);
+        rc = rk__region_create(&rt->cfg, &rt->region_fd, &rt->view);
+    if (rc == 0) {
+        rt->h2d = rt->view.h2d;
+        rt->d2h = rt->view.d2h;
+        rc = rk__arena_init(&rt->arena, rt->view.arena, rt->view.arena_size);
+    }
+    if (rc == 0) {
+        rk_info *in = &rt->info;
+        in->ring_slots = rt->cfg.ring_slots;
+        in->slot_size = rt->cfg.slot_size;
+        in->msg_max = rk_ring_msg_max(rt->h2d);
+        in->arena_size = rt->arena.size;
+        in->max_payload = rt->cfg.max_payload;
+        rc = rk__choose_backend(rt);
+    }
     if (rc) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", rk_last_detail());
         rk__free(rt);
-        return rc;
+        return rk__fail(rc, "%s", detail);
     }
-
-    rk_info *in = &rt->info;
-    in->ring_slots = rt->cfg.ring_slots;
-    in->slot_size = rt->cfg.slot_size;
-    in->msg_max = rk_ring_msg_max(rt->h2d);
-    in->arena_size = rt->arena.size;
-    in->max_payload = rt->cfg.max_payload;
-
-    /* Backend choice: CUDA when asked for or when auto finds a usable GPU;
-     * a forced CUDA that cannot run is an error, never a silent fallback. */
-    char why[sizeof in->why] = "";
-    if (rt->cfg.backend == RK_BACKEND_CPU) {
-        snprintf(why, sizeof why, "CPU backend requested");
-    } else {
-#ifdef RK_HAVE_CUDA
-        rc = rk__cuda_backend.start(rt);
-        if (rc == 0) {
-            rt->backend = &rk__cuda_backend;
-            if (!rt->info.why[0])
-                snprintf(rt->info.why, sizeof rt->info.why,
-                         "CUDA device passed launch validation and the self-test");
-        } else if (rt->cfg.backend == RK_BACKEND_CUDA) {
-            char detail[512];
-            snprintf(detail, sizeof detail, "%s", rk_last_detail());
-            rk__free(rt);
-            return rk__fail(rc, "%s", detail);
-        } else {
-            snprintf(why, sizeof why, "CUDA backend unavailable (%s): %s", rk_err_name(rc),
-                     rk_last_detail());
-        }
-#else
-        if (rt->cfg.backend == RK_BACKEND_CUDA) {
-            rk__free(rt);
-            return rk__fail(RK_ENOCUDA,
-                            "backend cuda requested, but librk was built without the CUDA backend "
-                            "(%s)", RK_NO_CUDA_WHY);
-        }
-        snprintf(why, sizeof why, "librk was built without the CUDA backend (%s)", RK_NO_CUDA_WHY);
-#endif
-    }
-    if (!rt->backend) {
-        rc = rk__cpu_backend.start(rt);
-        if (rc) {
-            rk__free(rt);
-            return rc;
-        }
-        rt->backend = &rk__cpu_backend;
-        snprintf(rt->info.why, sizeof rt->info.why, "%s", why);
-    }
-    /* auto falling back to the CPU is worth a line by default: the user
-     * asked for the GPU if there is one */
+    /* auto falling back to the CPU is worth a warning: the user asked for
+     * the GPU if there is one */
     bool fell_back = rt->cfg.backend == RK_BACKEND_AUTO && rt->info.backend == RK_BACKEND_CPU;
     rk__log(fell_back ? RK__LOG_WARN : RK__LOG_INFO, "backend %s: %s", rt->info.backend_name,
             rt->info.why);
@@ -287,23 +274,25 @@ int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t 
     return 0;
 }
 
-void rk__runtime_fault(rk_runtime *rt, int code, const char *why)
+void rk_runtime_worker(rk_runtime *rt, rk_worker_info *out)
 {
-    int expected = 0;
-    if (atomic_compare_exchange_strong(&rt->fault, &expected, code < 0 ? code : -code))
-        rk__log(RK__LOG_ERROR, "backend %s failed (%s): %s", rt->info.backend_name,
-                rk_err_name(code), why ? why : "");
-    rk__runtime_wake(rt);
+    memset(out, 0, sizeof *out);
+    out->last_fault.actor = 0xffff;
+    if (rt->backend && rt->backend->worker) {
+        rt->backend->worker(rt, out);
+        return;
+    }
+    out->state = RK_WORKER_NONE;
+    strcpy(out->state_name, "none");
+    snprintf(out->backend, sizeof out->backend, "%s", rt->info.backend_name);
 }
 
-void rk__runtime_wake(rk_runtime *rt)
+int rk_runtime_retry_gpu(rk_runtime *rt)
 {
-    /* seq_cst: pairs with the sleeper's increment of `sleepers` before it
-     * re-checks for replies (Dekker): either it sees the reply or we see
-     * it sleeping */
-    rk__fence_seq_cst();
-    if (atomic_load_explicit(&rt->sleepers, memory_order_relaxed)) {
-        rk__fetch_add(&rt->wake_seq, 1u);
-        rk__futex_wake(&rt->wake_seq, INT32_MAX);
-    }
+    if (!rt)
+        return rk__fail(RK_EINVAL, "rk_runtime_retry_gpu: runtime is NULL");
+    if (!rt->backend->retry)
+        return rk__fail(RK_ENOTSUP, "rk_runtime_retry_gpu: the %s backend runs in this process; there "
+                        "is no worker to restart", rt->info.backend_name);
+    return rt->backend->retry(rt);
 }

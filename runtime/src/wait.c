@@ -106,3 +106,13 @@ void rk__futex_wake(uint32_t *word, int n)
 {
     syscall(SYS_futex, word, FUTEX_WAKE, n, NULL, NULL, 0);
 }
+
+long long rk__env_ll(const char *name, long long dflt)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    return *end ? dflt : v;
+}

@@ -20,7 +20,9 @@ enum {
     RK_OP_NOP = 0,    /* internal: self-test ping, replied with no payload */
     RK_OP_ECHO = 1,   /* reply = the request's bytes */
     RK_OP_VADD = 2,   /* request = a || b (float32, same length); reply = a + b */
-    RK_OP_FAULT = 3,  /* test-only: the GPU actor faults on purpose */
+    RK_OP_FAULT = 3,  /* test only (rk_config.test_faults): the worker faults on purpose:
+                       * an illegal address on the GPU, SIGSEGV in a CPU worker */
+    RK_OP_HANG = 4,   /* test only (rk_config.test_faults): the handler never returns */
     RK_OP_USER = 256, /* first user-defined type; types are < 65536 */
     RK_OP_MAX = 65535
 };
@@ -37,7 +39,14 @@ typedef struct rk_msg_hdr {
     uint16_t actor;  /* sending host actor's index: replies are routed by it */
     uint16_t tag;    /* the actor's pending-request slot */
     uint64_t id;     /* correlation id, echoed in the reply */
-    int32_t status;  /* reply: 0 or a negative RK_E* code from the GPU/CPU actor */
+    union {
+        int32_t status; /* reply: 0 or a negative RK_E* code from the GPU/CPU actor */
+        uint32_t gen;   /* request: the worker generation it is for, set by the
+                         * runtime (0 on raw rings). A worker serves only its own
+                         * generation and drops the rest; after a recovery the
+                         * runtime re-posts what it still owes, so nothing runs
+                         * twice (runtime/abi/rk_abi.h). */
+    };
     uint32_t len;    /* request: payload bytes; reply: reply bytes */
 } rk_msg_hdr;
 

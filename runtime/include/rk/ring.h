@@ -16,9 +16,11 @@
  *   offset 256  cons_head   u64   positions below it are consumed; written
  *                                 only by the consumer (store-release),
  *                                 read by producers (load-acquire).
- *   offset 384  cons_sleeping u32 + doorbell u32: a host consumer that
- *                                 sleeps sets cons_sleeping and waits on
- *                                 the doorbell futex; producers ring it.
+ *   offset 384  cons_sleeping u32 + doorbell u32: host consumers that
+ *                                 sleep raise cons_sleeping (a count: the
+ *                                 D2H ring's consumers are many actors)
+ *                                 and wait on the doorbell futex (shared,
+ *                                 not process-private); producers ring it.
  *                                 A device consumer never sleeps here.
  *   offset 512  slots[slots], each slot_size bytes.
  *

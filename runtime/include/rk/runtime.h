@@ -40,8 +40,10 @@ typedef int (*rk_cpu_actor_fn)(const void *in, size_t in_len, void *out, size_t 
 
 /* A user-defined actor, served under message type `type` (>= RK_OP_USER).
  * The CPU backend runs `cpu`; the CUDA backend runs `gpu`, a handle made
- * by RK_GPU_ACTOR_HANDLE in the user's .cu file (see device/actor.cuh), or
- * falls back to `cpu` on the host when `gpu` is NULL. */
+ * by RK_GPU_ACTOR_HANDLE in the user's .cu file (see device/actor.cuh).
+ * Both are code of this program, so they run in this process: a runtime
+ * with such actors runs its backend in-process (rk_isolation), and the
+ * CUDA backend needs every user actor to have a `gpu` handle. */
 typedef struct rk_actor_def {
     uint16_t type;
     const char *name;
@@ -53,8 +55,31 @@ typedef struct rk_actor_def {
     size_t (*reply_size)(size_t in_len);
 } rk_actor_def;
 
+/* Where the backend runs (runtime/README-style summary in README.md,
+ * "When a GPU actor faults"). A CUDA context that takes a fault (an
+ * illegal address in an actor, any sticky error) is dead until its process
+ * exits; in a worker process that costs the requests the fault hit and a
+ * restart, in this process it costs the runtime. */
+typedef enum rk_isolation {
+    /* default: the CUDA backend runs in a supervised worker process (no CUDA
+     * call is ever made in this process); the CPU backend runs in a thread
+     * of this process (only trusted built-ins and your own CPU actors) */
+    RK_ISOLATION_AUTO = 0,
+    /* every backend runs in a worker process, the CPU one too (rk-bridge's
+     * default: user actors' CPU code can crash as well). User actors given
+     * as function pointers cannot run there: rk_runtime_open refuses them. */
+    RK_ISOLATION_PROCESS = 1,
+    /* everything runs in this process, CUDA through a module loaded on
+     * demand: no process hop at start-up, but a GPU fault fails the runtime
+     * for good (every request then gets -RK_EDEVICE) until it is reopened in
+     * a new process. User GPU actors compiled into this program
+     * (RK_GPU_ACTOR_HANDLE) need this mode. */
+    RK_ISOLATION_NONE = 2,
+} rk_isolation;
+
 typedef struct rk_config {
     rk_backend_kind backend; /* default RK_BACKEND_AUTO */
+    rk_isolation isolation;  /* default RK_ISOLATION_AUTO */
     int device;              /* CUDA device ordinal, default 0 */
     uint32_t grid;           /* blocks; 0 = all co-resident blocks (default) */
     uint32_t block;          /* threads per block, default 256 */
@@ -67,6 +92,27 @@ typedef struct rk_config {
     uint32_t max_actors;     /* 1..65535, default 64 */
     const rk_actor_def *actors; /* user actors (borrowed until close), may be NULL */
     size_t n_actors;
+
+    /* ---- supervision of a worker process (isolation AUTO or PROCESS) ---- */
+    int standby;               /* keep a warm standby worker (CUDA initialised, region
+                                * registered, waiting) so a recovery does not pay a cold
+                                * start: 1 on, 0 off (default; rk-bridge turns it on) */
+    uint32_t request_deadline_ms; /* a user actor running longer is a fault (an endless
+                                * loop): its worker is replaced. 0 = no deadline;
+                                * default 10000 */
+    uint32_t heartbeat_ms;     /* a worker whose consumer stamps no heartbeat this long
+                                * is dead or wedged; default 1000 (env RK_HEARTBEAT_MS) */
+    uint32_t fault_limit;      /* crash loop: after this many faults within
+                                * fault_window_ms, stop restarting the GPU worker and
+                                * serve built-ins on the CPU (rk_runtime_retry_gpu tries
+                                * the GPU again); default 10 */
+    uint32_t fault_window_ms;  /* default 60000 */
+    int share_gpu;             /* 1: allow a second runtime on a GPU another runtime
+                                * holds (they time-slice: latency and throughput of
+                                * both suffer); default 0: refuse, naming the holder */
+    int test_faults;           /* 1: accept the test-only ops RK_OP_FAULT and RK_OP_HANG
+                                * (a worker process must serve: they crash or hang it).
+                                * For tests; default 0 */
 } rk_config;
 
 /* Fills *cfg with the defaults above. */
@@ -122,6 +168,55 @@ int rk_runtime_health(rk_runtime *rt);
  * returned). Queued requests are kept. On the CPU backend the values are
  * recorded but nothing GPU-specific is validated. Thread-safe. */
 int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem);
+
+/* ---- the worker process (isolation AUTO with CUDA, or PROCESS) ---- */
+
+typedef enum rk_worker_state {
+    RK_WORKER_NONE = 0,       /* the backend runs in this process */
+    RK_WORKER_RUNNING = 1,    /* a worker serves */
+    RK_WORKER_RECOVERING = 2, /* a worker failed; a fresh one is being started */
+    RK_WORKER_DEGRADED = 3,   /* crash loop: the GPU is not restarted; built-ins are
+                               * served on the CPU in this process, the rest fails with
+                               * -RK_EDEVICE until rk_runtime_retry_gpu */
+    RK_WORKER_FAILED = 4,     /* no worker could be started; requests fail */
+} rk_worker_state;
+
+/* The last fault a worker took. */
+typedef struct rk_fault_info {
+    int64_t at_ns;        /* CLOCK_MONOTONIC when it was detected, 0 = none yet */
+    int error;            /* negative RK_E* code, e.g. -RK_EDEVICE */
+    uint16_t actor;       /* the host actor whose request was blamed (0xffff: none) */
+    uint16_t type;        /* its message type */
+    uint64_t request_id;  /* its correlation id (0: none blamed) */
+    char detail[256];     /* what happened, e.g. "worker 1234 (cuda) exited on signal 9" */
+} rk_fault_info;
+
+typedef struct rk_worker_info {
+    rk_worker_state state;
+    char state_name[16];     /* "none", "running", "recovering", "degraded", "failed" */
+    int pid;                 /* the serving worker's pid, 0 when none */
+    char backend[8];         /* what the worker runs: "cuda" or "cpu" */
+    uint64_t restarts;       /* workers started after the first */
+    uint64_t faults;         /* worker faults seen (exits, sticky errors, silent
+                              * heartbeats, requests past their deadline) */
+    uint64_t poisoned;       /* requests answered -RK_EDEVICE because they faulted twice */
+    int64_t last_recovery_ns; /* fault detected -> first reply from the fresh worker */
+    int standby_ready;       /* a warm standby is waiting */
+    int standby_pid;
+    rk_fault_info last_fault;
+    char why[256];           /* degraded/failed: why; otherwise empty */
+} rk_worker_info;
+
+/* Copies the worker's state into *out (state RK_WORKER_NONE when the
+ * backend runs in this process). Thread-safe. */
+void rk_runtime_worker(rk_runtime *rt, rk_worker_info *out);
+
+/* The operator's action after a crash loop (state RK_WORKER_DEGRADED):
+ * starts a GPU worker again, re-posting what the CPU has not answered.
+ * Returns 0 once it serves, or the start error (the runtime stays
+ * degraded). -RK_ENOTSUP when no worker backend is in use. Thread-safe;
+ * may take as long as a cold worker start. */
+int rk_runtime_retry_gpu(rk_runtime *rt);
 
 /* Name of a backend kind: "auto", "cpu", "cuda". */
 const char *rk_backend_name(rk_backend_kind kind);

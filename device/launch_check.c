@@ -7,7 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_internal.h"
+#include "launch_check.h"
 
 bool rk__cuda_fake(const char *what)
 {
@@ -122,37 +122,5 @@ int rk__cuda_check_config(const rk_kernel_desc *kd, rk__cuda_limits *lim, uint32
         return rk__fail(RK_EGRID,
                         "grid %u blocks exceeds the co-residency limit %u of %s (%d blocks of %u threads with %u B shared memory per SM x %d SMs)",
                         *grid, lim->max_grid, lim->name, lim->per_sm, block, smem, lim->sm_count);
-    return 0;
-}
-
-int rk__cuda_pick_kernel(const rk_runtime *rt, const rk_kernel_desc **out)
-{
-    const rk_kernel_desc *kd = NULL;
-    const char *first = NULL;
-    for (size_t i = 0; i < rt->cfg.n_actors; i++) {
-        const rk_actor_def *d = &rt->cfg.actors[i];
-        if (!d->gpu)
-            return rk__fail(RK_ENOTSUP,
-                            "user actor \"%s\" (type %u) has no GPU handler, and the ring kernel cannot call host code yet",
-                            d->name ? d->name : "?", d->type);
-        const rk_kernel_desc *k = d->gpu;
-        if (k->magic != RK_KDESC_MAGIC || k->version != RK_KDESC_VERSION)
-            return rk__fail(RK_EINVAL,
-                            "user actor \"%s\" (type %u): its gpu handle is not an RK_GPU_ACTOR_HANDLE (magic 0x%08x, version %u)",
-                            d->name ? d->name : "?", d->type, k->magic, k->version);
-        if (kd && kd != k)
-            return rk__fail(RK_EINVAL,
-                            "user actors \"%s\" and \"%s\" come from different GPU handles (%s, %s): register all GPU actors of one runtime with one RK_GPU_ACTOR_HANDLE",
-                            first, d->name ? d->name : "?", kd->name, k->name);
-        bool served = false;
-        for (uint32_t t = 0; t < k->n_types; t++)
-            served |= k->types[t] == d->type;
-        if (!served)
-            return rk__fail(RK_EINVAL, "user actor \"%s\": GPU handle %s does not serve type %u",
-                            d->name ? d->name : "?", k->name, d->type);
-        kd = k;
-        first = d->name ? d->name : "?";
-    }
-    *out = kd ? kd : &rk_builtin_kernel;
     return 0;
 }

@@ -1,14 +1,15 @@
-/* cuda_internal.h - the CUDA backend's host side (launch validation and the
- * backend proper). C; talks to the CUDA runtime API. */
-#ifndef RK_CUDA_INTERNAL_H
-#define RK_CUDA_INTERNAL_H
+/* launch_check.h - launch validation of the ring kernel (launch_check.c):
+ * every classic cooperative-launch failure as a distinct code. C; talks to
+ * the CUDA runtime API; used by the engine (engine.c). */
+#ifndef RK_LAUNCH_CHECK_H
+#define RK_LAUNCH_CHECK_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../internal.h"
-#include "../../../device/kernel_desc.h"
+#include "internal.h"
+#include "kernel_desc.h"
 
 /* What validation learns about the device and the kernel. */
 typedef struct rk__cuda_limits {
@@ -38,9 +39,5 @@ RK__HIDDEN int rk__cuda_check_device(int device, rk__cuda_limits *lim);
  * for the kernel kd on the device of lim (check_device first). */
 RK__HIDDEN int rk__cuda_check_config(const rk_kernel_desc *kd, rk__cuda_limits *lim, uint32_t *grid,
                                      uint32_t block, uint32_t smem);
-
-/* The kernel the runtime's actors need: the built-in one, or the one user
- * GPU actors were registered with (RK_GPU_ACTOR_HANDLE). */
-RK__HIDDEN int rk__cuda_pick_kernel(const rk_runtime *rt, const rk_kernel_desc **out);
 
 #endif

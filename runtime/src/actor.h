@@ -1,0 +1,102 @@
+/* actor.h - host actors' private state, shared by actor.c (open, close,
+ * the window), send.c (requests in), router.c (replies out) and
+ * supervisor.c (blaming and answering requests after a worker fault).
+ *
+ * Per actor, a window of pending-request records (indexed by the tag the
+ * message carries) holds what a reply needs: its id, its arena block and a
+ * buffer for an inline reply; until the reply arrives the same buffer
+ * holds the inline request, so a request can be re-posted after a worker
+ * fault without the caller's help. So a reply never allocates, and the
+ * number of replies an actor can be owed is bounded by its window. */
+#ifndef RK_ACTOR_H
+#define RK_ACTOR_H
+
+#include "internal.h"
+
+enum { RK__P_FREE = 0, RK__P_SENT = 1, RK__P_DONE = 2, RK__P_STAGED = 3 };
+
+typedef struct rk__pending {
+    uint64_t id;
+    uint64_t arena_off; /* request + reply block in the arena ... */
+    size_t arena_len;   /* ... or 0 when both travel inline */
+    uint64_t out_off;
+    size_t out_cap;
+    int32_t status;
+    uint32_t len;   /* request bytes while SENT, reply bytes once DONE */
+    uint32_t gen;   /* the worker generation it was last posted for */
+    uint16_t type;
+    uint8_t state;  /* RK__P_*: atomic (relaxed) because the owner peeks at it
+                     * while a router may set it under d2h_lock; the data
+                     * fields are handed over by the ready queue's
+                     * release/acquire */
+    uint8_t strikes; /* worker faults it was running during (under d2h_lock):
+                      * 1 = a suspect, retried alone; 2 = the poison */
+    uint8_t *inline_buf;
+} rk__pending;
+
+struct rk_actor {
+    rk_runtime *rt;
+    uint16_t index;
+    uint32_t window;
+    rk__pending *pend;
+    uint8_t *inline_bufs;
+    /* free tags: owner-private stack */
+    uint16_t *free_tags;
+    uint32_t n_free;
+    /* ready queue: tags of replied requests. Single producer at a time (a
+     * router or the supervisor, serialised by d2h_lock), single consumer
+     * (the owner). */
+    uint16_t *ready;
+    uint32_t ready_mask;
+    uint64_t ready_tail; /* router: store-release; owner: load-acquire */
+    uint64_t ready_head; /* owner only */
+    /* replies rk_actor_call set aside for rk_actor_recv: owner-private FIFO */
+    uint16_t *stash;
+    uint32_t stash_head, stash_n;
+    uint16_t *order;  /* owner-private scratch: tags to re-post, by id */
+    uint64_t next_id;
+    uint32_t gen;     /* owner-private: the generation its requests go to; behind
+                       * rt->gen until it re-posted what it owes (send.c) */
+    uint32_t awaiting;         /* owner-private: sent, reply not yet popped */
+    _Atomic uint32_t inflight; /* records in use: sent and not yet released */
+    bool closing; /* written under d2h_lock */
+};
+
+/* actor.c */
+/* Gives a pending record back (owner, or a router for a closing actor). */
+RK__HIDDEN void rk__pending_put(rk_actor *a, uint16_t tag);
+/* Removes a closing actor whose last reply came back. Caller holds d2h_lock. */
+RK__HIDDEN void rk__actor_reap(rk_actor *a);
+/* The actor in slot i, or NULL (acquire: it is initialised). */
+static inline rk_actor *rk__actor_at(rk_runtime *rt, uint32_t i)
+{
+    return i < rt->n_actor_slots ? __atomic_load_n(&rt->actors[i], __ATOMIC_ACQUIRE) : NULL;
+}
+
+/* router.c */
+/* Drains D2H if no one else is; returns the number of replies routed. */
+RK__HIDDEN int rk__drain(rk_runtime *rt, const rk_actor *self);
+/* Routes everything complete in D2H; the caller holds d2h_lock (and wakes
+ * the actors afterwards). */
+RK__HIDDEN void rk__drain_locked(rk_runtime *rt);
+/* Completes a SENT record with `status` and no payload, as if its reply
+ * had come (the supervisor's answer to a poison request). Caller holds
+ * d2h_lock. */
+RK__HIDDEN void rk__answer_locked(rk_runtime *rt, rk_actor *a, uint16_t tag, int status);
+/* Waits for a reply: the next one (want < 0) or the one with tag `want`. */
+RK__HIDDEN int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline);
+
+/* send.c */
+/* Re-posts, in id order, what a lagging actor still owes after a worker
+ * change; true once it is in step with rt->gen. Owner only. */
+RK__HIDDEN bool rk__repost(rk_actor *a);
+static inline bool rk__in_step(rk_actor *a)
+{
+    /* acquire: pairs with the supervisor's store-release of gen, after
+     * which the records' strikes and the rings' positions are settled */
+    return a->gen == atomic_load_explicit(&a->rt->gen, memory_order_acquire);
+}
+/* Releases the one-suspect-at-a-time token if `word` holds it. */
+RK__HIDDEN void rk__suspect_release(rk_runtime *rt, uint64_t word);
+
+#endif

@@ -1,0 +1,118 @@
+/* region.c - the shared region: [header | H2D ring | D2H ring | arena] in
+ * one memfd mapping (runtime/abi/rk_abi.h), created by librk and mapped
+ * again by a worker process from the inherited fd. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "barrier.h"
+#include "internal.h"
+
+static size_t rk__page_up(size_t x) { return (x + 4095) & ~(size_t)4095; }
+
+static void rk__view_set(rk__view *v, void *p, size_t size)
+{
+    rk__region *reg = p;
+    v->hdr = reg;
+    v->size = size;
+    v->h2d = (rk_ring *)((char *)p + reg->h2d_off);
+    v->d2h = (rk_ring *)((char *)p + reg->d2h_off);
+    v->arena = (uint8_t *)p + reg->arena_off;
+    v->arena_size = reg->arena_size;
+}
+
+int rk__region_create(const rk_config *c, int *fdp, rk__view *v)
+{
+    memset(v, 0, sizeof *v);
+    size_t ring = rk_ring_memsize(c->ring_slots, c->slot_size);
+    size_t h2d_off = rk__page_up(sizeof(rk__region));
+    size_t d2h_off = h2d_off + rk__page_up(ring);
+    size_t arena_off = d2h_off + rk__page_up(ring);
+    size_t size = arena_off + rk__page_up(c->arena_size);
+
+    /* a memfd, not anonymous memory: a worker process maps the same pages
+     * from the fd it inherits, and can fault without taking us down */
+    int fd = memfd_create("rk-region", MFD_CLOEXEC);
+    if (fd < 0)
+        return rk__fail(RK_ESYS, "memfd_create for the %zu B shared region failed: %s", size,
+                        strerror(errno));
+    if (ftruncate(fd, (off_t)size) != 0) {
+        int e = errno;
+        close(fd);
+        return rk__fail(RK_ESYS, "sizing the shared region to %zu B failed: %s", size, strerror(e));
+    }
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return rk__fail(RK_ENOMEM, "mapping the %zu B shared region failed: %s", size, strerror(e));
+    }
+    rk__region *reg = p;
+    reg->abi = RK_ABI_VERSION;
+    reg->size = size;
+    reg->h2d_off = h2d_off;
+    reg->d2h_off = d2h_off;
+    reg->arena_off = arena_off;
+    reg->arena_size = c->arena_size;
+    rk__view_set(v, p, size);
+    int rc = rk_ring_init(v->h2d, ring, c->ring_slots, c->slot_size);
+    if (rc == 0)
+        rc = rk_ring_init(v->d2h, ring, c->ring_slots, c->slot_size);
+    if (rc) {
+        munmap(p, size);
+        close(fd);
+        memset(v, 0, sizeof *v);
+        return rc;
+    }
+    /* release: whoever sees the magic sees a complete layout; pairs with
+     * rk__region_map's load-acquire */
+    rk__st_release(&reg->magic, RK__REGION_MAGIC);
+    *fdp = fd;
+    return 0;
+}
+
+int rk__region_map(int fd, rk__view *v)
+{
+    memset(v, 0, sizeof *v);
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return rk__fail(RK_ESYS, "region fd %d: fstat failed: %s", fd, strerror(errno));
+    size_t size = (size_t)st.st_size;
+    if (size < sizeof(rk__region))
+        return rk__fail(RK_EPROTO, "region fd %d holds %zu B, less than a region header", fd, size);
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return rk__fail(RK_ENOMEM, "mapping the %zu B region from fd %d failed: %s", size, fd,
+                        strerror(errno));
+    rk__region *reg = p;
+    /* acquire: pairs with rk__region_create's store-release of magic */
+    if (rk__ld_acquire(&reg->magic) != RK__REGION_MAGIC || reg->abi != RK_ABI_VERSION) {
+        uint32_t abi = reg->abi;
+        munmap(p, size);
+        return rk__fail(RK_EPROTO, "region fd %d: not a ringkernel region of ABI %u (found ABI %u)", fd,
+                        RK_ABI_VERSION, abi);
+    }
+    if (reg->size != size || reg->h2d_off >= size || reg->d2h_off >= size || reg->arena_off > size ||
+        reg->arena_size > size - reg->arena_off) {
+        munmap(p, size);
+        return rk__fail(RK_EPROTO, "region fd %d: header offsets do not fit its %zu B", fd, size);
+    }
+    rk__view_set(v, p, size);
+    int rc = rk_ring_check(v->h2d, reg->d2h_off - reg->h2d_off);
+    if (rc == 0)
+        rc = rk_ring_check(v->d2h, reg->arena_off - reg->d2h_off);
+    if (rc) {
+        munmap(p, size);
+        memset(v, 0, sizeof *v);
+    }
+    return rc;
+}
+
+void rk__region_unmap(rk__view *v)
+{
+    if (v->hdr)
+        munmap(v->hdr, v->size);
+    memset(v, 0, sizeof *v);
+}

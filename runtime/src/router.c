@@ -1,0 +1,284 @@
+/* router.c - replies out of the D2H ring: drain, route, wait, and what a
+ * backend fault means for waiters.
+ *
+ * Replies are routed by whoever waits: an actor waiting for a reply takes
+ * the D2H lock (trylock, never blocks on it), drains the ring and puts each
+ * reply into its owner's ready queue, waking owners that sleep. With one
+ * actor this is just "the caller polls D2H": no router thread, no extra
+ * hop, so the round trip is producer -> consumer -> caller. */
+#include <limits.h>
+#include <string.h>
+
+#include "actor.h"
+#include "barrier.h"
+
+/* Hands a completed record to its owner (or gives it back for a closing
+ * actor). Caller holds d2h_lock. */
+static void rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag)
+{
+    rk__pending *p = &a->pend[tag];
+    if (p->strikes)
+        rk__suspect_release(rt, RK__RUN_WORD(a->index, tag, p->id));
+    if (p->status)
+        atomic_fetch_add(&rt->n_errors, 1);
+    atomic_fetch_add(&rt->n_replies, 1);
+    rk__st_relaxed(&p->state, (uint8_t)RK__P_DONE);
+    if (a->closing) {
+        rk__pending_put(a, tag);
+        if (atomic_load(&a->inflight) == 0)
+            rk__actor_reap(a);
+        return;
+    }
+    a->ready[a->ready_tail & a->ready_mask] = tag;
+    /* release: the pending record is complete before the owner sees the
+     * tag; pairs with the owner's load-acquire of ready_tail */
+    rk__st_release(&a->ready_tail, a->ready_tail + 1);
+}
+
+void rk__answer_locked(rk_runtime *rt, rk_actor *a, uint16_t tag, int status)
+{
+    rk__pending *p = &a->pend[tag];
+    p->status = status;
+    p->len = 0;
+    rk__deliver(rt, a, tag);
+}
+
+/* Routes one reply to its actor. Caller holds d2h_lock. Returns the actor
+ * it went to, or NULL when it was dropped. */
+static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
+{
+    rk_msg_hdr h;
+    if (len < sizeof h) {
+        rk__log(RK__LOG_ERROR, "D2H: reply of %u B is shorter than a header; dropped", len);
+        atomic_fetch_add(&rt->n_errors, 1);
+        return NULL;
+    }
+    memcpy(&h, msg, sizeof h);
+    rk_actor *a = rk__actor_at(rt, h.actor);
+    if (!a || h.tag >= a->window || rk__ld_relaxed(&a->pend[h.tag].state) != RK__P_SENT ||
+        a->pend[h.tag].id != h.id) {
+        rk__log(RK__LOG_ERROR, "D2H: reply id %llu for actor %u tag %u matches no request; dropped",
+                (unsigned long long)h.id, h.actor, h.tag);
+        atomic_fetch_add(&rt->n_errors, 1);
+        return NULL;
+    }
+    rk__pending *p = &a->pend[h.tag];
+    p->status = h.status;
+    p->len = h.len;
+    if (p->arena_len) {
+        if (h.len > p->arena_len - (p->out_off - p->arena_off)) /* reply longer than reserved */
+            p->status = -RK_EPROTO, p->len = 0;
+    } else {
+        uint32_t room = len - (uint32_t)sizeof h;
+        if (h.len > room)
+            p->status = -RK_EPROTO, p->len = 0;
+        else
+            memcpy(p->inline_buf, msg + sizeof h, h.len);
+    }
+    /* the first reply after a worker change ends the recovery's clock */
+    int64_t t0 = atomic_load_explicit(&rt->recover_t0, memory_order_relaxed);
+    if (t0 && atomic_compare_exchange_strong(&rt->recover_t0, &t0, 0))
+        atomic_store(&rt->last_recovery_ns, rk__now_ns() - t0);
+    rk__deliver(rt, a, h.tag);
+    return a;
+}
+
+/* Routes every complete reply in D2H. Caller holds d2h_lock. Returns the
+ * number routed; *others: how many went to another actor than self; *rc:
+ * -RK_EAGAIN, or the ring error that stopped it. */
+static int rk__drain_some(rk_runtime *rt, const rk_actor *self, int *others, int *rc)
+{
+    _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
+    uint32_t len;
+    int n = 0;
+    while ((*rc = rk_ring_sc_peek(rt->d2h, msg, sizeof msg, &len)) == 0) {
+        rk_ring_sc_release(rt->d2h);
+        *others += rk__route(rt, msg, len) != self;
+        n++;
+    }
+    return n;
+}
+
+int rk__drain(rk_runtime *rt, const rk_actor *self)
+{
+    if (pthread_mutex_trylock(&rt->d2h_lock) != 0)
+        return 0;
+    int others = 0, rc;
+    int n = rk__drain_some(rt, self, &others, &rc);
+    pthread_mutex_unlock(&rt->d2h_lock);
+    if (rc != -RK_EAGAIN)
+        rk__runtime_fault(rt, rc, rk_last_detail());
+    if (others)
+        rk__runtime_wake(rt);
+    return n;
+}
+
+void rk__drain_locked(rk_runtime *rt)
+{
+    int others = 0, rc;
+    rk__drain_some(rt, NULL, &others, &rc);
+    if (rc != -RK_EAGAIN) /* a torn or corrupt slot of a dead producer: skipped by the reset */
+        rk__log(RK__LOG_WARN, "D2H drain after a worker fault stopped: %s", rk_last_detail());
+}
+
+static bool rk__ready_pop(rk_actor *a, uint16_t *tag)
+{
+    /* acquire: pairs with the router's store-release of ready_tail */
+    if (a->ready_head == rk__ld_acquire(&a->ready_tail))
+        return false;
+    *tag = a->ready[a->ready_head & a->ready_mask];
+    a->ready_head++;
+    a->awaiting--;
+    return true;
+}
+
+static void rk__fill_reply(rk_actor *a, uint16_t tag, rk_reply *out)
+{
+    rk__pending *p = &a->pend[tag];
+    out->id = p->id;
+    out->type = p->type;
+    out->status = p->status;
+    out->len = p->len;
+    out->data = p->arena_len ? (const void *)(a->rt->arena.base + p->out_off) : p->inline_buf;
+    out->tag_ = tag;
+    if (p->status == -RK_EDEVICE && p->strikes >= 2)
+        rk__fail(RK_EDEVICE, "request %llu (type %u) of actor %u faulted its worker twice: answered "
+                 "RK_EDEVICE instead of being retried again",
+                 (unsigned long long)p->id, p->type, a->index);
+}
+
+/* After a fatal backend fault, the owner answers its own unanswered
+ * requests with the fault code: every request still gets exactly one reply. */
+static bool rk__fault_reply(rk_actor *a, int want, int fault, uint16_t *tag)
+{
+    for (uint32_t i = 0; i < a->window; i++) {
+        if (rk__ld_relaxed(&a->pend[i].state) != RK__P_SENT || (want >= 0 && (int)i != want))
+            continue;
+        pthread_mutex_lock(&a->rt->d2h_lock); /* against a late router */
+        bool still = rk__ld_relaxed(&a->pend[i].state) == RK__P_SENT;
+        if (still) {
+            rk__st_relaxed(&a->pend[i].state, (uint8_t)RK__P_DONE);
+            a->pend[i].status = fault;
+            a->pend[i].len = 0;
+            atomic_fetch_add(&a->rt->n_errors, 1);
+        }
+        pthread_mutex_unlock(&a->rt->d2h_lock);
+        if (still) {
+            a->awaiting--;
+            *tag = (uint16_t)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Pops a ready reply: the next one, or the one with tag `want` (others go
+ * to the stash). */
+static bool rk__take(rk_actor *a, int want, rk_reply *out)
+{
+    uint16_t tag;
+    while (rk__ready_pop(a, &tag)) {
+        if (want < 0 || tag == want) {
+            rk__fill_reply(a, tag, out);
+            return true;
+        }
+        a->stash[(a->stash_head + a->stash_n) % a->window] = tag;
+        a->stash_n++;
+    }
+    return false;
+}
+
+/* Sleeps on the D2H doorbell: the CPU consumer (in this process or a
+ * worker) and routers working for other actors ring it; a GPU producer
+ * cannot, so the sleep is bounded by the caller (50 us .. 1 ms). */
+static void rk__sleep_for_reply(rk_actor *a, int64_t sleep_ns)
+{
+    rk_ring *d2h = a->rt->d2h;
+    __atomic_fetch_add(&d2h->cons_sleeping, 1u, __ATOMIC_RELAXED);
+    uint32_t seq = rk__ld_acquire(&d2h->doorbell);
+    /* seq_cst: pairs with rk__ring_wake's fence (Dekker): either we see
+     * the reply here, or the waker sees us sleeping */
+    rk__fence_seq_cst();
+    bool pending = rk__ring_ready(d2h) || a->ready_head != rk__ld_acquire(&a->ready_tail);
+    if (!pending)
+        rk__futex_wait(&d2h->doorbell, seq, sleep_ns);
+    __atomic_fetch_sub(&d2h->cons_sleeping, 1u, __ATOMIC_RELAXED);
+}
+
+int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
+{
+    rk_runtime *rt = a->rt;
+    rk__backoff b;
+    rk__backoff_reset(&b);
+    if (want < 0 && a->stash_n) {
+        uint16_t tag = a->stash[a->stash_head];
+        a->stash_head = (a->stash_head + 1) % a->window;
+        a->stash_n--;
+        rk__fill_reply(a, tag, out);
+        return 0;
+    }
+    for (uint32_t spins = 0;; spins++) {
+        if (rk__take(a, want, out))
+            return 0;
+        if (rk__drain(rt, a) && rk__take(a, want, out))
+            return 0;
+        if (!rk__in_step(a))
+            rk__repost(a); /* a worker was replaced: re-post what we owe */
+        int fault = atomic_load(&rt->fault);
+        if (!fault && (spins & 1023) == 1023)
+            fault = rk_runtime_health(rt);
+        if (fault) {
+            rk__drain(rt, a); /* replies posted before the fault are good */
+            uint16_t tag;
+            if (rk__take(a, want, out))
+                return 0;
+            if (rk__fault_reply(a, want, fault, &tag)) {
+                rk__fill_reply(a, tag, out);
+                return 0;
+            }
+            return rk__fail(fault, "the %s backend failed: %s", rt->info.backend_name,
+                            rk_strerror(fault));
+        }
+        if (want < 0 && a->awaiting == 0)
+            return rk__fail(RK_EAGAIN, "actor %u has no request in flight", a->index);
+        if (atomic_load(&rt->closing))
+            return rk__fail(RK_ECLOSED, "the runtime is closing");
+        if (deadline == 0) /* a poll: cheap, it runs in every bridge loop */
+            return rk__fail_str(RK_ETIMEDOUT, "no reply ready (polled with timeout 0)");
+        int64_t now = rk__now_ns();
+        if (now >= deadline)
+            return rk__fail(RK_ETIMEDOUT, "no reply within the timeout (%u requests in flight)",
+                            a->awaiting);
+        if (rk__backoff_poll(&b))
+            continue;
+        int64_t sleep = rk__backoff_sleep_ns(&b);
+        rk__sleep_for_reply(a, deadline - now < sleep ? deadline - now : sleep);
+    }
+}
+
+int rk_actor_recv(rk_actor *a, rk_reply *out, int timeout_ms)
+{
+    if (!a || !out)
+        return rk__fail(RK_EINVAL, "rk_actor_recv: %s is NULL", a ? "out" : "actor");
+    return rk__wait(a, -1, out, rk__deadline(timeout_ms));
+}
+
+void rk_reply_release(rk_actor *a, rk_reply *r)
+{
+    if (!a || !r || r->tag_ >= a->window || rk__ld_relaxed(&a->pend[r->tag_].state) != RK__P_DONE)
+        return;
+    rk__pending_put(a, (uint16_t)r->tag_);
+    r->data = NULL;
+    r->len = 0;
+}
+
+void rk__runtime_fault(rk_runtime *rt, int code, const char *why)
+{
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&rt->fault, &expected, code < 0 ? code : -code))
+        rk__log(RK__LOG_ERROR, "backend %s failed (%s): %s", rt->info.backend_name,
+                rk_err_name(code), why ? why : "");
+    rk__runtime_wake(rt);
+}
+
+void rk__runtime_wake(rk_runtime *rt) { rk__ring_wake(rt->d2h); }

@@ -1,0 +1,675 @@
+/* supervisor.c - the worker backend: a worker process (rk-worker, CUDA or
+ * CPU) serves the rings, and a supervisor thread of librk watches it and
+ * replaces it when it fails, so a faulting actor costs its own request and
+ * a short pause, never the runtime.
+ *
+ * It notices: the worker's exit (its control socket closes), a sticky
+ * error it reports (FAULT), a heartbeat that stops (heartbeat_ms), and a
+ * non-built-in request running past request_deadline_ms (an endless loop).
+ * Then, holding the D2H lock:
+ *   1. the worker is killed and reaped; replies it posted are delivered;
+ *   2. the requests it was running (rk__region.running) are suspects: a
+ *      strike each; one with two strikes faulted twice and is answered
+ *      -RK_EDEVICE (the poison); with no running word at all a GPU fault
+ *      makes every unanswered non-built-in request a suspect;
+ *   3. D2H restarts two laps ahead (stale lines of the dead producer can
+ *      never pass for new ones) and the generation goes up: the fresh
+ *      worker drops whatever the old one left in H2D, and every actor
+ *      re-posts, in id order, what it still owes (send.c), suspects one at
+ *      a time runtime-wide;
+ * then a fresh worker takes over: the warm standby when one waits (CUDA
+ * initialised, region registered), else a cold start. After fault_limit
+ * faults within fault_window_ms it stops restarting the GPU: a CPU thread
+ * here serves the built-ins and answers the rest -RK_EDEVICE, until
+ * rk_runtime_retry_gpu. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "actor.h"
+#include "barrier.h"
+#include "worker.h"
+
+#define RK__TICK_MS 5
+#define RK__STOP_MS 5000
+
+typedef struct rk__super {
+    rk_runtime *rt;
+    pthread_mutex_t lock; /* everything below; taken before d2h_lock */
+    pthread_t thread;
+    bool thread_on;
+    int evfd;             /* wakes the thread to quit */
+    _Atomic bool quit;
+    rk__proc active, standby;
+    rk__cpu_thread cpu;   /* degraded: built-ins served here */
+    rk_worker_state state;
+    int lock_fd;          /* the per-GPU lock, -1 */
+    uint64_t restarts, faults, poisoned;
+    rk_fault_info last;
+    char why[256];
+    int64_t *fault_at;    /* the last fault_limit fault times, a ring */
+    uint32_t fault_next;
+    uint32_t no_progress; /* faults in a row with no reply delivered between them */
+    uint64_t replies_at_go;
+    int64_t standby_after; /* spawn a standby at or after this time; 0 = never */
+    uint32_t standby_fails;
+    uint64_t hb_seen;
+    int64_t hb_change;
+    uint64_t run_word[RK__RUNNING_SLOTS];
+    int64_t run_since[RK__RUNNING_SLOTS];
+} rk__super;
+
+static const char *const rk__state_names[] = {"none", "running", "recovering", "degraded", "failed"};
+
+static const char *rk__kind_name(uint32_t kind) { return kind == RK__WB_CUDA ? "cuda" : "cpu"; }
+
+/* ---- starting workers ---- */
+
+static rk__wmsg rk__init_msg(const rk__super *s, uint32_t kind)
+{
+    const rk_config *c = &s->rt->cfg;
+    rk__wmsg m = {.kind = RK__WM_INIT, .abi = RK_ABI_VERSION, .backend = kind, .device = c->device};
+    m.grid = s->rt->info.grid ? s->rt->info.grid : c->grid;
+    m.block = s->rt->info.block ? s->rt->info.block : c->block;
+    m.smem = s->rt->info.smem ? s->rt->info.smem : c->smem;
+    m.flags = s->rt->wflags;
+    return m;
+}
+
+/* Spawns a worker and waits for its HELLO (validated, region registered). */
+static int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind)
+{
+    rk__wmsg m = rk__init_msg(s, kind);
+    int rc = rk__proc_spawn(w, s->rt->region_fd, &m);
+    if (rc)
+        return rc;
+    rc = rk__proc_await(w, RK__WM_HELLO, &m, rk__proc_start_ms());
+    if (rc == 0 && m.abi != RK_ABI_VERSION)
+        rc = rk__fail(RK_EPROTO, "worker %d speaks ABI %u, librk ABI %u: install matching versions",
+                      (int)w->pid, m.abi, RK_ABI_VERSION);
+    if (rc) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", rk_last_detail());
+        rk__proc_end(w, NULL, 0);
+        return rk__fail(rc, "%s", detail);
+    }
+    w->ready = true;
+    w->dev = m.dev;
+    return 0;
+}
+
+/* Lets a ready worker serve: GO with the current generation and D2H
+ * position, then RUNNING. *served: GO went out (from then on it may
+ * consume requests, so its failure is a fault, not a failed start). */
+static int rk__go(rk__super *s, rk__proc *w, bool *served)
+{
+    rk_runtime *rt = s->rt;
+    rk__wmsg m = {.kind = RK__WM_GO, .gen = atomic_load(&rt->gen), .flags = rt->wflags};
+    m.d2h_start = rk__ld_acquire(&rt->d2h->prod_tail);
+    m.grid = rt->info.grid ? rt->info.grid : rt->cfg.grid;
+    m.block = rt->info.block ? rt->info.block : rt->cfg.block;
+    m.smem = rt->info.smem ? rt->info.smem : rt->cfg.smem;
+    /* the kernel polls H2D and never sleeps on its doorbell: producers may
+     * skip the doorbell's fence. A CPU consumer sleeps there. */
+    if (w->kind == RK__WB_CUDA)
+        rt->h2d->flags |= RK_RING_F_NO_SLEEP;
+    else
+        rt->h2d->flags &= ~RK_RING_F_NO_SLEEP;
+    int rc = rk__proc_send(w, &m);
+    if (rc)
+        return rc;
+    *served = true;
+    w->live = true;
+    rc = rk__proc_await(w, RK__WM_RUNNING, &m, rk__proc_start_ms());
+    if (rc)
+        return rc;
+    w->dev = m.dev;
+    s->hb_seen = rk__ld_relaxed(&rt->view.hdr->heartbeat);
+    s->hb_change = rk__now_ns();
+    memset(s->run_word, 0, sizeof s->run_word);
+    s->replies_at_go = atomic_load(&rt->n_replies);
+    return 0;
+}
+
+static void rk__fill_info(rk__super *s, const rk__proc *w)
+{
+    rk_info *in = &s->rt->info;
+    if (w->kind != RK__WB_CUDA) {
+        in->backend = RK_BACKEND_CPU;
+        strcpy(in->backend_name, "cpu");
+        in->has_device = 0;
+        return;
+    }
+    in->backend = RK_BACKEND_CUDA;
+    strcpy(in->backend_name, "cuda");
+    in->has_device = 1;
+    snprintf(in->device_name, sizeof in->device_name, "%s", w->dev.name);
+    in->sm_count = w->dev.sm_count;
+    in->cc_major = w->dev.cc_major;
+    in->cc_minor = w->dev.cc_minor;
+    in->grid = w->dev.grid;
+    in->block = w->dev.block;
+    in->smem = w->dev.smem;
+    in->max_grid = w->dev.max_grid;
+    in->max_block = w->dev.max_block;
+    in->max_smem = w->dev.max_smem;
+}
+
+/* A fresh active worker: the standby if one waits, else a cold start.
+ * Returns 0, or the error with *served set when the worker got GO (and
+ * may have run requests) before it failed: then it is a fault. */
+static int rk__take_over(rk__super *s, uint32_t kind, bool *served)
+{
+    *served = false;
+    if (s->standby.ready && s->standby.kind == kind) {
+        s->active = s->standby;
+        s->standby = RK__PROC_NONE;
+        int rc = rk__go(s, &s->active, served);
+        if (rc == 0 || *served)
+            return rc;
+        rk__log(RK__LOG_WARN, "standby worker failed to take over: %s", rk_last_detail());
+        rk__proc_end(&s->active, NULL, 0);
+    }
+    int rc = rk__spawn_ready(s, &s->active, kind);
+    if (rc == 0)
+        rc = rk__go(s, &s->active, served);
+    if (rc) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", rk_last_detail());
+        rk__proc_end(&s->active, NULL, 0);
+        return rk__fail(rc, "%s", detail);
+    }
+    return 0;
+}
+
+/* ---- recovery ---- */
+
+/* Gives the requests a dead worker was running a strike; answers those
+ * with two. Caller holds d2h_lock. Returns how many it blamed. */
+static uint32_t rk__blame_locked(rk__super *s, uint32_t kind)
+{
+    rk_runtime *rt = s->rt;
+    uint32_t blamed = 0;
+    for (uint32_t i = 0; i < RK__RUNNING_SLOTS; i++) {
+        uint64_t w = rk__ld_relaxed(&rt->view.hdr->running[i]);
+        rk_actor *a = (w & RK__RUN_BIT) ? rk__actor_at(rt, RK__RUN_ACTOR(w)) : NULL;
+        uint16_t tag = RK__RUN_TAG(w);
+        if (!a || tag >= a->window)
+            continue;
+        rk__pending *p = &a->pend[tag];
+        if (rk__ld_relaxed(&p->state) != RK__P_SENT || (uint32_t)(p->id & 0x7fffffffu) != RK__RUN_ID31(w))
+            continue;
+        blamed++;
+        p->strikes++;
+        s->last.actor = a->index;
+        s->last.type = p->type;
+        s->last.request_id = p->id;
+        if (p->strikes >= 2) {
+            s->poisoned++;
+            rk__log(RK__LOG_ERROR, "request %llu (type %u) of actor %u faulted its worker twice: "
+                    "answered RK_EDEVICE", (unsigned long long)p->id, p->type, a->index);
+            rk__answer_locked(rt, a, tag, -RK_EDEVICE);
+        }
+    }
+    if (blamed || kind != RK__WB_CUDA)
+        return blamed;
+    /* a GPU fault that left no running word (the store did not reach host
+     * memory before the context died): every unanswered non-built-in
+     * request is a suspect, retried alone */
+    for (uint32_t i = 0; i < rt->n_actor_slots; i++) {
+        rk_actor *a = rk__actor_at(rt, i);
+        for (uint32_t t = 0; a && t < a->window; t++)
+            if (rk__ld_relaxed(&a->pend[t].state) == RK__P_SENT && !rk__op_builtin(a->pend[t].type) &&
+                !a->pend[t].strikes) {
+                a->pend[t].strikes = 1;
+                blamed++;
+            }
+    }
+    return blamed;
+}
+
+/* New positions for a new consumer. Caller holds d2h_lock, D2H drained. */
+static void rk__rings_reset_locked(rk_runtime *rt)
+{
+    rk_ring *d = rt->d2h;
+    /* two laps past everything the dead producer could have written: its
+     * late or torn lines carry older flags and never pass for replies */
+    uint64_t pos = ((rk__ld_relaxed(&d->cons_head) >> d->order) + 2) << d->order;
+    rk__st_relaxed(&d->prod_tail, pos);
+    /* release: pairs with producers' load-acquire of cons_head */
+    rk__st_release(&d->cons_head, pos);
+    rk__region *reg = rt->view.hdr;
+    for (uint32_t i = 0; i < RK__RUNNING_SLOTS; i++)
+        rk__st_relaxed(&reg->running[i], 0ull);
+    rk__st_relaxed(&reg->stop, 0u);
+    rk__st_relaxed(&reg->state, (int32_t)RK__STATE_INIT);
+    /* release: the positions and the cleared words before the new gen;
+     * pairs with the consumer's load-acquire of reg->gen */
+    rk__st_release(&reg->gen, reg->gen + 1);
+}
+
+/* Counts a fault; true when it makes fault_limit within fault_window_ms. */
+static bool rk__crash_loop(rk__super *s, int64_t now)
+{
+    const rk_config *c = &s->rt->cfg;
+    s->faults++;
+    s->fault_at[s->fault_next] = now;
+    s->fault_next = (s->fault_next + 1) % c->fault_limit;
+    int64_t oldest = s->fault_at[s->fault_next]; /* the fault_limit-th most recent */
+    return oldest && now - oldest <= (int64_t)c->fault_window_ms * 1000000;
+}
+
+static void rk__degrade(rk__super *s, const char *why)
+{
+    rk_runtime *rt = s->rt;
+    s->state = RK_WORKER_DEGRADED;
+    snprintf(s->why, sizeof s->why, "%s", why);
+    rk__proc_end(&s->standby, NULL, 0);
+    s->standby_after = 0;
+    rt->h2d->flags &= ~RK_RING_F_NO_SLEEP; /* a CPU consumer sleeps on the doorbell */
+    int rc = rk__cpu_thread_start(&s->cpu, rt, RK__WF_BUILTINS_ONLY);
+    if (rc) {
+        s->state = RK_WORKER_FAILED;
+        snprintf(s->why, sizeof s->why, "%s; and no CPU thread could stand in: %s", why, rk_last_detail());
+        rk__runtime_fault(rt, -RK_EDEVICE, s->why);
+        return;
+    }
+    rk__log(RK__LOG_ERROR, "%s: the worker is not restarted; built-ins are served on the CPU, every other "
+            "request fails with RK_EDEVICE until the GPU is retried (rk_runtime_retry_gpu)", why);
+}
+
+/* Ends the failed worker, delivers its replies, blames what it ran, and
+ * moves the rings and the generation on. */
+static void rk__bury(rk__super *s, uint32_t kind, int code, const char *what, int64_t t0)
+{
+    rk_runtime *rt = s->rt;
+    char how[200];
+    rk__proc_end(&s->active, how, sizeof how);
+    s->state = RK_WORKER_RECOVERING;
+    bool progress = atomic_load(&rt->n_replies) != s->replies_at_go;
+    s->no_progress = progress ? 1 : s->no_progress + 1;
+    pthread_mutex_lock(&rt->d2h_lock);
+    rk__drain_locked(rt); /* replies it posted are good */
+    s->last = (rk_fault_info){.at_ns = t0, .error = code, .actor = 0xffff};
+    uint32_t blamed = rk__blame_locked(s, kind);
+    snprintf(s->last.detail, sizeof s->last.detail, "%.120s%s%.120s%s", what, how[0] ? " (" : "", how, how[0] ? ")" : "");
+    rk__rings_reset_locked(rt);
+    pthread_mutex_unlock(&rt->d2h_lock);
+    rk__runtime_wake(rt);
+    rk__log(RK__LOG_WARN, "%s; %u request(s) blamed; starting a fresh worker", s->last.detail, blamed);
+}
+
+/* The worker failed: replace it (see the top of the file). s->lock held. */
+static void rk__recover(rk__super *s, int code, const char *what)
+{
+    rk_runtime *rt = s->rt;
+    const uint32_t kind = s->active.kind;
+    const int64_t t0 = rk__now_ns();
+    char why[400];
+    snprintf(why, sizeof why, "%s", what);
+    for (;;) {
+        rk__bury(s, kind, code, why, rk__now_ns());
+        atomic_store(&rt->recover_t0, t0);
+        if (rk__crash_loop(s, rk__now_ns())) {
+            char d[512];
+            snprintf(d, sizeof d, "%u worker faults within %u ms (fault_limit), the last: %s", rt->cfg.fault_limit,
+                     rt->cfg.fault_window_ms, why);
+            atomic_store(&rt->gen, rt->view.hdr->gen);
+            rk__degrade(s, d);
+            return;
+        }
+        /* a worker that dies again before serving anything: back off */
+        if (s->no_progress >= 3) {
+            int64_t ms = 50ll << (s->no_progress - 3 < 6 ? s->no_progress - 3 : 6);
+            rk__sleep_ns((ms < 2000 ? ms : 2000) * 1000000);
+        }
+        /* release: owners re-post for this generation from now on */
+        atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
+        bool served;
+        int rc = rk__take_over(s, kind, &served);
+        if (rc == 0)
+            break;
+        if (!served) {
+            snprintf(why, sizeof why, "no fresh %s worker could be started: %s", rk__kind_name(kind),
+                     rk_last_detail());
+            rk__degrade(s, why);
+            return;
+        }
+        /* it died on what it was given: another fault */
+        code = -RK_EDEVICE;
+        snprintf(why, sizeof why, "the fresh worker failed as it started to serve: %s", rk_last_detail());
+    }
+    s->state = RK_WORKER_RUNNING;
+    s->restarts++;
+    atomic_fetch_add(&rt->n_restarts, 1);
+    s->standby_after = s->rt->cfg.standby ? rk__now_ns() : 0;
+    rk__runtime_wake(rt); /* sleepers re-post for the new generation */
+}
+
+/* ---- watching ---- */
+
+/* Heartbeat and deadlines; returns true (after recovering) when it acted. */
+static bool rk__watch(rk__super *s, int64_t now)
+{
+    rk_runtime *rt = s->rt;
+    uint64_t hb = rk__ld_relaxed(&rt->view.hdr->heartbeat);
+    if (hb != s->hb_seen) {
+        s->hb_seen = hb;
+        s->hb_change = now;
+    } else if (now - s->hb_change > (int64_t)rt->cfg.heartbeat_ms * 1000000) {
+        char what[128];
+        snprintf(what, sizeof what, "worker heartbeat silent for %lld ms (heartbeat_ms %u)",
+                 (long long)((now - s->hb_change) / 1000000), rt->cfg.heartbeat_ms);
+        rk__recover(s, -RK_EDEVICE, what);
+        return true;
+    }
+    for (uint32_t i = 0; i < RK__RUNNING_SLOTS; i++) {
+        uint64_t w = rk__ld_relaxed(&rt->view.hdr->running[i]);
+        if (!(w & RK__RUN_BIT)) {
+            s->run_word[i] = 0;
+        } else if (w != s->run_word[i]) {
+            s->run_word[i] = w;
+            s->run_since[i] = now;
+        } else if (rt->cfg.request_deadline_ms &&
+                   now - s->run_since[i] > (int64_t)rt->cfg.request_deadline_ms * 1000000) {
+            char what[160];
+            snprintf(what, sizeof what, "request of actor %u (tag %u) ran past its deadline "
+                     "(request_deadline_ms %u)", RK__RUN_ACTOR(w), RK__RUN_TAG(w), rt->cfg.request_deadline_ms);
+            rk__recover(s, -RK_ETIMEDOUT, what);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A message or hang-up on the active worker's control socket. */
+static void rk__on_active(rk__super *s)
+{
+    rk__wmsg m;
+    int rc = rk__proc_recv(&s->active, &m, 0);
+    if (rc == -RK_ETIMEDOUT)
+        return;
+    if (rc == 0 && m.kind == RK__WM_FAULT) {
+        rk__recover(s, m.rc ? m.rc : -RK_EDEVICE, m.text);
+    } else if (rc == 0) {
+        rk__log(RK__LOG_WARN, "worker %d: unexpected control message %u", (int)s->active.pid, m.kind);
+    } else {
+        rk__recover(s, -RK_EDEVICE, "the worker exited");
+    }
+}
+
+/* The standby: its HELLO, its death, and (re)spawning it. */
+static void rk__on_standby(rk__super *s, bool readable, int64_t now)
+{
+    rk__proc *w = &s->standby;
+    if (readable) {
+        rk__wmsg m;
+        int rc = rk__proc_recv(w, &m, 0);
+        if (rc == 0 && m.kind == RK__WM_HELLO && m.rc == 0) {
+            w->ready = true;
+            w->dev = m.dev;
+            s->standby_fails = 0;
+            rk__log(RK__LOG_INFO, "standby worker %d ready after %.1f ms", (int)w->pid,
+                    (double)(now - w->spawned_ns) / 1e6);
+        } else if (rc != -RK_ETIMEDOUT) {
+            rk__log(RK__LOG_WARN, "standby worker %d failed: %s", (int)w->pid,
+                    rc == 0 ? m.text : rk_last_detail());
+            rk__proc_end(w, NULL, 0);
+            s->standby_fails++;
+            uint32_t f = s->standby_fails < 5 ? s->standby_fails : 5;
+            s->standby_after = now + (1000000000ll << f);
+        }
+    }
+    if (!w->pid && s->standby_after && now >= s->standby_after && s->state == RK_WORKER_RUNNING) {
+        rk__wmsg m = rk__init_msg(s, s->active.kind);
+        if (rk__proc_spawn(w, s->rt->region_fd, &m) != 0) {
+            rk__log(RK__LOG_WARN, "standby worker not started: %s", rk_last_detail());
+            s->standby_after = now + 5000000000ll;
+        }
+    }
+}
+
+static void *rk__super_main(void *arg)
+{
+    rk__super *s = arg;
+    while (!atomic_load(&s->quit)) {
+        struct pollfd p[3] = {{.fd = s->evfd, .events = POLLIN},
+                              {.fd = s->active.ctl, .events = POLLIN},
+                              {.fd = s->standby.ctl, .events = POLLIN}};
+        poll(p, 3, RK__TICK_MS);
+        if (atomic_load(&s->quit))
+            break;
+        pthread_mutex_lock(&s->lock);
+        int64_t now = rk__now_ns();
+        /* (the fds may have changed while we polled: a retry or relaunch) */
+        if (p[1].revents && p[1].fd == s->active.ctl && s->active.live)
+            rk__on_active(s);
+        else if (s->active.live)
+            rk__watch(s, now);
+        rk__on_standby(s, p[2].revents && p[2].fd == s->standby.ctl && s->standby.pid, now);
+        pthread_mutex_unlock(&s->lock);
+    }
+    return NULL;
+}
+
+/* ---- the backend ops ---- */
+
+static int rk__super_alive(void *arg)
+{
+    rk__super *s = arg;
+    rk__wmsg m;
+    int rc = rk__proc_recv(&s->active, &m, 0);
+    if (rc == -RK_ETIMEDOUT)
+        return 0;
+    if (rc == 0 && m.kind == RK__WM_FAULT)
+        return rk__fail(m.rc ? m.rc : -RK_EDEVICE, "the worker faulted: %s", m.text);
+    if (rc == 0)
+        return 0;
+    char why[200];
+    rk__proc_end(&s->active, why, sizeof why);
+    return rk__fail(RK_EDEVICE, "%s", why);
+}
+
+static void rk__super_free(rk__super *s)
+{
+    rk__proc_end(&s->active, NULL, 0);
+    rk__proc_end(&s->standby, NULL, 0);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
+    if (s->evfd >= 0)
+        close(s->evfd);
+    pthread_mutex_destroy(&s->lock);
+    free(s->fault_at);
+    free(s);
+}
+
+static int rk__super_start(rk_runtime *rt)
+{
+    rk__super *s = calloc(1, sizeof *s);
+    if (!s)
+        return rk__fail(RK_ENOMEM, "worker backend: out of memory");
+    s->rt = rt;
+    s->active = s->standby = RK__PROC_NONE;
+    s->lock_fd = -1;
+    s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    s->fault_at = calloc(rt->cfg.fault_limit, sizeof *s->fault_at);
+    pthread_mutex_init(&s->lock, NULL);
+    const uint32_t kind = rt->worker_kind;
+#ifndef RK_HAVE_CUDA
+    if (kind == RK__WB_CUDA) {
+        rk__super_free(s);
+        return rk__fail(RK_ENOCUDA, "librk was built without the CUDA backend (%s)", RK_NO_CUDA_WHY);
+    }
+#endif
+    rt->wflags = rt->cfg.test_faults ? RK__WF_TEST_FAULTS : 0;
+    int rc = s->evfd < 0 || !s->fault_at ? rk__fail(RK_ENOMEM, "worker backend: out of memory") : 0;
+    if (rc == 0)
+        rc = rk__spawn_ready(s, &s->active, kind);
+    if (rc == 0 && kind == RK__WB_CUDA && !rt->cfg.share_gpu) {
+        s->lock_fd = rk__gpu_lock(s->active.dev.uuid, s->active.dev.name);
+        rc = s->lock_fd < 0 ? s->lock_fd : 0;
+    }
+    bool served;
+    if (rc == 0)
+        rc = rk__go(s, &s->active, &served);
+    if (rc == 0)
+        rc = rk__selftest(rt, (int)rk__env_ll("RK_CUDA_SELFTEST_MS", 5000), rk__super_alive, s);
+    if (rc) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", rk_last_detail());
+        rk__proc_stop(&s->active, 1000);
+        rk__super_free(s);
+        /* leave clean rings for the backend a fallback starts */
+        size_t rs = rk_ring_memsize(rt->cfg.ring_slots, rt->cfg.slot_size);
+        rk_ring_init(rt->h2d, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
+        rk_ring_init(rt->d2h, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
+        rk__st_relaxed(&rt->view.hdr->state, (int32_t)RK__STATE_INIT);
+        rt->wflags = 0;
+        return rk__fail(rc, "%s", detail);
+    }
+    rk__fill_info(s, &s->active);
+    snprintf(rt->info.why, sizeof rt->info.why, "%s",
+             kind == RK__WB_CUDA ? "" : "CPU backend in a worker process");
+    if (kind == RK__WB_CUDA)
+        snprintf(rt->info.why, sizeof rt->info.why,
+                 "CUDA device %d (%s) passed launch validation and the self-test in worker %d: grid %u x "
+                 "block %u, smem %u B",
+                 rt->cfg.device, s->active.dev.name, (int)s->active.pid, rt->info.grid, rt->info.block,
+                 rt->info.smem);
+    s->state = RK_WORKER_RUNNING;
+    s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
+    rt->backend_state = s;
+    if (pthread_create(&s->thread, NULL, rk__super_main, s) != 0) {
+        rt->backend_state = NULL;
+        rk__proc_stop(&s->active, 1000);
+        rk__super_free(s);
+        return rk__fail(RK_ESYS, "worker backend: the supervisor thread could not be started");
+    }
+    s->thread_on = true;
+    return 0;
+}
+
+static void rk__super_stop(rk_runtime *rt)
+{
+    rk__super *s = rt->backend_state;
+    if (!s)
+        return;
+    atomic_store(&s->quit, true);
+    uint64_t one = 1;
+    if (write(s->evfd, &one, sizeof one) < 0) { /* the thread also wakes every tick */
+    }
+    if (s->thread_on)
+        pthread_join(s->thread, NULL);
+    rk__cpu_thread_stop(&s->cpu, rt);
+    rk__proc_stop(&s->active, RK__STOP_MS);
+    rk__proc_stop(&s->standby, RK__STOP_MS);
+    rt->backend_state = NULL;
+    rk__super_free(s);
+}
+
+static int rk__super_health(rk_runtime *rt)
+{
+    rk__super *s = rt->backend_state;
+    return s && s->state == RK_WORKER_FAILED ? -RK_EDEVICE : 0;
+}
+
+static int rk__super_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem)
+{
+    rk__super *s = rt->backend_state;
+    pthread_mutex_lock(&s->lock);
+    int rc = 0;
+    if (s->state != RK_WORKER_RUNNING || s->active.kind != RK__WB_CUDA) {
+        /* a CPU consumer has no kernel: record what was asked */
+        rt->info.grid = rt->cfg.grid = grid;
+        rt->info.block = rt->cfg.block = block;
+        rt->info.smem = rt->cfg.smem = smem;
+    } else {
+        rk__wmsg m = {.kind = RK__WM_RELAUNCH, .grid = grid, .block = block, .smem = smem};
+        rc = rk__proc_send(&s->active, &m);
+        if (rc == 0)
+            rc = rk__proc_await(&s->active, RK__WM_RELAUNCHED, &m, rk__proc_start_ms());
+        if (rc == 0) {
+            s->active.dev = m.dev;
+            rk__fill_info(s, &s->active);
+            s->hb_change = rk__now_ns();
+            /* the standby was validated for the old configuration: replace it */
+            rk__proc_end(&s->standby, NULL, 0);
+            s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+static void rk__super_worker(rk_runtime *rt, rk_worker_info *out)
+{
+    rk__super *s = rt->backend_state;
+    pthread_mutex_lock(&s->lock);
+    out->state = s->state;
+    snprintf(out->state_name, sizeof out->state_name, "%s", rk__state_names[s->state]);
+    out->pid = s->active.pid;
+    snprintf(out->backend, sizeof out->backend, "%s",
+             s->state == RK_WORKER_DEGRADED ? "cpu" : rk__kind_name(rt->worker_kind));
+    out->restarts = s->restarts;
+    out->faults = s->faults;
+    out->poisoned = s->poisoned;
+    out->last_recovery_ns = atomic_load(&rt->last_recovery_ns);
+    out->standby_ready = s->standby.ready;
+    out->standby_pid = s->standby.pid;
+    out->last_fault = s->last;
+    snprintf(out->why, sizeof out->why, "%s", s->why);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static int rk__super_retry(rk_runtime *rt)
+{
+    rk__super *s = rt->backend_state;
+    pthread_mutex_lock(&s->lock);
+    int rc = 0;
+    if (s->state == RK_WORKER_DEGRADED) {
+        /* the CPU stops at a message boundary: all it consumed is answered */
+        rk__cpu_thread_stop(&s->cpu, rt);
+        pthread_mutex_lock(&rt->d2h_lock);
+        rk__drain_locked(rt);
+        rk__rings_reset_locked(rt);
+        pthread_mutex_unlock(&rt->d2h_lock);
+        atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
+        bool served;
+        rc = rk__take_over(s, rt->worker_kind, &served);
+        if (rc == 0) {
+            memset(s->fault_at, 0, rt->cfg.fault_limit * sizeof *s->fault_at);
+            s->no_progress = 0;
+            s->state = RK_WORKER_RUNNING;
+            s->why[0] = '\0';
+            s->restarts++;
+            s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
+            rk__log(RK__LOG_WARN, "GPU retried: worker %d serves again", (int)s->active.pid);
+        } else {
+            char why[256];
+            snprintf(why, sizeof why, "retry failed: %s", rk_last_detail());
+            pthread_mutex_lock(&rt->d2h_lock);
+            rk__rings_reset_locked(rt);
+            pthread_mutex_unlock(&rt->d2h_lock);
+            atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
+            rk__degrade(s, why);
+            rc = rk__fail(rc, "%s", why);
+        }
+        rk__runtime_wake(rt);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+const rk__backend_ops rk__worker_backend = {
+    .name = "worker",
+    .start = rk__super_start,
+    .stop = rk__super_stop,
+    .health = rk__super_health,
+    .relaunch = rk__super_relaunch,
+    .worker = rk__super_worker,
+    .retry = rk__super_retry,
+};

@@ -1,0 +1,245 @@
+/* worker_proc.c - starting, talking to and ending a worker process
+ * (worker.h; the protocol is runtime/abi/worker_proto.h). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+extern char **environ;
+
+#ifndef RK_WORKER_INSTALL_PATH
+#define RK_WORKER_INSTALL_PATH ""
+#endif
+
+int rk__proc_start_ms(void) { return (int)rk__env_ll("RK_WORKER_START_MS", 30000); }
+
+static bool rk__present(const char *p, int mode) { return p[0] && access(p, mode) == 0; }
+
+int rk__helper_path(const char *name, const char *env_name, const char *install_path, char *path, size_t cap)
+{
+    const int mode = strstr(name, ".so") ? R_OK : X_OK;
+    const char *env = getenv(env_name);
+    if (env && *env) {
+        snprintf(path, cap, "%s", env);
+        if (rk__present(path, mode))
+            return 0;
+        return rk__fail(RK_ENOTSUP, "%s=%s: no such %s", env_name, env, mode == X_OK ? "program" : "file");
+    }
+    /* beside the library: the build tree keeps it next to librk, an
+     * install in LIBDIR/ringkernel/ (no PATH involved) */
+    char looked[768] = "";
+    Dl_info di;
+    if (dladdr((void *)rk__helper_path, &di) && di.dli_fname) {
+        const char *slash = strrchr(di.dli_fname, '/');
+        int dir = slash ? (int)(slash - di.dli_fname) : 1;
+        const char *base = slash ? di.dli_fname : ".";
+        for (int i = 0; i < 2; i++) {
+            snprintf(path, cap, "%.*s/%s%s", dir, base, i ? "ringkernel/" : "", name);
+            if (rk__present(path, mode))
+                return 0;
+            size_t n = strlen(looked);
+            snprintf(looked + n, sizeof looked - n, "%s%s", n ? ", " : "", path);
+        }
+    }
+    snprintf(path, cap, "%s", install_path);
+    if (rk__present(path, mode))
+        return 0;
+    return rk__fail(RK_ENOTSUP, "%s was not found (looked at %s%s%s; %s names it explicitly)", name, looked,
+                    looked[0] && path[0] ? ", " : "", path, env_name);
+}
+
+int rk__worker_path(char *path, size_t cap)
+{
+    return rk__helper_path("rk-worker", "RK_WORKER", RK_WORKER_INSTALL_PATH, path, cap);
+}
+
+int rk__proc_spawn(rk__proc *w, int region_fd, const rk__wmsg *init)
+{
+    *w = RK__PROC_NONE;
+    char path[512];
+    int rc = rk__worker_path(path, sizeof path);
+    if (rc)
+        return rc;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return rk__fail(RK_ESYS, "socketpair for the worker's control channel failed: %s", strerror(errno));
+    /* above 10, so that placing them at 3 and 4 in the child never
+     * overwrites one with the other, and dup2 always clears CLOEXEC */
+    int rfd = fcntl(region_fd, F_DUPFD_CLOEXEC, 10);
+    int cfd = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+    close(sv[1]);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    posix_spawn_file_actions_adddup2(&fa, rfd, RK__WORKER_REGION_FD);
+    posix_spawn_file_actions_adddup2(&fa, cfd, RK__WORKER_CTL_FD);
+    posix_spawn_file_actions_addclosefrom_np(&fa, RK__WORKER_CTL_FD + 1);
+    /* its own process group: a terminal's Ctrl-C is for us to handle (a
+     * bridge drains on SIGINT), not for the worker; default signals and an
+     * empty mask whatever this thread blocks */
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+    char *argv[] = {path, NULL};
+    pid_t pid = 0;
+    int err = rfd < 0 || cfd < 0 ? errno : posix_spawn(&pid, path, &fa, &at, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rfd >= 0)
+        close(rfd);
+    if (cfd >= 0)
+        close(cfd);
+    if (err) {
+        close(sv[0]);
+        return rk__fail(RK_ESYS, "starting the worker %s failed: %s", path, strerror(err));
+    }
+    w->pid = pid;
+    w->ctl = sv[0];
+    w->kind = init->backend;
+    w->spawned_ns = rk__now_ns();
+    rc = rk__proc_send(w, init);
+    if (rc)
+        rk__proc_end(w, NULL, 0);
+    return rc;
+}
+
+int rk__proc_send(rk__proc *w, const rk__wmsg *m)
+{
+    /* MSG_NOSIGNAL: a dead worker is an error here, not our SIGPIPE */
+    ssize_t n = send(w->ctl, m, sizeof *m, MSG_NOSIGNAL);
+    if (n == (ssize_t)sizeof *m)
+        return 0;
+    return rk__fail(RK_EDEVICE, "worker %d: sending control message %u failed: %s", (int)w->pid, m->kind,
+                    n < 0 ? strerror(errno) : "short write");
+}
+
+int rk__proc_recv(rk__proc *w, rk__wmsg *m, int timeout_ms)
+{
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : rk__now_ns() + (int64_t)timeout_ms * 1000000;
+    for (;;) {
+        int64_t left = deadline == INT64_MAX ? -1 : (deadline - rk__now_ns()) / 1000000;
+        struct pollfd p = {.fd = w->ctl, .events = POLLIN};
+        int r = poll(&p, 1, left < 0 && deadline != INT64_MAX ? 0 : (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0)
+            return rk__fail_str(RK_ETIMEDOUT, "no control message from the worker in time");
+        ssize_t n = recv(w->ctl, m, sizeof *m, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0)
+            return rk__fail(RK_EDEVICE, "worker %d closed its control channel", (int)w->pid);
+        if (n != (ssize_t)sizeof *m)
+            return rk__fail(RK_EPROTO, "worker %d sent a %zd B control message, expected %zu B", (int)w->pid,
+                            n, sizeof *m);
+        m->text[sizeof m->text - 1] = '\0';
+        if (m->kind != RK__WM_LOG)
+            return 0;
+        rk__log(m->level, "worker %d: %s", (int)w->pid, m->text);
+    }
+}
+
+int rk__proc_await(rk__proc *w, uint32_t kind, rk__wmsg *m, int timeout_ms)
+{
+    int rc = rk__proc_recv(w, m, timeout_ms);
+    if (rc == -RK_ETIMEDOUT)
+        return rk__fail(RK_ETIMEDOUT, "worker %d (%s) did not answer within %d ms (RK_WORKER_START_MS)",
+                        (int)w->pid, w->kind == RK__WB_CUDA ? "cuda" : "cpu", timeout_ms);
+    if (rc == -RK_EDEVICE) {
+        char why[200];
+        rk__proc_end(w, why, sizeof why);
+        return rk__fail(RK_EDEVICE, "%s before it answered", why);
+    }
+    if (rc)
+        return rc;
+    if (m->kind == RK__WM_FAULT || (m->kind == kind && m->rc))
+        return rk__fail(m->rc ? m->rc : -RK_EDEVICE, "%s", m->text);
+    if (m->kind != kind)
+        return rk__fail(RK_EPROTO, "worker %d sent control message %u, expected %u", (int)w->pid, m->kind,
+                        kind);
+    return 0;
+}
+
+static void rk__describe_exit(const rk__proc *w, int st, char *why, size_t cap)
+{
+    const char *b = w->kind == RK__WB_CUDA ? "cuda" : "cpu";
+    if (WIFSIGNALED(st))
+        snprintf(why, cap, "worker %d (%s) was killed by signal %d (%s)", (int)w->pid, b, WTERMSIG(st),
+                 strsignal(WTERMSIG(st)));
+    else if (WIFEXITED(st))
+        snprintf(why, cap, "worker %d (%s) exited with status %d", (int)w->pid, b, WEXITSTATUS(st));
+    else
+        snprintf(why, cap, "worker %d (%s) ended", (int)w->pid, b);
+}
+
+void rk__proc_end(rk__proc *w, char *why, size_t cap)
+{
+    if (w->pid > 0) {
+        int st = 0;
+        pid_t r;
+        /* exited on its own already? then it is what it did that counts */
+        while ((r = waitpid(w->pid, &st, WNOHANG)) < 0 && errno == EINTR) {
+        }
+        if (r == 0) {
+            kill(w->pid, SIGKILL);
+            /* blocks until the process is gone: a CUDA worker's context is
+             * torn down on the way out */
+            while ((r = waitpid(w->pid, &st, 0)) < 0 && errno == EINTR) {
+            }
+        }
+        if (why && r == w->pid)
+            rk__describe_exit(w, st, why, cap);
+        else if (why) /* someone else reaped it (a SIGCHLD handler of the program) */
+            snprintf(why, cap, "worker %d (%s) ended", (int)w->pid, w->kind == RK__WB_CUDA ? "cuda" : "cpu");
+    } else if (why && cap) {
+        why[0] = '\0';
+    }
+    if (w->ctl >= 0)
+        close(w->ctl);
+    *w = RK__PROC_NONE;
+}
+
+void rk__proc_stop(rk__proc *w, int timeout_ms)
+{
+    if (w->pid <= 0)
+        return;
+    rk__wmsg m = {.kind = RK__WM_STOP};
+    if (w->live && rk__proc_send(w, &m) == 0) {
+        int rc = rk__proc_await(w, RK__WM_STOPPED, &m, timeout_ms);
+        if (rc && w->pid > 0)
+            rk__log(RK__LOG_WARN, "worker %d did not stop cleanly: %s", (int)w->pid, rk_last_detail());
+    }
+    if (w->pid <= 0)
+        return;
+    /* closing the control channel is its cue to exit */
+    close(w->ctl);
+    w->ctl = -1;
+    int64_t deadline = rk__now_ns() + (int64_t)timeout_ms * 1000000;
+    while (rk__now_ns() < deadline) {
+        int st;
+        pid_t r = waitpid(w->pid, &st, WNOHANG);
+        if (r == w->pid || (r < 0 && errno == ECHILD)) {
+            *w = RK__PROC_NONE;
+            return;
+        }
+        rk__sleep_ns(1000000);
+    }
+    rk__proc_end(w, NULL, 0);
+}
