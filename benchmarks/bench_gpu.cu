@@ -142,9 +142,10 @@ static int raw_open(raw *r, uint32_t slots, size_t arena_size, int sm_count, int
     r->mem = (uint8_t *)mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (r->mem == MAP_FAILED)
         return 1;
-    r->hb = (uint64_t *)(r->mem + 128);
-    r->stop = (uint32_t *)(r->mem + 256);
-    r->state = (int32_t *)(r->mem + 384);
+    rk__region *reg = (rk__region *)r->mem; /* runtime/abi/rk_abi.h; gen 0 = the raw messages' */
+    r->hb = &reg->heartbeat;
+    r->stop = &reg->stop;
+    r->state = &reg->state;
     r->h2d = (rk_ring *)(r->mem + 4096);
     r->d2h = (rk_ring *)(r->mem + 4096 + ring_pg);
     r->arena = r->mem + 4096 + 2 * ring_pg;
@@ -163,9 +164,7 @@ static int raw_open(raw *r, uint32_t slots, size_t arena_size, int sm_count, int
     a.d2h = d + ((uint8_t *)r->d2h - r->mem);
     a.arena = d + (r->arena - r->mem);
     a.arena_size = arena_size;
-    a.heartbeat = (uint64_t *)(d + 128);
-    a.stop = (uint32_t *)(d + 256);
-    a.state = (int32_t *)(d + 384);
+    a.region = (rk__region *)d;
     a.scratch = r->scratch;
     a.nan_bits = 0xffc00000u;
     a.flags = kflags;

@@ -30,7 +30,7 @@ struct rk__engine {
     rk_kargs args;
     uint32_t grid, block, smem;
     bool running; /* a kernel was launched and not yet seen to end */
-    char uuid[40];
+    char uuid[48];
 };
 
 /* Copies rk_last_detail() (set by launch_check.c or below) into err. */

@@ -260,9 +260,18 @@ __device__ int run_op(const rk_kargs &ka, uint16_t type, const gpu_ctx &c, const
         return 0;
     }
     case RK_OP_FAULT:
+        if (!(ka.flags & RK_KF_TEST_FAULTS))
+            return -RK_ENOTSUP;
         /* test only: an illegal address, as a buggy actor would make */
         if (c.rank == 0)
             *(volatile uint32_t *)(ka.arena + ka.arena_size + (1ull << 44)) = 1u;
+        return 0;
+    case RK_OP_HANG:
+        if (!(ka.flags & RK_KF_TEST_FAULTS))
+            return -RK_ENOTSUP;
+        /* test only: an endless loop (the stop word is never this value) */
+        while (*(volatile uint32_t *)&ka.region->stop != 0xdeadbeefu)
+            __nanosleep(100000);
         return 0;
     default: {
         int st = -RK_ENOTSUP;
@@ -312,8 +321,8 @@ __device__ __forceinline__ void d2h_post_words(const ring_view &out, uint64_t &d
 }
 
 /* Posts the replies of the grid jobs that finished. */
-__device__ __noinline__ void post_job_replies(scratch *ds, shared0 &sh, const ring_view &out, uint64_t &dpos,
-                                              uint64_t &dhead, uint32_t &replied, uint32_t lane)
+__device__ __noinline__ void post_job_replies(const rk_kargs &ka, scratch *ds, shared0 &sh, const ring_view &out,
+                                              uint64_t &dpos, uint64_t &dhead, uint32_t &replied, uint32_t lane)
 {
     uint32_t completed = 0;
     if (lane == 0)
@@ -337,6 +346,8 @@ __device__ __noinline__ void post_job_replies(scratch *ds, shared0 &sh, const ri
         }
         __syncwarp();
         d2h_post_words(out, dpos, dhead, sh, r, lane);
+        if (lane == 0 && (j->words[RK__W_TYPE] & 0xffffu) > RK_OP_VADD) /* answered: no longer running */
+            rk__st_relaxed_sys(&ka.region->running[1 + replied % NJ], 0ull);
         __syncwarp();
         replied++;
     }
@@ -359,6 +370,16 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
     int status = 0;
     uint32_t out_len = 0;
     uint32_t rwords; /* reply message bytes */
+
+    /* another generation's request: the host re-posts it if it still owes
+     * it, so drop it (consumed, no reply) */
+    if (len >= sizeof(rk_msg_hdr) && w[RK__W_STATUS] != ka.gen)
+        return true;
+    /* not a trusted built-in: say in host memory which request runs, so a
+     * fault is blamed on it (rk_abi.h, running slots); the slot is 0 for
+     * this warp, 1 + job index for a grid job */
+    const bool mark = len >= sizeof(rk_msg_hdr) && type > RK_OP_VADD;
+    const uint64_t run = RK__RUN_WORD(w[RK__W_ACTOR] & 0xffffu, w[RK__W_ACTOR] >> 16, w[RK__W_ID_LO]);
 
     if (len < sizeof(rk_msg_hdr)) {
         status = -RK_EPROTO;
@@ -388,11 +409,13 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
                         break;
                     if (flag_ld(&sh.stop) >= 2)
                         return false;
-                    post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
+                    post_job_replies(ka, ds, sh, out, dpos, dhead, replied, lane);
                     __nanosleep(ns);
                     ns = ns < 4096 ? ns * 2 + 32 : ns;
                 }
                 job *j = &ds->jobs[posted % NJ];
+                if (mark && lane == 0)
+                    rk__st_relaxed_sys(&ka.region->running[1 + posted % NJ], run);
                 if (lane < 13)
                     j->words[lane] = w[lane];
                 if (lane == 0)
@@ -411,6 +434,8 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
                 /* acquire: pairs with the producer's release fence before
                  * its lines, so the arena payload is visible */
                 rk__fence_acquire_sys();
+                if (mark && lane == 0)
+                    rk__st_relaxed_sys(&ka.region->running[0], run);
                 gpu_ctx c{lane, 32, false};
                 status = run_op<A...>(ka, type, c, ka.arena + in_off, hlen, ka.arena + out_off, out_cap, &out_len);
                 status = __shfl_sync(FULL, status, 0);
@@ -426,6 +451,8 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
         status = -RK_EPROTO;
         rwords = sizeof(rk_msg_hdr);
     } else {
+        if (mark && lane == 0)
+            rk__st_relaxed_sys(&ka.region->running[0], run);
         gpu_ctx c{lane, 32, false};
         status = run_op<A...>(ka, type, c, reinterpret_cast<const uint8_t *>(w + 7), hlen,
                               reinterpret_cast<uint8_t *>(r + 7), out.msg_max - sizeof(rk_msg_hdr), &out_len);
@@ -444,6 +471,8 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
         r[6] = status == 0 ? out_len : 0;
     __syncwarp();
     d2h_post_words(out, dpos, dhead, sh, r, lane);
+    if (mark && lane == 0) /* answered: no longer running */
+        rk__st_relaxed_sys(&ka.region->running[0], 0ull);
     __syncwarp();
     return true;
 }
@@ -545,9 +574,11 @@ __device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint
     }
 }
 
-/* Lane i holds line i of the slot at pos: is it a complete echo/NOP whose
- * lines fit one warp? */
-__device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint64_t pos, uint32_t lane)
+/* Lane i holds line i of the slot at pos: is it a complete echo/NOP of
+ * generation gen whose lines fit one warp? (Another generation's request
+ * goes the slow way, which drops it: rk_abi.h, rk__region.gen.) */
+__device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint64_t pos, uint32_t lane,
+                                          uint32_t gen)
 {
     const uint32_t flag = ring_flag(in, pos);
     const uint64_t l0 = __shfl_sync(FULL, L, 0);
@@ -557,8 +588,9 @@ __device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint6
     const bool ok = __all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag);
     const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
     const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
+    const uint32_t w5 = __shfl_sync(FULL, (uint32_t)L, RK__W_STATUS);
     const uint32_t type = w1 & 0xffffu;
-    return ok && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
+    return ok && w5 == gen && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
            (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
 }
 
@@ -566,10 +598,10 @@ __device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint6
  * ...; the warp reads each message's lines side by side) and marks the
  * complete echo/NOP ones in sh.fastmask. */
 __device__ __forceinline__ void crew_check(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t idx, uint32_t n,
-                                           uint32_t lane)
+                                           uint32_t lane, uint32_t gen)
 {
     for (uint32_t k = idx; k < (uint32_t)K; k += n)
-        if (slot_fast(in, sh.lines[k * LS + lane], pos + k, lane) && lane == 0)
+        if (slot_fast(in, sh.lines[k * LS + lane], pos + k, lane, gen) && lane == 0)
             atomicOr(&sh.fastmask, 1ull << k);
 }
 
@@ -588,7 +620,7 @@ __device__ void crew(const rk_kargs &ka, shared0 &sh)
         const uint64_t pos = vol_ld(&sh.poll_pos);
         crew_load(sh, in, pos, idx, ncrew, lane);
         bar_named(2, 32 * ncrew);
-        crew_check(sh, in, pos, idx, ncrew, lane);
+        crew_check(sh, in, pos, idx, ncrew, lane, ka.gen);
         bar_named(3, 32 * ncrew);
         write_share(sh, out, idx, ncrew, lane, ka.flags);
         bar_named(4, 32 * ncrew);
@@ -699,7 +731,7 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
                         v[j] = rk__ld_cv(ring_slot(in, P + k) + lane);
                 }
                 sh.lines[k * LS + lane] = v[j];
-                if (!slot_fast(in, v[j], P + k, lane) && bad == n)
+                if (!slot_fast(in, v[j], P + k, lane, ka.gen) && bad == n)
                     bad = k;
             }
         }
@@ -752,7 +784,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             continue;
         }
         if (posted != replied)
-            post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
+            post_job_replies(ka, ds, sh, out, dpos, dhead, replied, lane);
         uint32_t nload, pre = 0, quick = 0;
         stat_add(sh, 0, 1, lane);
         const long long c0 = clock64();
@@ -801,7 +833,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
                 stat_add(sh, 6, 1, lane);
                 continue;
             }
-            if (dpos - dhead < out.slots && slot_fast(in, a, hpos, lane)) {
+            if (dpos - dhead < out.slots && slot_fast(in, a, hpos, lane, ka.gen)) {
                 /* the round trip's common case, answered straight from the
                  * registers: an echo/NOP with room in D2H (no staging in
                  * shared memory, no batch bookkeeping before the reply) */
@@ -883,7 +915,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
              * marks the complete echo/NOP messages; the leading run of them
              * is answered by the whole crew at once (one warp's stores to
              * host memory are slow to issue) */
-            crew_check(sh, in, hpos, 0, ncrew, lane);
+            crew_check(sh, in, hpos, 0, ncrew, lane, ka.gen);
             const long long cw0 = clock64();
             bar_named(3, 32 * ncrew);
             write_share(sh, out, 0, ncrew, lane, ka.flags);
@@ -906,7 +938,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             if (!__all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag))
                 break; /* the producer is still writing lines */
             const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
-            if (slot_fast(in, L, pos, lane)) {
+            if (slot_fast(in, L, pos, lane, ka.gen)) {
                 /* echo / NOP straight from the staged line: lane i writes
                  * reply line i, weak (one fence.sc.sys after the batch) */
                 d2h_wait(out, dpos, dhead, sh, lane);
@@ -978,7 +1010,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         rk__fence_seq_cst_sys();
     /* stopping: finish the grid jobs already posted, then hand over */
     while (posted != replied && flag_ld(&sh.stop) < 2) {
-        post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
+        post_job_replies(ka, ds, sh, out, dpos, dhead, replied, lane);
         __nanosleep(1000);
     }
     __syncwarp();
@@ -1022,15 +1054,15 @@ __device__ void housekeeper_lane0(const rk_kargs &ka, shared0 &sh, scratch *ds, 
     uint64_t last_hb = 0;
     uint32_t ns = 0;
 
-    rk__st_release_sys(ka.state, (int32_t)1 /* RK__STATE_RUNNING */);
+    rk__st_release_sys(&ka.region->state, (int32_t)RK__STATE_RUNNING);
     for (;;) {
         const uint64_t now = rk__globaltimer();
         if (now - last_hb > 200000ull) { /* 0.2 ms */
-            rk__st_relaxed_sys(ka.heartbeat, now);
+            rk__st_relaxed_sys(&ka.region->heartbeat, now);
             last_hb = now;
         }
         /* acquire: pairs with the host's store-release of stop */
-        const uint32_t s = rk__ld_acquire_sys(ka.stop);
+        const uint32_t s = rk__ld_acquire_sys(&ka.region->stop);
         if (s > flag_ld(&sh.stop))
             flag_st(&sh.stop, s);
         /* publish consumption. release: orders the dispatcher's reads of
@@ -1073,8 +1105,8 @@ __device__ void housekeeper_lane0(const rk_kargs &ka, shared0 &sh, scratch *ds, 
     }
     rk__st_release_sys(in.cons_head, (uint64_t)flag_ld(&sh.h2d_done));
     rk__st_release_sys(out.prod_tail, (uint64_t)flag_ld(&sh.d2h_tail));
-    rk__st_relaxed_sys(ka.heartbeat, rk__globaltimer());
-    rk__st_release_sys(ka.state, (int32_t)2 /* RK__STATE_STOPPED */);
+    rk__st_relaxed_sys(&ka.region->heartbeat, rk__globaltimer());
+    rk__st_release_sys(&ka.region->state, (int32_t)RK__STATE_STOPPED);
 }
 
 /* ---- worker blocks ---- */

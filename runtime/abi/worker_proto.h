@@ -59,7 +59,7 @@ enum {
 /* What a CUDA worker learned about its device (HELLO, RUNNING, RELAUNCHED). */
 typedef struct rk__wdev {
     char name[128];
-    char uuid[40];  /* "GPU-xxxxxxxx-xxxx-...", the per-GPU lock's key */
+    char uuid[48];  /* "GPU-xxxxxxxx-xxxx-...", the per-GPU lock's key */
     int32_t cc_major, cc_minor, sm_count;
     uint32_t grid, block, smem;             /* the configuration in use */
     uint32_t max_grid, max_block, max_smem; /* the device's limits for this kernel */

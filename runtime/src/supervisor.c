@@ -377,8 +377,8 @@ static bool rk__watch(rk__super *s, int64_t now)
         } else if (rt->cfg.request_deadline_ms &&
                    now - s->run_since[i] > (int64_t)rt->cfg.request_deadline_ms * 1000000) {
             char what[160];
-            snprintf(what, sizeof what, "request of actor %u (tag %u) ran past its deadline "
-                     "(request_deadline_ms %u)", RK__RUN_ACTOR(w), RK__RUN_TAG(w), rt->cfg.request_deadline_ms);
+            snprintf(what, sizeof what, "request %u of actor %u ran past its deadline (request_deadline_ms %u)",
+                     RK__RUN_ID31(w), RK__RUN_ACTOR(w), rt->cfg.request_deadline_ms);
             rk__recover(s, -RK_ETIMEDOUT, what);
             return true;
         }

@@ -1,0 +1,464 @@
+/* test_isolation.c - the supervisor, exercised with CPU workers (the CI
+ * machines have no GPU; a CUDA worker goes through the same code):
+ * kill -9 under load (every request answered exactly once, no zombie, no
+ * leaked fd), a poison request and the crash-loop policy, an endless loop
+ * past its deadline, a stopped worker's silent heartbeat, and the bad
+ * configurations. Suite: isolation. */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <rk/rk.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int env_int(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : dflt;
+}
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own fd */
+}
+
+/* No child process is left, not even a zombie. */
+static void assert_no_children(void)
+{
+    int st;
+    errno = 0;
+    assert_int_equal(waitpid(-1, &st, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+}
+
+static rk_config worker_config(void)
+{
+    rk_config c;
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CPU;
+    c.isolation = RK_ISOLATION_PROCESS;
+    c.arena_size = 16 << 20;
+    c.max_payload = 4 << 20;
+    return c;
+}
+
+static rk_runtime *open_rt(const rk_config *c)
+{
+    rk_runtime *rt = NULL;
+    int rc = rk_runtime_open(&rt, c);
+    if (rc)
+        fail_msg("rk_runtime_open: %s: %s", rk_err_name(rc), rk_last_detail());
+    return rt;
+}
+
+static rk_worker_info worker(rk_runtime *rt)
+{
+    rk_worker_info w;
+    rk_runtime_worker(rt, &w);
+    return w;
+}
+
+/* Waits until the worker serves again with a pid other than `old`. */
+static rk_worker_info wait_replaced(rk_runtime *rt, int old, double timeout_s)
+{
+    double t0 = now_s();
+    rk_worker_info w;
+    for (;;) {
+        w = worker(rt);
+        if (w.state == RK_WORKER_RUNNING && w.pid > 0 && w.pid != old)
+            return w;
+        if (now_s() - t0 > timeout_s)
+            fail_msg("worker %d not replaced within %.1f s (state %s)", old, timeout_s, w.state_name);
+        usleep(1000);
+    }
+}
+
+static void test_worker_basics(void **state)
+{
+    (void)state;
+    int fds = count_fds();
+    rk_config c = worker_config();
+    rk_runtime *rt = open_rt(&c);
+    rk_info in;
+    rk_runtime_info(rt, &in);
+    assert_string_equal(in.backend_name, "cpu");
+    assert_non_null(strstr(in.why, "worker process"));
+    rk_worker_info w = worker(rt);
+    assert_int_equal(w.state, RK_WORKER_RUNNING);
+    assert_string_equal(w.state_name, "running");
+    assert_string_equal(w.backend, "cpu");
+    assert_true(w.pid > 0);
+    assert_int_equal(kill(w.pid, 0), 0);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    /* inline and arena payloads through the worker's mapping */
+    static uint8_t buf[1 << 20];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (uint8_t)(i * 13 + 5);
+    size_t sizes[] = {0, 7, 100, 4096, sizeof buf};
+    for (size_t i = 0; i < 5; i++) {
+        rk_reply r;
+        assert_int_equal(rk_actor_call(a, RK_OP_ECHO, buf, sizes[i], 0, &r, 5000), 0);
+        assert_int_equal(r.status, 0);
+        assert_int_equal(r.len, sizes[i]);
+        if (sizes[i])
+            assert_memory_equal(r.data, buf, sizes[i]);
+        rk_reply_release(a, &r);
+    }
+    float v[8] = {1, 2, 3, 4, 10, 20, 30, 40};
+    rk_reply r;
+    assert_int_equal(rk_actor_call(a, RK_OP_VADD, v, sizeof v, 0, &r, 5000), 0);
+    assert_int_equal(r.len, 16);
+    assert_true(((const float *)r.data)[3] == 44.0f);
+    rk_reply_release(a, &r);
+    /* without test_faults the test-only ops are refused before they leave */
+    assert_int_equal(rk_actor_send(a, RK_OP_FAULT, NULL, 0, 0, NULL, 0), -RK_EINVAL);
+    assert_int_equal(rk_runtime_retry_gpu(rt), 0); /* not degraded: nothing to do */
+    rk_runtime_close(rt);
+    assert_int_equal(kill(w.pid, 0), -1); /* gone */
+    assert_no_children();
+    assert_int_equal(count_fds(), fds);
+}
+
+/* ---- kill -9 while 8 actors pipeline ---- */
+
+enum { LOAD_THREADS = 8, LOAD_WINDOW = 32 };
+
+typedef struct load {
+    rk_runtime *rt;
+    int index;
+    volatile int *stop;
+    uint64_t sent, answered, bad, dup;
+    uint8_t *seen; /* per sequence number */
+    size_t cap;
+} load;
+
+/* Pipelines 16-byte echoes that carry (thread, seq); checks each reply's
+ * bytes and that each seq comes back exactly once. */
+static void *load_main(void *arg)
+{
+    load *l = arg;
+    rk_actor *a;
+    if (rk_actor_open(l->rt, &a) != 0)
+        return NULL;
+    uint64_t seq = 0;
+    for (;;) {
+        bool stopping = *l->stop;
+        while (!stopping && rk_actor_inflight(a) < LOAD_WINDOW && seq < l->cap) {
+            uint64_t msg[2] = {(uint64_t)l->index, seq};
+            if (rk_actor_send(a, RK_OP_ECHO, msg, sizeof msg, 0, NULL, 5000) != 0) {
+                l->bad++;
+                break;
+            }
+            seq++;
+            l->sent++;
+        }
+        if (stopping && rk_actor_inflight(a) == 0)
+            break;
+        rk_reply r;
+        int rc = rk_actor_recv(a, &r, 20000);
+        if (rc) {
+            l->bad++;
+            break;
+        }
+        uint64_t got[2] = {~0ull, ~0ull};
+        if (r.status == 0 && r.len == sizeof got)
+            memcpy(got, r.data, sizeof got);
+        if (got[0] != (uint64_t)l->index || got[1] >= l->cap)
+            l->bad++;
+        else if (l->seen[got[1]]++)
+            l->dup++;
+        else
+            l->answered++;
+        rk_reply_release(a, &r);
+    }
+    rk_actor_close(a);
+    return NULL;
+}
+
+static void test_kill9_under_load(void **state)
+{
+    (void)state;
+    const int kills = env_int("RK_TEST_KILLS", 100);
+    int fds = count_fds();
+    rk_config c = worker_config();
+    c.standby = 1; /* a warm CPU worker takes over; the next is spawned meanwhile */
+    c.fault_limit = (uint32_t)kills + 1; /* these kills are not a crash loop */
+    rk_runtime *rt = open_rt(&c);
+    volatile int stop = 0;
+    load l[LOAD_THREADS];
+    pthread_t t[LOAD_THREADS];
+    for (int i = 0; i < LOAD_THREADS; i++) {
+        l[i] = (load){.rt = rt, .index = i, .stop = &stop, .cap = 1u << 22};
+        l[i].seen = calloc(l[i].cap, 1);
+        pthread_create(&t[i], NULL, load_main, &l[i]);
+    }
+    double t0 = now_s(), worst = 0;
+    for (int k = 0; k < kills; k++) {
+        /* some replies between kills: each worker serves before it dies */
+        rk_stats s0;
+        rk_runtime_stats(rt, &s0);
+        for (rk_stats s1 = s0; s1.replies < s0.replies + 200; rk_runtime_stats(rt, &s1))
+            usleep(200);
+        rk_worker_info w = worker(rt);
+        assert_int_equal(w.state, RK_WORKER_RUNNING);
+        double k0 = now_s();
+        assert_int_equal(kill(w.pid, SIGKILL), 0);
+        w = wait_replaced(rt, w.pid, 10);
+        if (now_s() - k0 > worst)
+            worst = now_s() - k0;
+    }
+    stop = 1;
+    uint64_t sent = 0, answered = 0, bad = 0, dup = 0;
+    for (int i = 0; i < LOAD_THREADS; i++) {
+        pthread_join(t[i], NULL);
+        sent += l[i].sent, answered += l[i].answered, bad += l[i].bad, dup += l[i].dup;
+        free(l[i].seen);
+    }
+    rk_worker_info w = worker(rt);
+    print_message("%d kills in %.2f s (slowest replacement %.1f ms): %llu requests, %llu answered, %llu bad, "
+                  "%llu duplicated; %llu restarts, last recovery %.2f ms\n",
+                  kills, now_s() - t0, worst * 1e3, (unsigned long long)sent, (unsigned long long)answered,
+                  (unsigned long long)bad, (unsigned long long)dup, (unsigned long long)w.restarts,
+                  (double)w.last_recovery_ns / 1e6);
+    assert_int_equal(bad, 0);
+    assert_int_equal(dup, 0);
+    assert_int_equal(answered, sent);
+    assert_true(w.restarts >= (uint64_t)kills);
+    assert_int_equal(w.poisoned, 0); /* echo is trusted: no suspects */
+    rk_runtime_close(rt);
+    assert_no_children();
+    assert_int_equal(count_fds(), fds);
+}
+
+/* ---- a poison request, then a crash loop ---- */
+
+static void test_poison_and_crash_loop(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.test_faults = 1;
+    c.fault_limit = 4;
+    c.fault_window_ms = 60000;
+    rk_runtime *rt = open_rt(&c);
+    rk_actor *a, *b;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    assert_int_equal(rk_actor_open(rt, &b), 0);
+    /* a poison among innocents of two actors */
+    uint64_t poison;
+    int x = 7;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(rk_actor_send(b, RK_OP_ECHO, &i, sizeof i, 0, NULL, 1000), 0);
+    assert_int_equal(rk_actor_send(a, RK_OP_FAULT, &x, sizeof x, 0, &poison, 1000), 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(rk_actor_send(a, RK_OP_ECHO, &i, sizeof i, 0, NULL, 1000), 0);
+    int n_dev = 0, n_ok = 0;
+    for (int i = 0; i < 6; i++) {
+        rk_reply r;
+        assert_int_equal(rk_actor_recv(a, &r, 10000), 0);
+        if (r.status == -RK_EDEVICE) {
+            n_dev++;
+            assert_true(r.id == poison);
+            assert_non_null(strstr(rk_last_detail(), "faulted its worker twice"));
+        } else {
+            assert_int_equal(r.status, 0);
+            n_ok++;
+        }
+        rk_reply_release(a, &r);
+    }
+    for (int i = 0; i < 5; i++) {
+        rk_reply r;
+        assert_int_equal(rk_actor_recv(b, &r, 10000), 0);
+        assert_int_equal(r.status, 0);
+        assert_int_equal(*(const int *)r.data, i);
+        rk_reply_release(b, &r);
+    }
+    assert_int_equal(n_dev, 1);
+    assert_int_equal(n_ok, 5);
+    rk_worker_info w = worker(rt);
+    assert_int_equal(w.state, RK_WORKER_RUNNING);
+    assert_int_equal(w.faults, 2); /* the first run and the lone retry */
+    assert_int_equal(w.poisoned, 1);
+    assert_int_equal(w.last_fault.actor, 0);
+    assert_int_equal(w.last_fault.type, RK_OP_FAULT);
+    assert_true(w.last_fault.request_id == poison);
+    assert_non_null(strstr(w.last_fault.detail, "signal 11"));
+
+    /* two more faults make 4 within the window: the crash loop */
+    rk_reply r;
+    assert_int_equal(rk_actor_call(a, RK_OP_FAULT, &x, sizeof x, 0, &r, 10000), 0);
+    assert_int_equal(r.status, -RK_EDEVICE);
+    rk_reply_release(a, &r);
+    w = worker(rt);
+    assert_int_equal(w.state, RK_WORKER_DEGRADED);
+    assert_string_equal(w.state_name, "degraded");
+    assert_int_equal(w.pid, 0);
+    assert_non_null(strstr(w.why, "fault_limit"));
+    /* built-ins are served on the CPU; the rest fails at once */
+    float v[4] = {1, 2, 3, 4};
+    assert_int_equal(rk_actor_call(b, RK_OP_VADD, v, sizeof v, 0, &r, 5000), 0);
+    assert_int_equal(r.status, 0);
+    assert_true(((const float *)r.data)[1] == 6.0f);
+    rk_reply_release(b, &r);
+    double t0 = now_s();
+    assert_int_equal(rk_actor_call(a, RK_OP_FAULT, &x, sizeof x, 0, &r, 5000), 0);
+    assert_int_equal(r.status, -RK_EDEVICE);
+    assert_true(now_s() - t0 < 1.0);
+    rk_reply_release(a, &r);
+    assert_int_equal(worker(rt).faults, 4);
+    /* the operator's action */
+    assert_int_equal(rk_runtime_retry_gpu(rt), 0);
+    w = worker(rt);
+    assert_int_equal(w.state, RK_WORKER_RUNNING);
+    assert_true(w.pid > 0);
+    assert_string_equal(w.why, "");
+    assert_int_equal(rk_actor_call(a, RK_OP_ECHO, &x, sizeof x, 0, &r, 5000), 0);
+    assert_int_equal(r.status, 0);
+    rk_reply_release(a, &r);
+    rk_runtime_close(rt);
+    assert_no_children();
+}
+
+/* ---- an endless loop past its deadline ---- */
+
+static void test_endless_loop_deadline(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.test_faults = 1;
+    c.request_deadline_ms = 300;
+    rk_runtime *rt = open_rt(&c);
+    rk_actor *a, *b;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    assert_int_equal(rk_actor_open(rt, &b), 0);
+    double t0 = now_s();
+    uint64_t hang;
+    assert_int_equal(rk_actor_send(a, RK_OP_HANG, NULL, 0, 0, &hang, 1000), 0);
+    int x = 42;
+    assert_int_equal(rk_actor_send(b, RK_OP_ECHO, &x, sizeof x, 0, NULL, 1000), 0);
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(a, &r, 10000), 0);
+    double dt = now_s() - t0;
+    assert_true(r.id == hang);
+    assert_int_equal(r.status, -RK_EDEVICE);
+    rk_reply_release(a, &r);
+    assert_int_equal(rk_actor_recv(b, &r, 10000), 0);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(*(const int *)r.data, x);
+    rk_reply_release(b, &r);
+    rk_worker_info w = worker(rt);
+    print_message("endless loop answered RK_EDEVICE after %.0f ms: %s\n", dt * 1e3, w.last_fault.detail);
+    assert_true(dt >= 0.6 && dt < 5.0); /* two deadlines: the first run and the lone retry */
+    assert_int_equal(w.faults, 2);
+    assert_int_equal(w.last_fault.error, -RK_ETIMEDOUT);
+    assert_non_null(strstr(w.last_fault.detail, "deadline"));
+    assert_int_equal(w.state, RK_WORKER_RUNNING);
+    rk_runtime_close(rt);
+    assert_no_children();
+}
+
+/* ---- a stopped worker: its heartbeat goes silent ---- */
+
+static void test_silent_heartbeat(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.heartbeat_ms = 200;
+    rk_runtime *rt = open_rt(&c);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    int old = worker(rt).pid;
+    assert_int_equal(kill(old, SIGSTOP), 0);
+    double t0 = now_s();
+    int x = 3;
+    rk_reply r;
+    assert_int_equal(rk_actor_call(a, RK_OP_ECHO, &x, sizeof x, 0, &r, 10000), 0);
+    assert_int_equal(r.status, 0);
+    rk_reply_release(a, &r);
+    double dt = now_s() - t0;
+    rk_worker_info w = worker(rt);
+    assert_true(w.pid != old);
+    assert_non_null(strstr(w.last_fault.detail, "heartbeat silent"));
+    assert_true(dt >= 0.2 && dt < 5.0);
+    assert_int_equal(kill(old, 0), -1); /* killed and reaped, though stopped */
+    rk_runtime_close(rt);
+    assert_no_children();
+}
+
+/* ---- configurations a worker cannot serve ---- */
+
+static int cpu_twice(const void *in, size_t in_len, void *out, size_t cap, size_t *out_len, void *user)
+{
+    (void)user;
+    if (in_len > cap)
+        return -RK_EMSGSIZE;
+    memcpy(out, in, in_len);
+    *out_len = in_len;
+    return 0;
+}
+
+static void test_bad_configurations(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    rk_actor_def d = {.type = RK_OP_USER, .name = "twice", .cpu = cpu_twice};
+    c.actors = &d;
+    c.n_actors = 1;
+    rk_runtime *rt = (rk_runtime *)1;
+    assert_int_equal(rk_runtime_open(&rt, &c), -RK_EINVAL);
+    assert_null(rt);
+    assert_non_null(strstr(rk_last_detail(), "cannot run in a worker process"));
+    /* the same actors with isolation auto run in this process */
+    c.isolation = RK_ISOLATION_AUTO;
+    rt = open_rt(&c);
+    assert_int_equal(worker(rt).state, RK_WORKER_NONE);
+    assert_int_equal(rk_runtime_retry_gpu(rt), -RK_ENOTSUP);
+    rk_runtime_close(rt);
+    /* a worker program that is not there: a clear error, nothing left */
+    c = worker_config();
+    setenv("RK_WORKER", "/nonexistent/rk-worker", 1);
+    assert_int_equal(rk_runtime_open(&rt, &c), -RK_ENOTSUP);
+    assert_non_null(strstr(rk_last_detail(), "/nonexistent/rk-worker"));
+    unsetenv("RK_WORKER");
+    c.heartbeat_ms = 10;
+    assert_int_equal(rk_runtime_open(&rt, &c), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "heartbeat_ms 10"));
+    assert_no_children();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_worker_basics),
+        cmocka_unit_test(test_bad_configurations),
+        cmocka_unit_test(test_poison_and_crash_loop),
+        cmocka_unit_test(test_endless_loop_deadline),
+        cmocka_unit_test(test_silent_heartbeat),
+        cmocka_unit_test(test_kill9_under_load),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
