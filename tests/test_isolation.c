@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -151,7 +152,7 @@ enum { LOAD_THREADS = 8, LOAD_WINDOW = 32 };
 typedef struct load {
     rk_runtime *rt;
     int index;
-    volatile int *stop;
+    atomic_int *stop;
     uint64_t sent, answered, bad, dup;
     uint8_t *seen; /* per sequence number */
     size_t cap;
@@ -167,7 +168,7 @@ static void *load_main(void *arg)
         return NULL;
     uint64_t seq = 0;
     for (;;) {
-        bool stopping = *l->stop;
+        bool stopping = atomic_load(l->stop);
         while (!stopping && rk_actor_inflight(a) < LOAD_WINDOW && seq < l->cap) {
             uint64_t msg[2] = {(uint64_t)l->index, seq};
             if (rk_actor_send(a, RK_OP_ECHO, msg, sizeof msg, 0, NULL, 5000) != 0) {
@@ -209,7 +210,7 @@ static void test_kill9_under_load(void **state)
     c.standby = 1; /* a warm CPU worker takes over; the next is spawned meanwhile */
     c.fault_limit = (uint32_t)kills + 1; /* these kills are not a crash loop */
     rk_runtime *rt = open_rt(&c);
-    volatile int stop = 0;
+    atomic_int stop = 0;
     load l[LOAD_THREADS];
     pthread_t t[LOAD_THREADS];
     for (int i = 0; i < LOAD_THREADS; i++) {
@@ -232,7 +233,7 @@ static void test_kill9_under_load(void **state)
         if (now_s() - k0 > worst)
             worst = now_s() - k0;
     }
-    stop = 1;
+    atomic_store(&stop, 1);
     uint64_t sent = 0, answered = 0, bad = 0, dup = 0;
     for (int i = 0; i < LOAD_THREADS; i++) {
         pthread_join(t[i], NULL);

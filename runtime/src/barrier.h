@@ -30,4 +30,27 @@
 #define rk__fence_release() atomic_thread_fence(memory_order_release)
 #define rk__fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
 
+
+/* ThreadSanitizer sees release/acquire pairs inside this process only. A
+ * request's path to its reply can pass through a worker process (H2D
+ * store-release here, its acquire and its D2H store-release there, our
+ * acquire of the reply): rk__tsan_release/acquire state that edge for TSan
+ * on the pending record; they compile to nothing otherwise. */
+#if defined(__SANITIZE_THREAD__)
+#define RK__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RK__TSAN 1
+#endif
+#endif
+#ifdef RK__TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define rk__tsan_acquire(p) __tsan_acquire((void *)(p))
+#define rk__tsan_release(p) __tsan_release((void *)(p))
+#else
+#define rk__tsan_acquire(p) ((void)(p))
+#define rk__tsan_release(p) ((void)(p))
+#endif
+
 #endif

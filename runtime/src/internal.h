@@ -121,6 +121,8 @@ RK__HIDDEN bool rk__ring_ready(rk_ring *r);
 /* Wakes every host consumer sleeping on r's doorbell (seq_cst fence, then
  * a futex wake when cons_sleeping is non-zero). */
 RK__HIDDEN void rk__ring_wake(rk_ring *r);
+/* Sets r->flags (RK_RING_F_*) while producers may run. */
+RK__HIDDEN void rk__ring_set_flags(rk_ring *r, uint32_t flags);
 
 /* ---- operations as the host runs them (ops.c) ---- */
 /* Reference vadd: c[i] = a[i] + b[i] in float32 (IEEE; no FMA, no

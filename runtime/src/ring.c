@@ -100,9 +100,14 @@ void rk__ring_wake(rk_ring *r)
 
 static void rk__ring_doorbell(rk_ring *r)
 {
-    if (!(r->flags & RK_RING_F_NO_SLEEP))
+    /* relaxed: the owner switches it when the consumer changes (a GPU
+     * kernel never sleeps, a CPU consumer does); a producer that read the
+     * old value costs a sleeping CPU consumer one sleep period at most */
+    if (!(rk__ld_relaxed(&r->flags) & RK_RING_F_NO_SLEEP))
         rk__ring_wake(r);
 }
+
+void rk__ring_set_flags(rk_ring *r, uint32_t flags) { rk__st_relaxed(&r->flags, flags); }
 
 int rk_ring_mp_enqueue(rk_ring *r, const void *msg, uint32_t len)
 {

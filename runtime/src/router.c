@@ -55,7 +55,9 @@ static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
     }
     memcpy(&h, msg, sizeof h);
     rk_actor *a = rk__actor_at(rt, h.actor);
-    if (!a || h.tag >= a->window || rk__ld_relaxed(&a->pend[h.tag].state) != RK__P_SENT ||
+    /* acquire: pairs with rk__post's store-release of SENT, so the id and
+     * the rest of the record are the ones the owner wrote for it */
+    if (!a || h.tag >= a->window || rk__ld_acquire(&a->pend[h.tag].state) != RK__P_SENT ||
         a->pend[h.tag].id != h.id) {
         rk__log(RK__LOG_ERROR, "D2H: reply id %llu for actor %u tag %u matches no request; dropped",
                 (unsigned long long)h.id, h.actor, h.tag);
@@ -63,6 +65,7 @@ static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
         return NULL;
     }
     rk__pending *p = &a->pend[h.tag];
+    rk__tsan_acquire(p); /* the worker-process edge (barrier.h) */
     p->status = h.status;
     p->len = h.len;
     if (p->arena_len) {

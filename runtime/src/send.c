@@ -142,6 +142,7 @@ bool rk__repost(rk_actor *a)
         if (p->strikes && !rk__suspect_take(rt, RK__RUN_WORD(a->index, a->order[k], p->id)))
             return false; /* another suspect is being retried: the rest waits, in order */
         uint32_t mlen = rk__message(a, a->order[k], g, msg);
+        rk__tsan_release(p); /* the worker-process edge (barrier.h) */
         int rc = rk_ring_mp_enqueue(rt->h2d, msg, mlen);
         if (rc == -RK_EAGAIN)
             return false; /* ring full: later, from the same point */
@@ -168,11 +169,14 @@ static int rk__post(rk_actor *a, uint16_t tag, int64_t deadline, uint64_t *id_ou
     /* (p is not SENT yet, so a re-post here does not take it along) */
     const bool deferred = !rk__in_step(a) && !rk__repost(a);
     p->gen = a->gen;
-    rk__st_relaxed(&p->state, (uint8_t)RK__P_SENT);
+    /* release: the record's fields before SENT; pairs with the load-acquire
+     * of state by a router (or the supervisor) that matches a reply to it */
+    rk__st_release(&p->state, (uint8_t)RK__P_SENT);
     if (!deferred) {
         /* (deferred: a->gen lags rt->gen, rk__repost sends it later, in id order) */
         _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
         uint32_t mlen = rk__message(a, tag, a->gen, msg);
+        rk__tsan_release(p); /* the worker-process edge (barrier.h) */
         rk__backoff b;
         rk__backoff_reset(&b);
         int rc;

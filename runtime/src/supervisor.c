@@ -46,7 +46,7 @@ typedef struct rk__super {
     _Atomic bool quit;
     rk__proc active, standby;
     rk__cpu_thread cpu;   /* degraded: built-ins served here */
-    rk_worker_state state;
+    _Atomic rk_worker_state state; /* read by health() without the lock */
     int lock_fd;          /* the per-GPU lock, -1 */
     uint64_t restarts, faults, poisoned;
     rk_fault_info last;
@@ -115,10 +115,7 @@ static int rk__go(rk__super *s, rk__proc *w, bool *served)
     m.smem = rt->info.smem ? rt->info.smem : rt->cfg.smem;
     /* the kernel polls H2D and never sleeps on its doorbell: producers may
      * skip the doorbell's fence. A CPU consumer sleeps there. */
-    if (w->kind == RK__WB_CUDA)
-        rt->h2d->flags |= RK_RING_F_NO_SLEEP;
-    else
-        rt->h2d->flags &= ~RK_RING_F_NO_SLEEP;
+    rk__ring_set_flags(rt->h2d, w->kind == RK__WB_CUDA ? RK_RING_F_NO_SLEEP : 0u);
     int rc = rk__proc_send(w, &m);
     if (rc)
         return rc;
@@ -201,7 +198,8 @@ static uint32_t rk__blame_locked(rk__super *s, uint32_t kind)
         if (!a || tag >= a->window)
             continue;
         rk__pending *p = &a->pend[tag];
-        if (rk__ld_relaxed(&p->state) != RK__P_SENT || (uint32_t)(p->id & 0x7fffffffu) != RK__RUN_ID31(w))
+        /* acquire: pairs with rk__post's store-release of SENT */
+        if (rk__ld_acquire(&p->state) != RK__P_SENT || (uint32_t)(p->id & 0x7fffffffu) != RK__RUN_ID31(w))
             continue;
         blamed++;
         p->strikes++;
@@ -223,7 +221,7 @@ static uint32_t rk__blame_locked(rk__super *s, uint32_t kind)
     for (uint32_t i = 0; i < rt->n_actor_slots; i++) {
         rk_actor *a = rk__actor_at(rt, i);
         for (uint32_t t = 0; a && t < a->window; t++)
-            if (rk__ld_relaxed(&a->pend[t].state) == RK__P_SENT && !rk__op_builtin(a->pend[t].type) &&
+            if (rk__ld_acquire(&a->pend[t].state) == RK__P_SENT && !rk__op_builtin(a->pend[t].type) &&
                 !a->pend[t].strikes) {
                 a->pend[t].strikes = 1;
                 blamed++;
@@ -270,7 +268,7 @@ static void rk__degrade(rk__super *s, const char *why)
     snprintf(s->why, sizeof s->why, "%s", why);
     rk__proc_end(&s->standby, NULL, 0);
     s->standby_after = 0;
-    rt->h2d->flags &= ~RK_RING_F_NO_SLEEP; /* a CPU consumer sleeps on the doorbell */
+    rk__ring_set_flags(rt->h2d, 0u); /* a CPU consumer sleeps on the doorbell */
     int rc = rk__cpu_thread_start(&s->cpu, rt, RK__WF_BUILTINS_ONLY);
     if (rc) {
         s->state = RK_WORKER_FAILED;
@@ -437,9 +435,11 @@ static void *rk__super_main(void *arg)
 {
     rk__super *s = arg;
     while (!atomic_load(&s->quit)) {
+        pthread_mutex_lock(&s->lock); /* a retry or relaunch may change them */
         struct pollfd p[3] = {{.fd = s->evfd, .events = POLLIN},
                               {.fd = s->active.ctl, .events = POLLIN},
                               {.fd = s->standby.ctl, .events = POLLIN}};
+        pthread_mutex_unlock(&s->lock);
         poll(p, 3, RK__TICK_MS);
         if (atomic_load(&s->quit))
             break;

@@ -92,7 +92,7 @@ typedef struct rk_ring {
     uint32_t slots;      /* power of two */
     uint32_t slot_size;  /* power of two, RK_RING_SLOT_MIN..RK_RING_SLOT_MAX */
     uint32_t order;      /* log2(slots) */
-    uint32_t flags;      /* RK_RING_F_*, set by the ring's owner before any producer runs */
+    uint32_t flags;      /* RK_RING_F_*, set by the ring's owner (atomically, relaxed) */
     uint8_t pad0[RK_RING_ALIGN - 20];
     uint64_t prod_tail;  /* offset 128 */
     uint8_t pad1[RK_RING_ALIGN - 8];
