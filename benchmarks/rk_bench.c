@@ -37,8 +37,9 @@ static void usage(FILE *f)
             "  -w, --window W      requests in flight for the throughput run (default 64)\n"
             "  -m, --messages N    messages for the throughput run (default 2000000)\n"
             "  -i, --idle-seconds S  measure CPU use of an idle runtime for S s (default 5; 0 skips)\n"
-            "  -h, --help\n"
             "every mode:\n"
+            "  -h, --help          this text (also after a mode name)\n"
+            "      --version       rk-bench's and librk's versions\n"
             "  -j, --json FILE     write the JSON record to FILE\n"
             "  -s, --samples       include raw latency samples in the JSON (for CDF plots;\n"
             "                      on by default in gpu mode)\n",
@@ -176,9 +177,21 @@ static int ring_mode(int argc, char **argv, bench_report *rep)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) { /* bridge mode has a --help of its own */
+        if ((!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) &&
+            (i == 1 || strcmp(argv[1], "bridge"))) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--version")) {
+            printf("rk-bench %s (commit %s; librk %s)\n", RK_BENCH_VERSION, RK_BENCH_COMMIT,
+                   rk_version());
+            return 0;
+        }
     }
     const char *mode = argv[1];
     bench_report rep = {0};

@@ -77,19 +77,6 @@ static void test_config_errors(void **state)
     assert_string_equal(rk_backend_name(RK_BACKEND_CPU), "cpu");
 }
 
-static void test_strerror_every_code(void **state)
-{
-    (void)state;
-    for (int e = 1; e < RK_ERRNO_MAX; e++) {
-        assert_string_not_equal(rk_strerror(-e), "unknown error");
-        assert_true(strncmp(rk_err_name(-e), "RK_E", 4) == 0);
-        assert_string_equal(rk_strerror(e), rk_strerror(-e));
-    }
-    assert_string_equal(rk_strerror(-9999), "unknown error");
-    assert_string_equal(rk_err_name(-RK_EGRID), "RK_EGRID");
-    assert_string_equal(rk_strerror(0), "success");
-}
-
 /* Without a GPU, auto must fall back to the CPU and say why; a forced cuda
  * must fail loudly instead. (On a GPU machine the gpu suite covers it.) */
 static void test_backend_choice(void **state)
@@ -526,7 +513,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_errors),
-        cmocka_unit_test(test_strerror_every_code),
         cmocka_unit_test(test_backend_choice),
         cmocka_unit_test(test_echo_sizes_inline_and_arena),
         cmocka_unit_test(test_send_errors),

@@ -1,32 +1,47 @@
-/* error.c - error names, sentences, the per-thread detail and logging. */
-#include <pthread.h>
+/* error.c - error names and sentences, and the per-thread detail. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
+/* glibc 2.32+ names and describes errno values without a buffer (the
+ * static strings rk_strerror and rk_err_name must return). */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+#define RK__HAVE_ERRNO_NAMES 1
+#endif
+
 static _Thread_local char rk__detail[512];
+
+/* |err| without overflow: INT_MIN becomes 2^31, which is no code. */
+static unsigned rk__err_abs(int err) { return err < 0 ? 0u - (unsigned)err : (unsigned)err; }
 
 const char *rk_strerror(int err)
 {
-    switch (err < 0 ? -err : err) {
+    unsigned e = rk__err_abs(err);
+    switch (e) {
     case 0:
         return "success";
 #define RK__ERR_STR(name, num, msg)                                                                \
     case num:                                                                                      \
         return msg;
-        RK_ERRNO_MAP(RK__ERR_STR)
+        RK_ERRNO_MAP(RK__ERR_STR) /* a duplicate value would not compile */
 #undef RK__ERR_STR
     default:
-        return "unknown error";
+        break;
     }
+#ifdef RK__HAVE_ERRNO_NAMES
+    const char *s = e < RK_ERRNO_BASE ? strerrordesc_np((int)e) : NULL;
+    if (s)
+        return s;
+#endif
+    return "unknown error";
 }
 
 const char *rk_err_name(int err)
 {
-    switch (err < 0 ? -err : err) {
+    unsigned e = rk__err_abs(err);
+    switch (e) {
     case 0:
         return "RK_OK";
 #define RK__ERR_NAME(name, num, msg)                                                               \
@@ -35,8 +50,14 @@ const char *rk_err_name(int err)
         RK_ERRNO_MAP(RK__ERR_NAME)
 #undef RK__ERR_NAME
     default:
-        return "RK_EUNKNOWN";
+        break;
     }
+#ifdef RK__HAVE_ERRNO_NAMES
+    const char *s = e < RK_ERRNO_BASE ? strerrorname_np((int)e) : NULL;
+    if (s)
+        return s;
+#endif
+    return "RK_EUNKNOWN";
 }
 
 const char *rk_last_detail(void) { return rk__detail; }
@@ -60,38 +81,4 @@ int rk__fail_str(int code, const char *msg)
     memcpy(rk__detail, msg, n);
     rk__detail[n] = '\0';
     return code < 0 ? code : -code;
-}
-
-static int rk__level = RK__LOG_WARN;
-static pthread_once_t rk__level_once = PTHREAD_ONCE_INIT;
-static void rk__level_init(void)
-{
-    const char *s = getenv("RK_LOG");
-    if (!s)
-        return;
-    if (!strcmp(s, "error"))
-        rk__level = RK__LOG_ERROR;
-    else if (!strcmp(s, "info"))
-        rk__level = RK__LOG_INFO;
-    else if (!strcmp(s, "debug"))
-        rk__level = RK__LOG_DEBUG;
-}
-
-static int rk__log_level(void)
-{
-    pthread_once(&rk__level_once, rk__level_init);
-    return rk__level;
-}
-
-void rk__log(int level, const char *fmt, ...)
-{
-    static const char *names[] = {"error", "warn", "info", "debug"};
-    if (level > rk__log_level())
-        return;
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "rk %s: %s\n", names[level], line);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "rk/error.h"
+#include "rk/log.h"
 #include "rk/msg.h"
 #include "rk/ring.h"
 #include "rk/runtime.h"
@@ -24,8 +25,9 @@ RK__HIDDEN int rk__fail(int code, const char *fmt, ...) __attribute__((format(pr
 RK__HIDDEN int rk__fail_str(int code, const char *msg);
 RK__HIDDEN void rk__clear_detail(void);
 
-/* ---- logging (level from RK_LOG=error|warn|info|debug) ---- */
-enum { RK__LOG_ERROR = 0, RK__LOG_WARN = 1, RK__LOG_INFO = 2, RK__LOG_DEBUG = 3 };
+/* ---- logging (log.c): to the handler of rk/log.h; nothing by default ---- */
+enum { RK__LOG_ERROR = RK_LOG_ERROR, RK__LOG_WARN = RK_LOG_WARN, RK__LOG_INFO = RK_LOG_INFO,
+       RK__LOG_DEBUG = RK_LOG_DEBUG };
 RK__HIDDEN void rk__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- time and waiting ---- */

@@ -213,8 +213,8 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
         rk__free(rt);
         return rk__fail(rc, "%s", detail);
     }
-    /* auto falling back to the CPU is worth a warning: the user asked for
-     * the GPU if there is one */
+    /* auto falling back to the CPU is a warning (the user asked for the GPU
+     * if there is one); delivered only where asked for (rk/log.h) */
     bool fell_back = rt->cfg.backend == RK_BACKEND_AUTO && rt->info.backend == RK_BACKEND_CPU;
     rk__log(fell_back ? RK__LOG_WARN : RK__LOG_INFO, "backend %s: %s", rt->info.backend_name,
             rt->info.why);
