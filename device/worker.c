@@ -35,6 +35,16 @@ static void rk__say(rk__wmsg *m)
         _exit(0); /* the supervisor is gone */
 }
 
+/* The worker's log lines go to the supervisor, which hands them to the
+ * program's handler (rk/log.h) with the worker's pid. */
+static void rk__log_to_supervisor(rk_log_level level, const char *line, void *user)
+{
+    (void)user;
+    rk__wmsg m = {.kind = RK__WM_LOG, .level = (int32_t)level};
+    snprintf(m.text, sizeof m.text, "%s", line);
+    rk__say(&m);
+}
+
 static void rk__reply(uint32_t kind, int rc, const char *text, const rk__wdev *dev)
 {
     rk__wmsg m = {.kind = kind, .rc = rc};
@@ -173,6 +183,8 @@ int main(int argc, char **argv)
     rk__wmsg init;
     if (!rk__next(&init, 30000) || init.kind != RK__WM_INIT)
         return 2;
+    rk_log_set_level((rk_log_level)init.level);
+    rk_log_set_handler(rk__log_to_supervisor, NULL);
     if (init.abi != RK_ABI_VERSION) {
         char t[96];
         snprintf(t, sizeof t, "rk-worker speaks ABI %u, its librk ABI %u", RK_ABI_VERSION, init.abi);

@@ -75,7 +75,7 @@ typedef struct rk__wmsg {
     uint32_t flags;   /* RK__WF_* (INIT, GO) */
     uint32_t gen;     /* GO */
     uint64_t d2h_start; /* GO: the first D2H position to produce */
-    int32_t level;    /* LOG: RK__LOG_* */
+    int32_t level;    /* LOG: the line's rk_log_level; INIT: the level to log at */
     uint32_t hb_period_us; /* INIT: how often the consumer stamps the heartbeat */
     rk__wdev dev;
     char text[512];   /* rc != 0: the detail naming value and limit; LOG: the line */

@@ -77,6 +77,7 @@ static rk__wmsg rk__init_msg(const rk__super *s, uint32_t kind)
     m.block = s->rt->info.block ? s->rt->info.block : c->block;
     m.smem = s->rt->info.smem ? s->rt->info.smem : c->smem;
     m.flags = s->rt->wflags;
+    m.level = (int32_t)rk_log_get_level(); /* the worker logs what we would */
     return m;
 }
 
