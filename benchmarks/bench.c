@@ -39,8 +39,12 @@ static double pct(const uint64_t *s, size_t n, double p)
 }
 
 /* Rows are added by the run's thread and read by the Ctrl-C reporter
- * (bench_finish.c): the lock covers growing the array and filling a row's
- * statistics, so that the reporter sees a row whole or not at all. */
+ * (bench_finish.c): the lock covers growing the array and filling a latency
+ * row's statistics (a latency row shows whole or not at all). Throughput and
+ * bandwidth rows are filled field by field right after bench_add, outside
+ * the lock: a Ctrl-C in those few stores may show such a row without its
+ * rate, never a value it did not measure (unset fields read as not
+ * measured). */
 static pthread_mutex_t g_rows = PTHREAD_MUTEX_INITIALIZER;
 
 void bench_rows_lock(void)

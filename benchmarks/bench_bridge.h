@@ -4,7 +4,7 @@
  *                   [--messages M] [--size B] [--raw-endpoint R] [--no-ring]
  *                   [--no-latency] [--timeout S]
  *
- * Results (benchmarks.md names): zmq_raw_echo_64 (raw DEALER/ROUTER echo,
+ * Results (names in results/README.md): zmq_raw_echo_64 (raw DEALER/ROUTER echo,
  * no msgpack, no ring, against a ROUTER echo thread the bench binds on a
  * sibling endpoint of the same transport), bridge_echo_64 (protocol v1 echo
  * round trip through the bridge), bridge_throughput_echo_64 (T client
