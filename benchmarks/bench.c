@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -37,6 +38,25 @@ static double pct(const uint64_t *s, size_t n, double p)
     return (double)s[k ? k - 1 : 0];
 }
 
+/* Rows are added by the run's thread and read by the Ctrl-C reporter
+ * (bench_finish.c): the lock covers growing the array and filling a latency
+ * row's statistics (a latency row shows whole or not at all). Throughput and
+ * bandwidth rows are filled field by field right after bench_add, outside
+ * the lock: a Ctrl-C in those few stores may show such a row without its
+ * rate, never a value it did not measure (unset fields read as not
+ * measured). */
+static pthread_mutex_t g_rows = PTHREAD_MUTEX_INITIALIZER;
+
+void bench_rows_lock(void)
+{
+    pthread_mutex_lock(&g_rows);
+}
+
+void bench_rows_unlock(void)
+{
+    pthread_mutex_unlock(&g_rows);
+}
+
 void bench_latency_stats(bench_result *r, uint64_t *s, size_t n)
 {
     if (!n)
@@ -45,6 +65,14 @@ void bench_latency_stats(bench_result *r, uint64_t *s, size_t n)
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += (double)s[i];
+    size_t keep = n < 200000 ? n : 200000;
+    uint32_t *kept = malloc(keep * sizeof *kept);
+    if (kept)
+        for (size_t i = 0; i < keep; i++) {
+            uint64_t v = s[(size_t)((double)i * (double)n / (double)keep)];
+            kept[i] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+        }
+    bench_rows_lock();
     r->count = n;
     r->p50_ns = pct(s, n, 50);
     r->p90_ns = pct(s, n, 90);
@@ -53,56 +81,86 @@ void bench_latency_stats(bench_result *r, uint64_t *s, size_t n)
     r->max_ns = (double)s[n - 1];
     r->min_ns = (double)s[0];
     r->mean_ns = sum / (double)n;
-    size_t keep = n < 200000 ? n : 200000;
     free(r->samples);
-    r->samples = malloc(keep * sizeof *r->samples);
-    if (r->samples) {
-        for (size_t i = 0; i < keep; i++) {
-            uint64_t v = s[(size_t)((double)i * (double)n / (double)keep)];
-            r->samples[i] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-        }
-        r->n_samples = keep;
-    }
+    r->samples = kept;
+    r->n_samples = kept ? keep : 0;
+    bench_rows_unlock();
 }
 
 bench_result *bench_add(bench_report *rep, const char *name, const char *backend)
 {
+    bench_rows_lock();
     if (rep->n == rep->cap) {
         size_t cap = rep->cap ? rep->cap * 2 : 16;
         bench_result *n = realloc(rep->results, cap * sizeof *n);
         if (!n) {
-            fprintf(stderr, "rk-bench: out of memory\n");
+            fprintf(stderr, "rk-bench: out of memory growing the results to %zu rows\n", cap);
             exit(1);
         }
         rep->results = n;
         rep->cap = cap;
     }
-    bench_result *r = &rep->results[rep->n++];
+    bench_result *r = &rep->results[rep->n];
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", name);
     snprintf(r->backend, sizeof r->backend, "%s", backend);
+    r->p50_ns = r->p90_ns = r->p99_ns = r->p999_ns = BENCH_NONE;
+    r->max_ns = r->min_ns = r->mean_ns = BENCH_NONE;
+    r->msgs_per_s = r->gb_per_s = r->cpu_percent = BENCH_NONE;
+    rep->n++;
+    bench_rows_unlock();
     return r;
+}
+
+int bench_row_measured(const bench_result *r)
+{
+    return r->count || bench_has(r->p50_ns) || bench_has(r->msgs_per_s) || bench_has(r->gb_per_s) ||
+           bench_has(r->cpu_percent);
+}
+
+/* One table cell: v in us with 2 decimals, or blanks when not measured. */
+static void cell_us(FILE *f, int width, double v)
+{
+    if (bench_has(v))
+        fprintf(f, " %*.2f", width, v / 1e3);
+    else
+        fprintf(f, " %*s", width, "");
+}
+
+size_t bench_rows_measured(const bench_report *rep)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < rep->n; i++)
+        n += bench_row_measured(&rep->results[i]) != 0;
+    return n;
 }
 
 void bench_print_table(const bench_report *rep, FILE *f)
 {
+    if (!bench_rows_measured(rep))
+        return;
     fprintf(f, "%-28s %-7s %10s %9s %9s %9s %9s %10s  %s\n", "name", "backend", "count", "p50 us",
             "p90 us", "p99 us", "p99.9 us", "max us", "rate");
     for (size_t i = 0; i < rep->n; i++) {
         const bench_result *r = &rep->results[i];
+        if (!bench_row_measured(r))
+            continue;
         fprintf(f, "%-28s %-7s ", r->name, r->backend);
         if (r->count)
-            fprintf(f, "%10llu %9.2f %9.2f %9.2f %9.2f %10.2f", (unsigned long long)r->count,
-                    r->p50_ns / 1e3, r->p90_ns / 1e3, r->p99_ns / 1e3, r->p999_ns / 1e3,
-                    r->max_ns / 1e3);
+            fprintf(f, "%10llu", (unsigned long long)r->count);
         else
-            fprintf(f, "%10s %9s %9s %9s %9s %10s", "", "", "", "", "", "");
-        if (r->msgs_per_s > 0)
+            fprintf(f, "%10s", "");
+        cell_us(f, 9, r->p50_ns);
+        cell_us(f, 9, r->p90_ns);
+        cell_us(f, 9, r->p99_ns);
+        cell_us(f, 9, r->p999_ns);
+        cell_us(f, 10, r->max_ns);
+        if (bench_has(r->msgs_per_s))
             fprintf(f, "  %.3f M msg/s", r->msgs_per_s / 1e6);
-        if (r->gb_per_s > 0)
+        if (bench_has(r->gb_per_s))
             fprintf(f, "  %.2f GB/s", r->gb_per_s);
-        if (r->extra[0])
-            fprintf(f, "  {%s}", r->extra);
+        if (bench_has(r->cpu_percent))
+            fprintf(f, "  %.3f %% of a core", r->cpu_percent);
         fputc('\n', f);
     }
 }
@@ -151,6 +209,45 @@ static void host_cpu(char *buf, size_t n)
 #define RK_BENCH_VERSION "unknown"
 #endif
 
+/* `, "key": v` with printf format fmt, when v was measured */
+static void json_num(FILE *f, const char *key, const char *fmt, double v)
+{
+    if (!bench_has(v))
+        return;
+    fprintf(f, ", \"%s\": ", key);
+    fprintf(f, fmt, v);
+}
+
+/* One result object: only the members it measured (see results/README.md). */
+static void json_result(FILE *f, const bench_result *r, int with_samples)
+{
+    fprintf(f, "    {\"name\": ");
+    json_str(f, r->name);
+    fprintf(f, ", \"backend\": ");
+    json_str(f, r->backend);
+    if (r->count)
+        fprintf(f, ", \"count\": %llu", (unsigned long long)r->count);
+    json_num(f, "p50_ns", "%.0f", r->p50_ns);
+    json_num(f, "p90_ns", "%.0f", r->p90_ns);
+    json_num(f, "p99_ns", "%.0f", r->p99_ns);
+    json_num(f, "p999_ns", "%.0f", r->p999_ns);
+    json_num(f, "max_ns", "%.0f", r->max_ns);
+    json_num(f, "min_ns", "%.0f", r->min_ns);
+    json_num(f, "mean_ns", "%.1f", r->mean_ns);
+    json_num(f, "msgs_per_s", "%.0f", r->msgs_per_s);
+    json_num(f, "gb_per_s", "%.3f", r->gb_per_s);
+    json_num(f, "cpu_percent_of_a_core", "%.3f", r->cpu_percent);
+    if (r->extra[0])
+        fprintf(f, ", %s", r->extra);
+    if (with_samples && r->samples) {
+        fprintf(f, ",\n     \"samples_ns\": [");
+        for (size_t k = 0; k < r->n_samples; k++)
+            fprintf(f, k ? ",%u" : "%u", r->samples[k]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "}");
+}
+
 int bench_write_json(const bench_report *rep, const char *path, const char *mode, int with_samples)
 {
     FILE *f = fopen(path, "w");
@@ -167,39 +264,24 @@ int bench_write_json(const bench_report *rep, const char *path, const char *mode
     const char *commit = getenv("RK_BENCH_COMMIT");
     fprintf(f, ", \"commit\": ");
     json_str(f, commit && *commit ? commit : RK_BENCH_COMMIT);
+    if (rep->interrupted)
+        fprintf(f, ", \"interrupted\": true");
     fprintf(f, ",\n  \"host\": {\"cpu\": ");
     json_str(f, cpu);
     fprintf(f, ", \"cores\": %ld},\n", sysconf(_SC_NPROCESSORS_ONLN));
     fprintf(f, "  \"device\": %s,\n  \"results\": [\n",
             rep->device_json[0] ? rep->device_json : "null");
+    const char *sep = "";
     for (size_t i = 0; i < rep->n; i++) {
-        const bench_result *r = &rep->results[i];
-        fprintf(f, "    {\"name\": ");
-        json_str(f, r->name);
-        fprintf(f, ", \"backend\": ");
-        json_str(f, r->backend);
-        if (r->count)
-            fprintf(f,
-                    ", \"count\": %llu, \"p50_ns\": %.0f, \"p90_ns\": %.0f, \"p99_ns\": %.0f, "
-                    "\"p999_ns\": %.0f, \"max_ns\": %.0f, \"min_ns\": %.0f, \"mean_ns\": %.1f",
-                    (unsigned long long)r->count, r->p50_ns, r->p90_ns, r->p99_ns, r->p999_ns,
-                    r->max_ns, r->min_ns, r->mean_ns);
-        if (r->msgs_per_s > 0)
-            fprintf(f, ", \"msgs_per_s\": %.0f", r->msgs_per_s);
-        if (r->gb_per_s > 0)
-            fprintf(f, ", \"gb_per_s\": %.3f", r->gb_per_s);
-        if (r->extra[0])
-            fprintf(f, ", %s", r->extra);
-        if (with_samples && r->samples) {
-            fprintf(f, ",\n     \"samples_ns\": [");
-            for (size_t k = 0; k < r->n_samples; k++)
-                fprintf(f, k ? ",%u" : "%u", r->samples[k]);
-            fprintf(f, "]");
-        }
-        fprintf(f, "}%s\n", i + 1 < rep->n ? "," : "");
+        if (!bench_row_measured(&rep->results[i]))
+            continue;
+        fputs(sep, f);
+        json_result(f, &rep->results[i], with_samples);
+        sep = ",\n";
     }
-    fprintf(f, "  ]\n}\n");
-    return fclose(f) == 0 ? 0 : -1;
+    fprintf(f, "\n  ]\n}\n");
+    int bad = ferror(f);
+    return fclose(f) == 0 && !bad ? 0 : -1;
 }
 
 void bench_report_free(bench_report *rep)

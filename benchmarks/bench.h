@@ -1,5 +1,6 @@
 /* bench.h - shared pieces of rk-bench: latency statistics, the readable
- * table and the JSON record (../shared/design/benchmarks.md format). */
+ * table, the JSON record (format: benchmarks/results/README.md) and the
+ * end of a run (normal, failed or interrupted by Ctrl-C). */
 #ifndef RK_BENCH_H
 #define RK_BENCH_H
 
@@ -11,17 +12,22 @@
 extern "C" {
 #endif
 
-/* One result row; fields that do not apply stay 0 / NULL. */
+/* One result row. The measured values start as BENCH_NONE (a NaN: "not
+ * measured"); only what a row measured is printed and written (see
+ * bench_has). count 0 means "no count". */
 typedef struct bench_result {
     char name[64];
     char backend[16];
-    /* latency (round trips, ns) */
+    /* round trips (latency rows) or messages / repetitions (the others) */
     uint64_t count;
+    /* latency (round trips, ns) */
     double p50_ns, p90_ns, p99_ns, p999_ns, max_ns, min_ns, mean_ns;
-    /* throughput / bandwidth */
+    /* throughput / bandwidth / CPU use */
     double msgs_per_s;
     double gb_per_s;
-    /* free-form extra JSON members, e.g. "\"window\": 64" (may be empty) */
+    double cpu_percent; /* of one core; JSON "cpu_percent_of_a_core" */
+    /* free-form extra JSON members, e.g. "\"window\": 64" (may be empty);
+     * JSON only, never printed in the table */
     char extra[256];
     /* raw samples (ns) for CDF plots; owned by the result, may be NULL */
     uint32_t *samples;
@@ -32,7 +38,17 @@ typedef struct bench_report {
     bench_result *results;
     size_t n, cap;
     char device_json[512]; /* the "device" member's value: an object or "null" */
+    int interrupted;       /* set when Ctrl-C ended the run: JSON "interrupted": true */
 } bench_report;
+
+/* "Not measured" for the double fields of bench_result. */
+#define BENCH_NONE (__builtin_nan(""))
+
+/* Non-zero when v was measured (is not BENCH_NONE). */
+static inline int bench_has(double v)
+{
+    return v == v;
+}
 
 /* Monotonic clock in ns. */
 uint64_t bench_now_ns(void);
@@ -41,10 +57,24 @@ uint64_t bench_now_ns(void);
  * of r. Keeps up to 200 000 evenly spaced samples in r->samples for plots. */
 void bench_latency_stats(bench_result *r, uint64_t *samples, size_t n);
 
-/* Appends a zeroed result named `name` for `backend` and returns it. */
+/* Appends a result named `name` for `backend`, nothing measured yet, and
+ * returns it (valid until the next bench_add). One thread adds rows; the
+ * Ctrl-C reporter (bench_finish_init) reads them under the same lock. */
 bench_result *bench_add(bench_report *rep, const char *name, const char *backend);
 
-/* Prints the human table to f. */
+/* The lock over the rows (bench_add, bench_latency_stats take it; the
+ * Ctrl-C reporter holds it while it prints). */
+void bench_rows_lock(void);
+void bench_rows_unlock(void);
+
+/* Non-zero when r holds at least one measured value. */
+int bench_row_measured(const bench_result *r);
+
+/* How many rows of rep hold a measured value. */
+size_t bench_rows_measured(const bench_report *rep);
+
+/* Prints the human table to f: the rows that measured something, and in
+ * each only the values it measured; nothing when no row measured anything. */
 void bench_print_table(const bench_report *rep, FILE *f);
 
 /* Writes the JSON record to path; returns 0 or -1 (errno set). `mode` is the
@@ -53,6 +83,29 @@ void bench_print_table(const bench_report *rep, FILE *f);
 int bench_write_json(const bench_report *rep, const char *path, const char *mode, int with_samples);
 
 void bench_report_free(bench_report *rep);
+
+/* Where a run's results go at its end. */
+typedef struct bench_output {
+    const char *mode; /* the rk-bench subcommand */
+    const char *json; /* --json FILE, or NULL */
+    int samples;      /* --samples */
+} bench_output;
+
+/* Installs the Ctrl-C (SIGINT) reporter for rep: on the first SIGINT the
+ * rows measured so far are printed, the JSON (when out->json) is written
+ * with "interrupted": true, and the process exits 130 without waiting for
+ * the running measurement. rep and out must live until the process exits.
+ * Call once, before the run. 0, or -1 (errno set). */
+int bench_finish_init(bench_report *rep, const bench_output *out);
+
+/* Non-zero once SIGINT arrived (for loops that see EINTR). */
+int bench_interrupted(void);
+
+/* Ends a run that returned rc: prints the table; writes the JSON when
+ * rc == 0; after a failure prints the rows measured before it (no JSON).
+ * Returns the process exit status (rc, 1 when the JSON cannot be written,
+ * 130 when interrupted). */
+int bench_finish(bench_report *rep, const bench_output *out, int rc);
 
 /* CPU time (user + system) this process has used, in ns (getrusage). */
 uint64_t bench_cpu_ns(void);

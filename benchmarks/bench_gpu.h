@@ -11,8 +11,13 @@ extern "C" {
 #endif
 
 /* argv[0] is "gpu"; options: --count N (round trips per latency path),
- * --seconds S (throughput run), --device D, --idle S (idle CPU window). */
+ * --seconds S (throughput run), --device D, --idle S (idle CPU window),
+ * --threads P,C, --variants, --idle-variants (bench_gpu_usage). Returns 0
+ * or a non-zero exit status (with a message on stderr). */
 int bench_gpu_run(int argc, char **argv, bench_report *rep);
+
+/* Prints the gpu mode's options to f. */
+void bench_gpu_usage(FILE *f);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,9 @@
  *   rk-bench bridge --endpoint E ...   (against a running rk-bridge)
  *
  * A benchmark is a program, not a test: it prints a table for people and,
- * with --json, the record of ../shared/design/benchmarks.md. */
+ * with --json, the record described in benchmarks/results/README.md. The
+ * table and the record hold only what the run measured; Ctrl-C prints (and
+ * writes) the rows measured so far and exits 130. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,12 @@
 #include <rk/rk.h>
 
 #include "bench.h"
+#ifndef RK_BENCH_VERSION
+#define RK_BENCH_VERSION "unknown"
+#endif
+#ifndef RK_BENCH_COMMIT
+#define RK_BENCH_COMMIT "unknown"
+#endif
 #ifdef RK_BENCH_GPU
 #include "bench_gpu.h"
 #endif
@@ -42,7 +50,11 @@ static void usage(FILE *f)
             "      --version       rk-bench's and librk's versions\n"
             "  -j, --json FILE     write the JSON record to FILE\n"
             "  -s, --samples       include raw latency samples in the JSON (for CDF plots;\n"
-            "                      on by default in gpu mode)\n",
+            "                      on by default in gpu mode)\n"
+            "  -h, --help          this help (after a mode name: that mode's options)\n"
+            "  -V, --version       the version and commit of rk-bench\n"
+            "Ctrl-C prints the rows measured so far (and writes them with --json,\n"
+            "marked \"interrupted\": true) and exits 130.\n",
 #ifdef RK_BENCH_GPU
             "",
 #else
@@ -63,55 +75,59 @@ static int die_rk(const char *what, int rc)
     return 1;
 }
 
-static int ring_mode(int argc, char **argv, bench_report *rep)
+/* ring mode's options */
+typedef struct ring_opts {
+    rk_config cfg;
+    long count, window, messages;
+    double idle_s;
+} ring_opts;
+
+/* 0 or 2 (bad options, said on stderr) */
+static int ring_parse(int argc, char **argv, ring_opts *o)
 {
     static const struct option opts[] = {
         {"backend", required_argument, 0, 'b'}, {"count", required_argument, 0, 'n'},
         {"window", required_argument, 0, 'w'},  {"messages", required_argument, 0, 'm'},
         {"idle-seconds", required_argument, 0, 'i'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    rk_config cfg;
-    rk_config_init(&cfg);
-    cfg.backend = RK_BACKEND_CPU;
-    long count = 1000000, window = 64, messages = 2000000;
-    double idle_s = 5;
+    rk_config_init(&o->cfg);
+    o->cfg.backend = RK_BACKEND_CPU;
+    o->count = 1000000, o->window = 64, o->messages = 2000000;
+    o->idle_s = 5;
     int c;
     while ((c = getopt_long(argc, argv, "b:n:w:m:i:h", opts, NULL)) != -1) {
         switch (c) {
         case 'b':
-            if (rk_backend_parse(optarg, &cfg.backend)) {
+            if (rk_backend_parse(optarg, &o->cfg.backend)) {
                 fprintf(stderr, "rk-bench: %s\n", rk_last_detail());
                 return 2;
             }
             break;
-        case 'n': count = atol(optarg); break;
-        case 'w': window = atol(optarg); break;
-        case 'm': messages = atol(optarg); break;
-        case 'i': idle_s = atof(optarg); break;
+        case 'n': o->count = atol(optarg); break;
+        case 'w': o->window = atol(optarg); break;
+        case 'm': o->messages = atol(optarg); break;
+        case 'i': o->idle_s = atof(optarg); break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 2;
         }
     }
-    if (count < 1 || window < 1 || window > 32768 || messages < 1) {
-        fprintf(stderr, "rk-bench: --count, --messages must be >= 1 and --window in 1..32768\n");
+    if (o->count < 1 || o->window < 1 || o->window > 32768 || o->messages < 1) {
+        fprintf(stderr, "rk-bench: --count %ld, --messages %ld must be >= 1 and --window %ld in 1..32768\n",
+                o->count, o->messages, o->window);
         return 2;
     }
-    cfg.actor_window = (uint32_t)window;
-    rk_runtime *rt;
-    int rc = rk_runtime_open(&rt, &cfg);
-    if (rc)
-        return die_rk("opening the runtime", rc);
-    rk_info info;
-    rk_runtime_info(rt, &info);
-    printf("backend %s (%s)\n", info.backend_name, info.why);
-    rk_actor *a;
-    if ((rc = rk_actor_open(rt, &a)))
-        return die_rk("opening an actor", rc);
+    o->cfg.actor_window = (uint32_t)o->window;
+    return 0;
+}
 
+/* count timed echo round trips after 20 000 untimed ones: ring_echo_64 */
+static int ring_latency(rk_actor *a, const char *backend, long count, bench_report *rep)
+{
     uint8_t msg[64];
     for (int i = 0; i < 64; i++)
         msg[i] = (uint8_t)(i * 7 + 1);
     rk_reply r;
+    int rc;
     /* warm-up: page in the slots, let the worker reach its spin loop */
     for (int i = 0; i < 20000; i++) {
         if ((rc = rk_actor_call(a, RK_OP_ECHO, msg, sizeof msg, 0, &r, 5000)))
@@ -128,16 +144,27 @@ static int ring_mode(int argc, char **argv, bench_report *rep)
         if (rc || r.status || r.len != sizeof msg || memcmp(r.data, msg, sizeof msg)) {
             fprintf(stderr, "rk-bench: echo %ld failed: rc %d status %d len %zu: %s\n", i, rc,
                     rc ? 0 : r.status, rc ? 0 : r.len, rk_last_detail());
+            free(lat);
             return 1;
         }
         rk_reply_release(a, &r);
         lat[i] = t1 - t0;
     }
-    bench_result *res = bench_add(rep, "ring_echo_64", info.backend_name);
+    bench_result *res = bench_add(rep, "ring_echo_64", backend);
     bench_latency_stats(res, lat, (size_t)count);
     free(lat);
+    return 0;
+}
 
-    /* pipelined: keep `window` echoes in flight */
+/* pipelined: keep `window` echoes in flight: throughput_echo_64 */
+static int ring_throughput(rk_actor *a, const char *backend, long window, long messages,
+                           bench_report *rep)
+{
+    uint8_t msg[64];
+    for (int i = 0; i < 64; i++)
+        msg[i] = (uint8_t)(i * 7 + 1);
+    rk_reply r;
+    int rc;
     long sent = 0, got = 0;
     uint64_t t0 = bench_now_ns();
     while (got < messages) {
@@ -154,25 +181,93 @@ static int ring_mode(int argc, char **argv, bench_report *rep)
         got++;
     }
     double secs = (double)(bench_now_ns() - t0) / 1e9;
-    res = bench_add(rep, "throughput_echo_64", info.backend_name);
+    bench_result *res = bench_add(rep, "throughput_echo_64", backend);
     res->msgs_per_s = (double)messages / secs;
+    res->count = (uint64_t)messages;
     snprintf(res->extra, sizeof res->extra, "\"window\": %ld, \"messages\": %ld", window, messages);
+    return 0;
+}
 
-    if (idle_s > 0) {
-        /* CPU time of the whole process (worker + this thread) while the
-         * runtime is open and no message moves */
-        usleep(200000); /* let the worker's backoff reach its sleep */
-        uint64_t c0 = bench_cpu_ns(), w0 = bench_now_ns();
-        usleep((useconds_t)(idle_s * 1e6));
-        uint64_t c1 = bench_cpu_ns(), w1 = bench_now_ns();
-        double pct = 100.0 * (double)(c1 - c0) / (double)(w1 - w0);
-        res = bench_add(rep, "idle_cpu", info.backend_name);
-        snprintf(res->extra, sizeof res->extra, "\"cpu_percent_of_a_core\": %.3f, \"seconds\": %.1f", pct,
-                 idle_s);
-    }
+/* CPU time of the whole process (worker + this thread) while the runtime is
+ * open and no message moves, over idle_s seconds: idle_cpu */
+static void ring_idle(const char *backend, double idle_s, bench_report *rep)
+{
+    usleep(200000); /* let the worker's backoff reach its sleep */
+    uint64_t c0 = bench_cpu_ns(), w0 = bench_now_ns();
+    usleep((useconds_t)(idle_s * 1e6));
+    uint64_t c1 = bench_cpu_ns(), w1 = bench_now_ns();
+    bench_result *res = bench_add(rep, "idle_cpu", backend);
+    res->cpu_percent = 100.0 * (double)(c1 - c0) / (double)(w1 - w0);
+    snprintf(res->extra, sizeof res->extra, "\"seconds\": %.1f", idle_s);
+}
+
+static int ring_mode(int argc, char **argv, bench_report *rep)
+{
+    ring_opts o;
+    int rc = ring_parse(argc, argv, &o);
+    if (rc)
+        return rc;
+    rk_runtime *rt;
+    if ((rc = rk_runtime_open(&rt, &o.cfg)))
+        return die_rk("opening the runtime", rc);
+    rk_info info;
+    rk_runtime_info(rt, &info);
+    printf("backend %s (%s)\n", info.backend_name, info.why);
+    rk_actor *a;
+    if ((rc = rk_actor_open(rt, &a)))
+        return die_rk("opening an actor", rc);
+    rc = ring_latency(a, info.backend_name, o.count, rep);
+    if (!rc)
+        rc = ring_throughput(a, info.backend_name, o.window, o.messages, rep);
+    if (!rc && o.idle_s > 0)
+        ring_idle(info.backend_name, o.idle_s, rep);
     rk_actor_close(a);
     rk_runtime_close(rt);
-    return 0;
+    return rc;
+}
+
+/* Prints the usage of `mode` (the general one for ring and unknown modes). */
+static void mode_usage(const char *mode, FILE *f)
+{
+#ifdef RK_BENCH_GPU
+    if (!strcmp(mode, "gpu")) {
+        bench_gpu_usage(f);
+        return;
+    }
+#endif
+#ifdef RK_BENCH_BRIDGE
+    if (!strcmp(mode, "bridge")) {
+        bench_bridge_usage(f);
+        return;
+    }
+#endif
+    (void)mode;
+    usage(f);
+}
+
+static int run_mode(const char *mode, int argc, char **argv, bench_report *rep)
+{
+    if (!strcmp(mode, "ring"))
+        return ring_mode(argc, argv, rep);
+#ifdef RK_BENCH_GPU
+    if (!strcmp(mode, "gpu"))
+        return bench_gpu_run(argc, argv, rep);
+#endif
+#ifdef RK_BENCH_BRIDGE
+    if (!strcmp(mode, "bridge"))
+        return bench_bridge_run(argc, argv, rep);
+#endif
+    fprintf(stderr, "rk-bench: mode \"%s\" is not available in this build\n", mode);
+    usage(stderr);
+    return 2;
+}
+
+/* The commit as the JSON record names it: RK_BENCH_COMMIT from the
+ * environment (a copy of the tree without git history), else the build's. */
+static void version(void)
+{
+    const char *commit = getenv("RK_BENCH_COMMIT");
+    printf("rk-bench %s (commit %s)\n", RK_BENCH_VERSION, commit && *commit ? commit : RK_BENCH_COMMIT);
 }
 
 int main(int argc, char **argv)
@@ -193,47 +288,43 @@ int main(int argc, char **argv)
             return 0;
         }
     }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+        version();
+        return 0;
+    }
     const char *mode = argv[1];
-    bench_report rep = {0};
-    /* --json FILE and --samples are common to every mode: take them out
-     * here, and hand the mode the rest (argv[0] = the mode's name) */
-    const char *json = NULL;
-    int samples = !strcmp(mode, "gpu"), rc, n = 0;
+    static bench_report rep;
+    /* --json FILE, --samples, --help and --version are common to every mode:
+     * take them out here, and hand the mode the rest (argv[0] = the mode) */
+    static bench_output out;
+    out.mode = mode;
+    out.samples = !strcmp(mode, "gpu");
+    int n = 0;
     char **av = calloc((size_t)argc + 1, sizeof *av);
     if (!av)
         return 1;
     for (int i = 1; i < argc; i++) {
         if ((!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j")) && i + 1 < argc)
-            json = argv[++i];
+            out.json = argv[++i];
         else if (!strncmp(argv[i], "--json=", 7))
-            json = argv[i] + 7;
+            out.json = argv[i] + 7;
         else if (!strcmp(argv[i], "--samples") || !strcmp(argv[i], "-s"))
-            samples = 1;
-        else
+            out.samples = 1;
+        else if (i > 1 && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
+            mode_usage(mode, stdout);
+            free(av);
+            return 0;
+        } else if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
+            version();
+            free(av);
+            return 0;
+        } else
             av[n++] = argv[i];
     }
-    if (!strcmp(mode, "ring")) {
-        rc = ring_mode(n, av, &rep);
-#ifdef RK_BENCH_GPU
-    } else if (!strcmp(mode, "gpu")) {
-        rc = bench_gpu_run(n, av, &rep);
-#endif
-#ifdef RK_BENCH_BRIDGE
-    } else if (!strcmp(mode, "bridge")) {
-        rc = bench_bridge_run(n, av, &rep);
-#endif
-    } else {
-        fprintf(stderr, "rk-bench: mode \"%s\" is not available in this build\n", mode);
-        usage(stderr);
-        return 2;
-    }
-    if (rc == 0) {
-        bench_print_table(&rep, stdout);
-        if (json && bench_write_json(&rep, json, mode, samples) != 0) {
-            perror(json);
-            rc = 1;
-        }
-    }
+    if (bench_finish_init(&rep, &out) != 0)
+        perror("rk-bench: Ctrl-C reporter (a Ctrl-C will print no partial table)");
+    int rc = run_mode(mode, n, av, &rep);
+    rc = bench_finish(&rep, &out, rc);
     bench_report_free(&rep);
     free(av);
     return rc;

@@ -1,0 +1,176 @@
+/* bench_gpu_api.cu - `rk-bench gpu` through the runtime's public API (a
+ * CUDA runtime opened with rk_runtime_open, one actor):
+ *
+ *   ring_echo_64           64 B echo round trip (rk_actor_call)
+ *   throughput_echo_64_api pipelined 64 B echoes (rk_actor_send/recv, window 256)
+ *   vadd_16777216_api      vadd of 2^24 float32 by rk_actor_call (operands copied in)
+ *   vadd_16777216_buf_api  the same with the operands written in place (rk_actor_buf_*)
+ *   idle_cpu               host CPU of the idle runtime over --idle seconds */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_gpu_internal.h"
+
+int api_echo_lat(rk_actor *a, uint64_t *smp, long count)
+{
+    uint8_t msg[64];
+    for (int i = 0; i < 64; i++)
+        msg[i] = (uint8_t)i;
+    const long warm = 20000;
+    for (long i = 0; i < warm + count; i++) {
+        rk_reply r;
+        uint64_t t0 = bench_now_ns();
+        int rc = rk_actor_call(a, RK_OP_ECHO, msg, 64, 0, &r, 5000);
+        uint64_t t1 = bench_now_ns();
+        if (rc || r.status || r.len != 64) {
+            fprintf(stderr, "rk-bench gpu: echo: %s status %d\n", rk_err_name(rc), rc ? 0 : r.status);
+            return 1;
+        }
+        rk_reply_release(a, &r);
+        if (i >= warm)
+            smp[i - warm] = t1 - t0;
+    }
+    return 0;
+}
+
+/* pipelined through the API: one actor, a window of 256, about `seconds`
+ * long: throughput_echo_64_api */
+static int api_pipelined(bench_report *rep, rk_actor *a, double seconds)
+{
+    uint8_t msg[64];
+    for (int i = 0; i < 64; i++)
+        msg[i] = (uint8_t)i;
+    uint64_t sent = 0, got = 0, t0 = bench_now_ns(), end = t0 + (uint64_t)(seconds * 1e9), t1;
+    for (;;) {
+        while (sent - got < 256) {
+            int rc = rk_actor_send(a, RK_OP_ECHO, msg, 64, 0, NULL, 1000);
+            if (rc == -RK_EBUSY)
+                break;
+            CKRK(rc);
+            sent++;
+        }
+        rk_reply r;
+        CKRK(rk_actor_recv(a, &r, 5000));
+        rk_reply_release(a, &r);
+        got++;
+        if ((got & 1023) == 0 && bench_now_ns() > end)
+            break;
+    }
+    t1 = bench_now_ns();
+    while (got < sent) {
+        rk_reply r;
+        CKRK(rk_actor_recv(a, &r, 5000));
+        rk_reply_release(a, &r);
+        got++;
+    }
+    bench_result *b = bench_add(rep, "throughput_echo_64_api", "cuda");
+    b->msgs_per_s = (double)got / ((double)(t1 - t0) * 1e-9);
+    b->count = got;
+    snprintf(b->extra, sizeof b->extra, "\"path\": \"rk_actor_send/recv, 1 actor, window 256\"");
+    printf("  %-24s %.2f M msg/s\n", "throughput_echo_64_api", b->msgs_per_s / 1e6);
+    return 0;
+}
+
+/* vadd 2^24 by rk_actor_call, the operands copied into the arena on the
+ * host: vadd_16777216_api */
+static int api_vadd_copy(bench_report *rep, rk_actor *a)
+{
+    float *v = (float *)malloc(2 * VN * 4);
+    for (size_t i = 0; i < 2 * VN; i++)
+        v[i] = (float)(i % 1000) * 0.5f;
+    double t[6];
+    const int R = 6;
+    for (int k = 0; k < R + 1; k++) {
+        rk_reply r;
+        uint64_t t0 = bench_now_ns();
+        CKRK(rk_actor_call(a, RK_OP_VADD, v, 2 * VN * 4, 0, &r, 30000));
+        uint64_t t1 = bench_now_ns();
+        if (r.status || r.len != VN * 4) {
+            fprintf(stderr, "rk-bench gpu: vadd api: status %d\n", r.status);
+            return 1;
+        }
+        rk_reply_release(a, &r);
+        if (k)
+            t[k - 1] = (double)(t1 - t0);
+    }
+    add_vadd(rep, "vadd_16777216_api",
+             "rk_actor_call: includes copying the 128 MiB operands into the arena on the host", t, R);
+    free(v);
+    return 0;
+}
+
+/* vadd 2^24 through the zero-copy API: the operands are produced in place
+ * in the arena (untimed, as a producer would write them); timed:
+ * rk_actor_buf_send -> GPU reads a, b and writes c over the link -> reply
+ * received: vadd_16777216_buf_api */
+static int api_vadd_buf(bench_report *rep, rk_actor *a)
+{
+    double t[6];
+    const int R = 6;
+    for (int k = 0; k < R + 1; k++) {
+        rk_buf buf;
+        CKRK(rk_actor_buf_alloc(a, RK_OP_VADD, 2 * VN * 4, 0, &buf, 30000));
+        float *x = (float *)buf.data;
+        for (size_t i = 0; i < 2 * VN; i++)
+            x[i] = (float)(i % 1000) * 0.5f;
+        rk_reply r;
+        uint64_t t0 = bench_now_ns();
+        CKRK(rk_actor_buf_send(a, &buf, NULL, 30000));
+        CKRK(rk_actor_recv(a, &r, 30000));
+        uint64_t t1 = bench_now_ns();
+        const float *c = (const float *)r.data;
+        if (r.status || r.len != VN * 4 || c[7] != x[7] + x[VN + 7] || c[VN - 1] != x[VN - 1] + x[2 * VN - 1]) {
+            fprintf(stderr, "rk-bench gpu: vadd buf api: status %d or wrong result\n", r.status);
+            return 1;
+        }
+        rk_reply_release(a, &r);
+        if (k)
+            t[k - 1] = (double)(t1 - t0);
+    }
+    add_vadd(rep, "vadd_16777216_buf_api",
+             "rk_actor_buf_alloc (operands written in place) + buf_send + recv", t, R);
+    return 0;
+}
+
+/* host CPU of the idle runtime over idle_s seconds: idle_cpu */
+static void api_idle(bench_report *rep, double idle_s)
+{
+    uint64_t c0 = bench_cpu_ns(), t0 = bench_now_ns();
+    usleep((useconds_t)(idle_s * 1e6));
+    uint64_t c1 = bench_cpu_ns(), t1 = bench_now_ns();
+    double pct = 100.0 * (double)(c1 - c0) / (double)(t1 - t0);
+    bench_result *b = bench_add(rep, "idle_cpu", "cuda");
+    b->cpu_percent = pct;
+    snprintf(b->extra, sizeof b->extra, "\"seconds\": %.1f", idle_s);
+    printf("  %-24s %.3f %% of a core over %.1f s\n", "idle_cpu", pct, idle_s);
+}
+
+int runtime_section(bench_report *rep, int device, long count, double seconds, double idle_s)
+{
+    rk_config cfg;
+    rk_config_init(&cfg);
+    cfg.backend = RK_BACKEND_CUDA;
+    cfg.device = device;
+    rk_runtime *rt;
+    CKRK(rk_runtime_open(&rt, &cfg));
+    rk_info in;
+    rk_runtime_info(rt, &in);
+    printf("  runtime: %s\n", in.why);
+    rk_actor *a;
+    CKRK(rk_actor_open(rt, &a));
+    {
+        uint64_t *s = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
+        if (api_echo_lat(a, s, count))
+            return 1;
+        latency_row(rep, "ring_echo_64", "cuda", s, (size_t)count, "\"path\": \"rk_actor_call through the runtime\"");
+        free(s);
+    }
+    if (api_pipelined(rep, a, seconds) || api_vadd_copy(rep, a) || api_vadd_buf(rep, a))
+        return 1;
+    rk_actor_close(a);
+    api_idle(rep, idle_s);
+    rk_runtime_close(rt);
+    return 0;
+}
