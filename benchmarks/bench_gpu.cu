@@ -23,6 +23,7 @@ typedef struct gpu_opts {
      * loop (one consumer reads ~20 M replies/s of DMA-written lines) is not
      * what is measured; --variants shows 1 + 1 too */
     uint32_t prod, cons;
+    int faults; /* poison requests of the fault-recovery rows (0: none) */
 } gpu_opts;
 
 /* ---------------- the rows ---------------- */
@@ -90,16 +91,18 @@ void bench_gpu_usage(FILE *f)
 "                       (1..8 each; default 2,2)\n"
 "  -v, --variants       experiment: the ring kernel's busy-path variants (no rows)\n"
 "  -I, --idle-variants  experiment: the idle path's variants against the floor\n"
+"  -f, --faults N       poison requests for fault_recovery(_cold) (default 20, 0: none)\n"
 "Rows: floor, launch_sync, graph_sync, memcpy_launch_memcpy, pinned_copy,\n"
 "vadd_staged_16777216, ring_echo_64_raw, throughput_echo_64, vadd_16777216,\n"
-"ring_echo_64, throughput_echo_64_api, vadd_16777216_api, vadd_16777216_buf_api,\n"
-"idle_cpu. Raw latency samples go into the JSON by default (for plot_cdf.py).\n");
+"ring_echo_64, ring_echo_64_inprocess, throughput_echo_64_api(_inprocess),\n"
+"vadd_16777216_api, vadd_16777216_buf_api, idle_cpu, fault_recovery(_cold).\n"
+"Raw latency samples go into the JSON by default (for plot_cdf.py).\n");
 }
 
 /* 0 or 2 (bad options, said on stderr) */
 static int gpu_parse(int argc, char **argv, gpu_opts *o)
 {
-    *o = (gpu_opts){200000, 2.0, 5.0, 0, 0, 2, 2};
+    *o = (gpu_opts){200000, 2.0, 5.0, 0, 0, 2, 2, 20};
     static const struct option opts[] = {{"count", required_argument, 0, 'n'},
                                          {"seconds", required_argument, 0, 't'},
                                          {"device", required_argument, 0, 'd'},
@@ -107,11 +110,12 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
                                          {"variants", no_argument, 0, 'v'},
                                          {"idle-variants", no_argument, 0, 'I'},
                                          {"threads", required_argument, 0, 'T'},
+                                         {"faults", required_argument, 0, 'f'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n': o->count = atol(optarg); break;
         case 't': o->seconds = atof(optarg); break;
@@ -119,6 +123,7 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
         case 'i': o->idle_s = atof(optarg); break;
         case 'v': o->variants = 1; break;
         case 'I': o->variants = 2; break;
+        case 'f': o->faults = atoi(optarg); break;
         case 'T':
             if (sscanf(optarg, "%u,%u", &o->prod, &o->cons) != 2 || o->prod < 1 || o->prod > 8 || o->cons < 1 ||
                 o->cons > 8) {
@@ -165,6 +170,29 @@ static int gpu_device(const gpu_opts *o, bench_report *rep, int *sm_count)
 }
 
 /* the claims, as ratios against this run's floor */
+static const bench_result *find_row(const bench_report *rep, const char *name)
+{
+    for (size_t i = 0; i < rep->n; i++)
+        if (!strcmp(rep->results[i].name, name))
+            return &rep->results[i];
+    return NULL;
+}
+
+/* What isolation costs: the hot path against in-process, and a fault. */
+static void gpu_isolation_claims(const bench_report *rep)
+{
+    const bench_result *iso = find_row(rep, "ring_echo_64"), *inp = find_row(rep, "ring_echo_64_inprocess");
+    const bench_result *ti = find_row(rep, "throughput_echo_64_api");
+    const bench_result *tp = find_row(rep, "throughput_echo_64_api_inprocess");
+    const bench_result *fw = find_row(rep, "fault_recovery"), *fc = find_row(rep, "fault_recovery_cold");
+    if (iso && inp && ti && tp)
+        printf("  isolated / in-process: ring p50 %.3f, p99 %.3f, pipelined API %.3f (each within 5 %%)\n",
+               iso->p50_ns / inp->p50_ns, iso->p99_ns / inp->p99_ns, ti->msgs_per_s / tp->msgs_per_s);
+    if (fw && fc)
+        printf("  fault -> first reply of the fresh worker, median: warm %.1f ms (<= 200), cold %.1f ms (<= 500)\n",
+               fw->p50_ns / 1e6, fc->p50_ns / 1e6);
+}
+
 static void gpu_claims(const bench_report *rep)
 {
     const bench_result *fl = NULL, *ring = NULL, *mlm = NULL, *thr = NULL, *va = NULL, *pc = NULL, *idle = NULL,
@@ -191,6 +219,7 @@ static void gpu_claims(const bench_report *rep)
         printf("  vadd / pinned copy          = %.1f %% (>= 80 %%)\n", 100.0 * va->gb_per_s / pc->gb_per_s);
         printf("  idle CPU                    = %.3f %% of a core (< 5)\n", idle->cpu_percent);
     }
+    gpu_isolation_claims(rep);
 }
 
 int bench_gpu_run(int argc, char **argv, bench_report *rep)
@@ -212,6 +241,8 @@ int bench_gpu_run(int argc, char **argv, bench_report *rep)
     if (raw_section(rep, sm_count, o.count, o.seconds, o.prod, o.cons))
         return 1;
     if (runtime_section(rep, o.device, o.count, o.seconds, o.idle_s))
+        return 1;
+    if (fault_section(rep, o.device, o.faults))
         return 1;
     gpu_claims(rep);
     return 0;

@@ -1,8 +1,10 @@
 /* bench_gpu_api.cu - `rk-bench gpu` through the runtime's public API (a
  * CUDA runtime opened with rk_runtime_open, one actor):
  *
- *   ring_echo_64           64 B echo round trip (rk_actor_call)
+ *   ring_echo_64           64 B echo round trip (rk_actor_call), kernel in a worker
+ *   ring_echo_64_inprocess the same with the kernel in this process
  *   throughput_echo_64_api pipelined 64 B echoes (rk_actor_send/recv, window 256)
+ *   throughput_echo_64_api_inprocess  the same in this process
  *   vadd_16777216_api      vadd of 2^24 float32 by rk_actor_call (operands copied in)
  *   vadd_16777216_buf_api  the same with the operands written in place (rk_actor_buf_*)
  *   idle_cpu               host CPU of the idle runtime over --idle seconds */
@@ -36,41 +38,38 @@ int api_echo_lat(rk_actor *a, uint64_t *smp, long count)
 }
 
 /* pipelined through the API: one actor, a window of 256, about `seconds`
- * long: throughput_echo_64_api */
-static int api_pipelined(bench_report *rep, rk_actor *a, double seconds)
+ * long; returns messages per second (0 on failure) */
+static double api_pipelined(rk_actor *a, double seconds, uint64_t *count)
 {
     uint8_t msg[64];
     for (int i = 0; i < 64; i++)
         msg[i] = (uint8_t)i;
     uint64_t sent = 0, got = 0, t0 = bench_now_ns(), end = t0 + (uint64_t)(seconds * 1e9), t1;
+    rk_reply r;
     for (;;) {
         while (sent - got < 256) {
             int rc = rk_actor_send(a, RK_OP_ECHO, msg, 64, 0, NULL, 1000);
             if (rc == -RK_EBUSY)
                 break;
-            CKRK(rc);
+            if (rc)
+                return 0;
             sent++;
         }
-        rk_reply r;
-        CKRK(rk_actor_recv(a, &r, 5000));
+        if (rk_actor_recv(a, &r, 5000))
+            return 0;
         rk_reply_release(a, &r);
         got++;
         if ((got & 1023) == 0 && bench_now_ns() > end)
             break;
     }
     t1 = bench_now_ns();
-    while (got < sent) {
-        rk_reply r;
-        CKRK(rk_actor_recv(a, &r, 5000));
+    for (; got < sent; got++) {
+        if (rk_actor_recv(a, &r, 5000))
+            return 0;
         rk_reply_release(a, &r);
-        got++;
     }
-    bench_result *b = bench_add(rep, "throughput_echo_64_api", "cuda");
-    b->msgs_per_s = (double)got / ((double)(t1 - t0) * 1e-9);
-    b->count = got;
-    snprintf(b->extra, sizeof b->extra, "\"path\": \"rk_actor_send/recv, 1 actor, window 256\"");
-    printf("  %-24s %.2f M msg/s\n", "throughput_echo_64_api", b->msgs_per_s / 1e6);
-    return 0;
+    *count += got;
+    return (double)got / ((double)(t1 - t0) * 1e-9);
 }
 
 /* vadd 2^24 by rk_actor_call, the operands copied into the arena on the
@@ -147,27 +146,77 @@ static void api_idle(bench_report *rep, double idle_s)
     printf("  %-24s %.3f %% of a core over %.1f s\n", "idle_cpu", pct, idle_s);
 }
 
-int runtime_section(bench_report *rep, int device, long count, double seconds, double idle_s)
+static int open_cuda(rk_runtime **rt, int device, rk_isolation iso)
 {
     rk_config cfg;
     rk_config_init(&cfg);
     cfg.backend = RK_BACKEND_CUDA;
     cfg.device = device;
-    rk_runtime *rt;
-    CKRK(rk_runtime_open(&rt, &cfg));
+    cfg.isolation = iso;
+    CKRK(rk_runtime_open(rt, &cfg));
     rk_info in;
-    rk_runtime_info(rt, &in);
+    rk_runtime_info(*rt, &in);
     printf("  runtime: %s\n", in.why);
+    return 0;
+}
+
+/* The hot path in the default, isolated mode (a worker process runs the
+ * kernel) and in-process, alternating A B A B in halves so that drift of
+ * the machine falls on both alike: ring_echo_64 and throughput_echo_64_api,
+ * ring_echo_64_inprocess and throughput_echo_64_api_inprocess. */
+static int api_isolation_pair(bench_report *rep, int device, long count, double seconds)
+{
+    const long half = count / 2;
+    uint64_t *s[2] = {(uint64_t *)malloc(sizeof(uint64_t) * (size_t)half * 2),
+                      (uint64_t *)malloc(sizeof(uint64_t) * (size_t)half * 2)};
+    double rate[2] = {0, 0};
+    uint64_t n[2] = {0, 0};
+    for (int round = 0; round < 4; round++) {
+        const int m = round & 1; /* 0 isolated, 1 in-process */
+        rk_runtime *rt;
+        if (open_cuda(&rt, device, m ? RK_ISOLATION_NONE : RK_ISOLATION_AUTO))
+            return 1;
+        rk_actor *a;
+        CKRK(rk_actor_open(rt, &a));
+        if (api_echo_lat(a, s[m] + (round >> 1) * half, half))
+            return 1;
+        double r = api_pipelined(a, seconds / 2, &n[m]);
+        if (r == 0) {
+            fprintf(stderr, "rk-bench gpu: pipelined echo failed: %s\n", rk_last_detail());
+            return 1;
+        }
+        rate[m] += r / 2;
+        rk_actor_close(a);
+        rk_runtime_close(rt);
+    }
+    latency_row(rep, "ring_echo_64", "cuda", s[0], (size_t)half * 2,
+                "\"path\": \"rk_actor_call, kernel in a worker process (default)\"");
+    latency_row(rep, "ring_echo_64_inprocess", "cuda", s[1], (size_t)half * 2,
+                "\"path\": \"rk_actor_call, kernel in this process (isolation none)\"");
+    static const char *const names[2] = {"throughput_echo_64_api", "throughput_echo_64_api_inprocess"};
+    for (int m = 0; m < 2; m++) {
+        bench_result *b = bench_add(rep, names[m], "cuda");
+        b->msgs_per_s = rate[m];
+        b->count = n[m];
+        snprintf(b->extra, sizeof b->extra, "\"path\": \"rk_actor_send/recv, 1 actor, window 256, %s\"",
+                 m ? "in-process" : "worker process");
+        printf("  %-32s %.2f M msg/s\n", names[m], rate[m] / 1e6);
+    }
+    free(s[0]);
+    free(s[1]);
+    return 0;
+}
+
+int runtime_section(bench_report *rep, int device, long count, double seconds, double idle_s)
+{
+    if (api_isolation_pair(rep, device, count, seconds))
+        return 1;
+    rk_runtime *rt;
+    if (open_cuda(&rt, device, RK_ISOLATION_AUTO))
+        return 1;
     rk_actor *a;
     CKRK(rk_actor_open(rt, &a));
-    {
-        uint64_t *s = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
-        if (api_echo_lat(a, s, count))
-            return 1;
-        latency_row(rep, "ring_echo_64", "cuda", s, (size_t)count, "\"path\": \"rk_actor_call through the runtime\"");
-        free(s);
-    }
-    if (api_pipelined(rep, a, seconds) || api_vadd_copy(rep, a) || api_vadd_buf(rep, a))
+    if (api_vadd_copy(rep, a) || api_vadd_buf(rep, a))
         return 1;
     rk_actor_close(a);
     api_idle(rep, idle_s);

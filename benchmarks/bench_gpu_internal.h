@@ -12,6 +12,8 @@
  *   bench_gpu_api.cu        the runtime's public API: ring_echo_64,
  *                           throughput_echo_64_api, vadd_16777216_api,
  *                           vadd_16777216_buf_api, idle_cpu
+ *   bench_gpu_fault.cu      what a faulting GPU actor costs: fault_recovery,
+ *                           fault_recovery_cold
  *   bench_gpu_variants.cu   the experiments (--variants, --idle-variants):
  *                           the kernel's RK_KF_* flags */
 #ifndef RK_BENCH_GPU_INTERNAL_H
@@ -96,6 +98,10 @@ int api_echo_lat(rk_actor *a, uint64_t *smp, long count);
 /* ring_echo_64, throughput_echo_64_api, vadd_16777216_api,
  * vadd_16777216_buf_api, then idle_cpu over idle_s seconds. */
 int runtime_section(bench_report *rep, int device, long count, double seconds, double idle_s);
+
+/* ---- faults (bench_gpu_fault.cu) ---- */
+/* fault_recovery and fault_recovery_cold over n_poison poisons each. */
+int fault_section(bench_report *rep, int device, int n_poison);
 
 /* ---- experiments (bench_gpu_variants.cu) ---- */
 int raw_variants(int sm_count);

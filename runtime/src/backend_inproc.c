@@ -13,6 +13,7 @@
 #include "barrier.h"
 #include "engine.h"
 #include "worker.h"
+#include "worker_proto.h"
 
 #ifndef RK_CUDA_MODULE_INSTALL_PATH
 #define RK_CUDA_MODULE_INSTALL_PATH ""
@@ -177,6 +178,8 @@ static int rk__inproc_start(rk_runtime *rt)
     const char *fake = getenv("RK_CUDA_FAKE");
     if (fake && strstr(fake, "mute"))
         cfg.kflags |= RK_KF_MUTE;
+    if (rt->cfg.test_faults) /* a fault here is fatal for the runtime: that is what such a test checks */
+        cfg.kflags |= RK_KF_TEST_FAULTS;
     char err[512] = "";
     int rc = rk__pick_kernel(rt, &cfg.kernel);
     if (rc == 0)
@@ -203,6 +206,7 @@ static int rk__inproc_start(rk_runtime *rt)
         return rk__fail(rc, "%s", detail);
     }
     rt->backend_state = c;
+    rt->wflags = rt->cfg.test_faults ? RK__WF_TEST_FAULTS : 0;
     rk__inproc_info(rt, &c->dev);
     /* the kernel polls H2D and never sleeps on its doorbell: producers may
      * skip the doorbell's fence (set before any actor exists) */

@@ -176,6 +176,8 @@ typedef struct rk__backend_ops {
     int (*relaunch)(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem);
     /* Fills *out (NULL: the runtime fills a "no worker" answer). */
     void (*worker)(rk_runtime *rt, rk_worker_info *out);
+    /* The last recoveries, oldest first (NULL: none). */
+    int (*recoveries)(rk_runtime *rt, rk_recovery *out, int max);
     /* An operator's "try the GPU again" after a crash loop (NULL: -RK_ENOTSUP). */
     int (*retry)(rk_runtime *rt);
 } rk__backend_ops;
@@ -221,6 +223,7 @@ struct rk_runtime {
     _Atomic uint64_t suspect;
     _Atomic int64_t recover_t0;      /* detection time of the fault being recovered, 0 when none */
     _Atomic int64_t last_recovery_ns; /* detection -> first routed reply of the last recovery */
+    int64_t first_reply_t0, first_reply_at; /* under d2h_lock: that first reply, for the history */
 
     _Atomic uint64_t n_requests, n_replies, n_errors, n_restarts;
 };

@@ -80,8 +80,11 @@ static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
     }
     /* the first reply after a worker change ends the recovery's clock */
     int64_t t0 = atomic_load_explicit(&rt->recover_t0, memory_order_relaxed);
-    if (t0 && atomic_compare_exchange_strong(&rt->recover_t0, &t0, 0))
-        atomic_store(&rt->last_recovery_ns, rk__now_ns() - t0);
+    if (t0 && atomic_compare_exchange_strong(&rt->recover_t0, &t0, 0)) {
+        rt->first_reply_t0 = t0;
+        rt->first_reply_at = rk__now_ns();
+        atomic_store(&rt->last_recovery_ns, rt->first_reply_at - t0);
+    }
     rk__deliver(rt, a, h.tag);
     return a;
 }

@@ -287,6 +287,13 @@ void rk_runtime_worker(rk_runtime *rt, rk_worker_info *out)
     snprintf(out->backend, sizeof out->backend, "%s", rt->info.backend_name);
 }
 
+int rk_runtime_recoveries(rk_runtime *rt, rk_recovery *out, int max)
+{
+    if (!rt || !out || max <= 0 || !rt->backend->recoveries)
+        return 0;
+    return rt->backend->recoveries(rt, out, max);
+}
+
 int rk_runtime_retry_gpu(rk_runtime *rt)
 {
     if (!rt)

@@ -22,8 +22,8 @@ static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
     if ((type == RK_OP_FAULT || type == RK_OP_HANG) && !rt->wflags)
         return rk__fail(RK_EINVAL,
                         "send: message type %u is a test-only op: it needs rk_config.test_faults and a "
-                        "worker process to crash (isolation %s)",
-                        type, rt->cfg.test_faults ? "none: the backend runs in this process" : "any");
+                        "worker process or GPU to crash%s",
+                        type, rt->cfg.test_faults ? " (this runtime serves on the CPU in this process)" : "");
     if (type >= RK_OP_USER && !rk__find_def(rt->cfg.actors, rt->cfg.n_actors, type))
         return rk__fail(RK_ENOTSUP, "send: no actor is registered for message type %u", type);
     if (len > rt->cfg.max_payload)

@@ -61,6 +61,8 @@ typedef struct rk__super {
     int64_t hb_change;
     uint64_t run_word[RK__RUNNING_SLOTS];
     int64_t run_since[RK__RUNNING_SLOTS];
+    rk_recovery hist[64]; /* the last recoveries, a ring */
+    uint32_t n_hist;
 } rk__super;
 
 static const char *const rk__state_names[] = {"none", "running", "recovering", "degraded", "failed"};
@@ -160,10 +162,11 @@ static void rk__fill_info(rk__super *s, const rk__proc *w)
 /* A fresh active worker: the standby if one waits, else a cold start.
  * Returns 0, or the error with *served set when the worker got GO (and
  * may have run requests) before it failed: then it is a fault. */
-static int rk__take_over(rk__super *s, uint32_t kind, bool *served)
+static int rk__take_over(rk__super *s, uint32_t kind, bool *served, bool *warm)
 {
     *served = false;
-    if (s->standby.ready && s->standby.kind == kind) {
+    *warm = s->standby.ready && s->standby.kind == kind;
+    if (*warm) {
         s->active = s->standby;
         s->standby = RK__PROC_NONE;
         int rc = rk__go(s, &s->active, served);
@@ -171,6 +174,7 @@ static int rk__take_over(rk__super *s, uint32_t kind, bool *served)
             return rc;
         rk__log(RK__LOG_WARN, "standby worker failed to take over: %s", rk_last_detail());
         rk__proc_end(&s->active, NULL, 0);
+        *warm = false;
     }
     int rc = rk__spawn_ready(s, &s->active, kind);
     if (rc == 0)
@@ -283,7 +287,7 @@ static void rk__degrade(rk__super *s, const char *why)
 
 /* Ends the failed worker, delivers its replies, blames what it ran, and
  * moves the rings and the generation on. */
-static void rk__bury(rk__super *s, uint32_t kind, int code, const char *what, int64_t t0)
+static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what, int64_t t0)
 {
     rk_runtime *rt = s->rt;
     char how[200];
@@ -300,6 +304,7 @@ static void rk__bury(rk__super *s, uint32_t kind, int code, const char *what, in
     pthread_mutex_unlock(&rt->d2h_lock);
     rk__runtime_wake(rt);
     rk__log(RK__LOG_WARN, "%s; %u request(s) blamed; starting a fresh worker", s->last.detail, blamed);
+    return blamed;
 }
 
 /* The worker failed: replace it (see the top of the file). s->lock held. */
@@ -307,12 +312,14 @@ static void rk__recover(rk__super *s, int code, const char *what)
 {
     rk_runtime *rt = s->rt;
     const uint32_t kind = s->active.kind;
-    const int64_t t0 = rk__now_ns();
     char why[400];
     snprintf(why, sizeof why, "%s", what);
     for (;;) {
-        rk__bury(s, kind, code, why, rk__now_ns());
-        atomic_store(&rt->recover_t0, t0);
+        rk_recovery *h = &s->hist[s->n_hist++ % 64];
+        *h = (rk_recovery){.detected_at = rk__now_ns(), .error = code};
+        h->blamed = rk__bury(s, kind, code, why, h->detected_at);
+        h->teardown_ns = rk__now_ns() - h->detected_at;
+        atomic_store(&rt->recover_t0, h->detected_at);
         if (rk__crash_loop(s, rk__now_ns())) {
             char d[512];
             snprintf(d, sizeof d, "%u worker faults within %u ms (fault_limit), the last: %s", rt->cfg.fault_limit,
@@ -328,8 +335,11 @@ static void rk__recover(rk__super *s, int code, const char *what)
         }
         /* release: owners re-post for this generation from now on */
         atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
-        bool served;
-        int rc = rk__take_over(s, kind, &served);
+        bool served, warm;
+        int64_t t1 = rk__now_ns();
+        int rc = rk__take_over(s, kind, &served, &warm);
+        h->start_ns = rk__now_ns() - t1;
+        h->warm = warm;
         if (rc == 0)
             break;
         if (!served) {
@@ -639,8 +649,8 @@ static int rk__super_retry(rk_runtime *rt)
         rk__rings_reset_locked(rt);
         pthread_mutex_unlock(&rt->d2h_lock);
         atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
-        bool served;
-        rc = rk__take_over(s, rt->worker_kind, &served);
+        bool served, warm;
+        rc = rk__take_over(s, rt->worker_kind, &served, &warm);
         if (rc == 0) {
             memset(s->fault_at, 0, rt->cfg.fault_limit * sizeof *s->fault_at);
             s->no_progress = 0;
@@ -665,6 +675,25 @@ static int rk__super_retry(rk_runtime *rt)
     return rc;
 }
 
+static int rk__super_recoveries(rk_runtime *rt, rk_recovery *out, int max)
+{
+    rk__super *s = rt->backend_state;
+    pthread_mutex_lock(&s->lock);
+    uint32_t n = s->n_hist < 64 ? s->n_hist : 64;
+    if ((uint32_t)max < n)
+        n = (uint32_t)max;
+    pthread_mutex_lock(&rt->d2h_lock); /* the router records first replies under it */
+    for (uint32_t i = 0; i < n; i++) {
+        rk_recovery *h = &s->hist[(s->n_hist - n + i) % 64];
+        if (!h->first_reply_ns && rt->first_reply_t0 == h->detected_at)
+            h->first_reply_ns = rt->first_reply_at - h->detected_at;
+        out[i] = *h;
+    }
+    pthread_mutex_unlock(&rt->d2h_lock);
+    pthread_mutex_unlock(&s->lock);
+    return (int)n;
+}
+
 const rk__backend_ops rk__worker_backend = {
     .name = "worker",
     .start = rk__super_start,
@@ -672,5 +701,6 @@ const rk__backend_ops rk__worker_backend = {
     .health = rk__super_health,
     .relaunch = rk__super_relaunch,
     .worker = rk__super_worker,
+    .recoveries = rk__super_recoveries,
     .retry = rk__super_retry,
 };

@@ -1,13 +1,21 @@
-/* test_gpu_fault.c - a GPU actor that faults (illegal address): every
+/* test_gpu_fault.c - in-process mode (isolation none): a GPU actor that
+ * faults (illegal address) kills the context of THIS process, so every
  * pending and every later request fails with -RK_EDEVICE within 1 s, no
- * hang, and close returns. (A context that faulted is dead for the whole
- * process, so this is its own program.) */
+ * hang, and close returns: the documented trade-off of that mode. (A
+ * context that faulted is dead for the whole process, so this is its own
+ * program; test_gpu_recover.c is the default, isolated mode.) */
 #include "gpu_common.h"
 
 int main(void)
 {
     gpu_require();
-    rk_runtime *rt = gpu_open(RK_BACKEND_CUDA, 0, 0);
+    rk_config c;
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CUDA;
+    c.isolation = RK_ISOLATION_NONE;
+    c.test_faults = 1;
+    rk_runtime *rt = NULL;
+    CHECK_RK(rk_runtime_open(&rt, &c), "open in-process cuda runtime");
     rk_actor *a;
     CHECK_RK(rk_actor_open(rt, &a), "actor");
     rk_reply r;

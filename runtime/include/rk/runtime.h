@@ -191,6 +191,21 @@ typedef struct rk_fault_info {
     char detail[256];     /* what happened, e.g. "worker 1234 (cuda) exited on signal 9" */
 } rk_fault_info;
 
+/* One recovery: where the time between a worker's fault and the first
+ * reply from its replacement went. Times are CLOCK_MONOTONIC ns. */
+typedef struct rk_recovery {
+    int64_t detected_at;  /* the supervisor noticed the fault */
+    int64_t teardown_ns;  /* detection -> the failed worker killed and reaped (its CUDA
+                           * context torn down), its replies delivered, suspects blamed */
+    int64_t start_ns;     /* -> the fresh worker serves: a warm standby's GO..RUNNING,
+                           * or a cold worker's spawn..RUNNING */
+    int64_t first_reply_ns; /* detection -> the first reply from the fresh worker
+                           * (re-posting included); 0 when none came before the next fault */
+    uint32_t blamed;      /* requests it blamed (suspects and poison) */
+    int warm;             /* 1: the warm standby took over */
+    int error;            /* the fault's code */
+} rk_recovery;
+
 typedef struct rk_worker_info {
     rk_worker_state state;
     char state_name[16];     /* "none", "running", "recovering", "degraded", "failed" */
@@ -210,6 +225,10 @@ typedef struct rk_worker_info {
 /* Copies the worker's state into *out (state RK_WORKER_NONE when the
  * backend runs in this process). Thread-safe. */
 void rk_runtime_worker(rk_runtime *rt, rk_worker_info *out);
+
+/* Copies the last (up to max, at most 64 kept) recoveries, oldest first,
+ * into out; returns how many. Thread-safe. */
+int rk_runtime_recoveries(rk_runtime *rt, rk_recovery *out, int max);
 
 /* The operator's action after a crash loop (state RK_WORKER_DEGRADED):
  * starts a GPU worker again, re-posting what the CPU has not answered.
