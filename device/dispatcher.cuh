@@ -60,35 +60,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
             } else if (has_workers && hlen > RK__WARP_ARENA_MAX) {
                 /* the whole grid: post a job (its reply follows when the
                  * workers are done; see post_job_replies) */
-                uint32_t ns = 0;
-                for (;;) {
-                    uint32_t c = 0;
-                    if (lane == 0)
-                        c = rk__ld_acquire_gpu(&ds->job_completed);
-                    c = __shfl_sync(FULL, c, 0);
-                    if (posted - c < NJ)
-                        break;
-                    if (flag_ld(&sh.stop) >= 2)
-                        return false;
-                    post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
-                    __nanosleep(ns);
-                    ns = ns < 4096 ? ns * 2 + 32 : ns;
-                }
-                job *j = &ds->jobs[posted % NJ];
-                if (lane < 13)
-                    j->words[lane] = w[lane];
-                if (lane == 0)
-                    j->op = 0;
-                __syncwarp();
-                if (lane == 0) {
-                    /* release (gpu): the job's words before the counter;
-                     * pairs with the workers' acquire of job_posted */
-                    rk__st_release_gpu(&ds->job_posted, posted + 1);
-                    flag_st(&sh.jobs_posted, posted + 1);
-                }
-                posted++;
-                __syncwarp();
-                return true;
+                return post_job(ds, sh, out, w, dpos, dhead, posted, replied, lane);
             } else {
                 /* acquire: pairs with the producer's release fence before
                  * its lines, so the arena payload is visible */
@@ -157,263 +129,300 @@ __device__ __forceinline__ void stat_add(shared0 &sh, int i, unsigned long long 
         sh.st[i] += v;
 }
 
-template <class... A>
-__device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers, bool has_loader)
+/* The dispatcher warp's registers between polls (every lane holds the same
+ * values). */
+struct dispatch {
+    uint32_t ncrew; /* this warp, and warps 2.. */
+    uint32_t lane;
+    uint64_t hpos;   /* next H2D position to consume */
+    bool busy;       /* the last poll took two messages or more (or one, and saw a burst) */
+    bool stalled;    /* a request could not be taken now (aborting): stop polling */
+    bool fence_due;
+    bool burst;      /* the idle poll saw the next slot filled too */
+    uint32_t idle;   /* empty idle polls (back off after ~20 ms of them) */
+    uint32_t ns;     /* ... the back-off */
+    uint32_t idle_delay; /* cycles from an idle-path reply to the next poll read */
+    uint32_t idle_wait;  /* ... still to wait before the next idle poll read */
+    bool pipe;       /* pipelined busy polls: the crew is warps 2.. */
+    uint32_t pipe_n; /* slots per pipelined poll */
+};
+
+/* The dispatcher's locals that its out-of-line helpers (serve_slow,
+ * post_job_replies, crew_load_d) take by reference: they stay separate
+ * locals of dispatcher() (in local memory, as before the dispatcher was
+ * split into functions), reached from the helpers through this. */
+struct dispatch_ref {
+    ring_view &in, &out;
+    uint64_t &dpos, &dhead;   /* next D2H position; cached D2H cons_head */
+    uint32_t &posted, &replied; /* grid jobs */
+};
+
+__device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                              bool has_loader)
 {
-    const uint32_t ncrew = blockDim.x / 32 - 1; /* this warp, and warps 2.. */
-    const uint32_t lane = threadIdx.x & 31;
-    const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
-    const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
-    uint64_t hpos = flag_ld(&sh.h2d_done);
-    uint64_t dpos = ka.d2h_start, dhead = vol_ld(&sh.d2h_head);
-    uint32_t posted = 0, replied = 0, idle = 0, ns = 0;
+    d.ncrew = blockDim.x / 32 - 1;
+    d.lane = threadIdx.x & 31;
+    p.in = ring_open(static_cast<rk_ring *>(ka.h2d));
+    p.out = ring_open(static_cast<rk_ring *>(ka.d2h));
+    d.hpos = flag_ld(&sh.h2d_done);
+    p.dpos = ka.d2h_start;
+    p.dhead = vol_ld(&sh.d2h_head);
+    p.posted = 0;
+    p.replied = 0;
+    d.idle = 0;
+    d.ns = 0;
     const uint32_t dk = (ka.flags >> 16) & 0xffu;
-    const uint32_t idle_delay = dk == 0 ? RK_KERNEL_IDLE_DELAY : dk == 0xff ? 0u : dk * 100u;
-    uint32_t idle_wait = 0;
-    bool busy = false, stalled = false, fence_due = false, burst = false;
-    /* pipelined busy polls: the crew is warps 2.. (nc of them) */
-    const bool pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
-    const uint32_t pipe_n = pipe_slots(ncrew - 1, ka.flags);
+    d.idle_delay = dk == 0 ? RK_KERNEL_IDLE_DELAY : dk == 0xff ? 0u : dk * 100u;
+    d.idle_wait = 0;
+    d.busy = false;
+    d.stalled = false;
+    d.fence_due = false;
+    d.burst = false;
+    d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
+    d.pipe_n = pipe_slots(d.ncrew - 1, ka.flags);
     /* counters in shared memory (lane 0): registers are scarce at block 1024 */
-    if (lane == 0)
+    if (d.lane == 0)
         for (int i = 0; i < 8; i++)
             sh.st[i] = 0;
+}
 
-    for (;;) {
-        if (flag_ld(&sh.stop))
-            break;
-        if (ka.flags & RK_KF_MUTE) { /* test only: never answer */
-            __nanosleep(10000);
-            continue;
-        }
-        if (posted != replied)
-            post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
-        uint32_t nload, pre = 0, quick = 0;
-        stat_add(sh, 0, 1, lane);
-        const long long c0 = clock64();
-        if (!busy) {
-            /* idle: poll the next slot, one strong read in flight (a
-             * strong read notices a message ~0.2 us sooner than .cv; two
-             * strong reads of one address in flight are served one after
-             * the other, and two staggered .cv reads measured 1.5 us
-             * slower: device/README.md) */
-            const uint32_t flag = ring_flag(in, hpos);
-            const uint64_t *slot = ring_slot(in, hpos) + lane;
-            const uint64_t *next = ring_slot(in, hpos + 1);
-            if (idle_wait) {
-                /* just answered a message here: a read issued now reaches
-                 * the host right behind the reply (PCIe reads do not pass
-                 * writes), before a host waiting for that reply can send
-                 * its next request, and the read after it comes a whole
-                 * read time (~1 us) later. Issued ~0.25 us later, the
-                 * first read finds that request nearly always (measured:
-                 * round-trip p99 3.6 -> 3.0 us for +0.3 us at p50). */
-                spin_cycles(idle_wait);
-                idle_wait = 0;
-            }
-            uint64_t a = 0, b = 0;
-            bool got = false;
-            for (int it = 0; it < 64 && !got; it++) {
-                a = rk__ld_relaxed_sys(slot);
-                /* the next slot: its line 0 only (is a burst coming?) */
-                b = lane == 0 ? rk__ld_cv(next) : 0ull;
-                if (fence_due) {
-                    /* the last batch's weak reply lines: fenced while this
-                     * poll is in flight, not before it */
-                    rk__fence_seq_cst_sys();
-                    fence_due = false;
-                }
-                got = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32) == flag;
-                if (!got && idle > 300000) {
-                    /* idle for a while (~20+ ms): back off */
-                    __nanosleep(ns);
-                    ns = ns < 32000 ? ns * 2 + 64 : ns;
-                    break;
-                }
-            }
-            if (!got) {
-                idle += 64;
-                stat_add(sh, 6, 1, lane);
-                continue;
-            }
-            if (dpos - dhead < out.slots && slot_fast(in, a, hpos, lane)) {
-                /* the round trip's common case, answered straight from the
-                 * registers: an echo/NOP with room in D2H (no staging in
-                 * shared memory, no batch bookkeeping before the reply) */
-                if (!(ka.flags & RK_KF_IDLE_SC)) {
-                    /* strong stores: they leave for host memory at once,
-                     * no fence.sc.sys to wait on before the next poll (LL
-                     * lines need no fence between them; measured 0.65 us
-                     * quicker than weak stores + fence.sc.sys) */
-                    reply_fast<false>(out, dpos, a, lane, 0u);
-                } else {
-                    reply_fast<true>(out, dpos, a, lane, 0u);
-                    rk__fence_seq_cst_sys(); /* push the weak reply lines out */
-                }
-                dpos++;
-                quick = 1;
-                idle_wait = idle_delay;
-                nload = 0;
-            } else {
-                /* counter 7: line 0 there but a later line not yet (the
-                 * read overtook the producer's stores: one more poll) */
-                const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
-                const uint32_t nl = 1u + ((l0 <= in.msg_max ? l0 : in.msg_max) + 3u) / 4u;
-                if (!__all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag))
-                    stat_add(sh, 7, 1, lane);
-                sh.lines[lane] = a;
-                nload = 1;
-            }
-            /* a second message already there: read a busy batch next */
-            burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(in, hpos + 1);
-        } else if (pipe) {
-            idle_wait = 0; /* a burst came instead: no wait for the next idle poll */
-            /* busy, pipelined: the crew reads pipe_n slots (while this
-             * warp sets up the poll, they already have them in flight if
-             * the last poll was answered in full), checks them and answers
-             * the leading run of complete echo/NOP; this warp serves the
-             * rest from sh.lines below. Room for all the replies first. */
-            const uint32_t n = pipe_n < out.slots ? pipe_n : out.slots;
-            d2h_wait(out, dpos + n - 1, dhead, sh, lane);
-            if (lane == 0) {
-                *(volatile unsigned long long *)&sh.poll_pos = hpos;
-                *(volatile unsigned long long *)&sh.pp_dpos = dpos;
-                *(volatile uint32_t *)&sh.pp_n = n;
-            }
-            __syncwarp();
-            bar_named(1, 32 * ncrew);
-            bar_named(2, 32 * ncrew);
-            pre = pipe_prefix(sh, ncrew - 1, n, lane);
-            nload = n;
-            stat_add(sh, 1, 1, lane);
-        } else {
-            idle_wait = 0;
-            /* busy: K slots in one round trip, spread over the crew
-             * (every warp of block 0 but the housekeeper: a warp keeps
-             * only so many reads of host memory in flight) */
-            /* room for a whole batch of replies first (the crew writes
-             * them at wr_dpos + k without asking) */
-            d2h_wait(out, dpos + (K < out.slots ? K : out.slots) - 1, dhead, sh, lane);
-            if (lane == 0) {
-                *(volatile unsigned long long *)&sh.poll_pos = hpos;
-                *(volatile unsigned long long *)&sh.wr_dpos = dpos;
-                *(volatile unsigned long long *)&sh.fastmask = 0ull;
-            }
-            __syncwarp();
-            bar_named(1, 32 * ncrew);
-            crew_load_d(sh, in, hpos, ncrew, lane);
-            bar_named(2, 32 * ncrew);
-            nload = K;
-            stat_add(sh, 1, 1, lane);
-        }
-        __syncwarp();
-        const long long c1 = clock64();
-        uint32_t done = quick, nfast = 0;
-        if (pre) {
-            /* the crew answered the first pre slots */
-            dpos += pre;
-            done = pre;
-        } else if (nload == K && !pipe) {
-            /* a busy batch: the crew (this warp too) checks its share and
-             * marks the complete echo/NOP messages; the leading run of them
-             * is answered by the whole crew at once (one warp's stores to
-             * host memory are slow to issue) */
-            crew_check(sh, in, hpos, 0, ncrew, lane);
-            const long long cw0 = clock64();
-            bar_named(3, 32 * ncrew);
-            write_share(sh, out, 0, ncrew, lane, ka.flags);
-            bar_named(4, 32 * ncrew);
-            stat_add(sh, 3, (unsigned long long)(clock64() - cw0), lane);
-            const uint64_t fm = vol_ld(&sh.fastmask);
-            const uint32_t F = ~fm == 0 ? (uint32_t)K : (uint32_t)(__ffsll((long long)~fm) - 1);
-            dpos += F;
-            done = F;
-        }
-        for (uint32_t k = done; k < nload; k++) {
-            const uint64_t pos = hpos + k;
-            const uint32_t flag = ring_flag(in, pos);
-            const uint64_t L = sh.lines[k * LS + lane];
-            const uint64_t l0 = __shfl_sync(FULL, L, 0);
-            if ((uint32_t)(l0 >> 32) != flag)
-                break;
-            const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
-            const uint32_t nl = 1u + (len + 3u) / 4u;
-            if (!__all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag))
-                break; /* the producer is still writing lines */
-            const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
-            if (slot_fast(in, L, pos, lane)) {
-                /* echo / NOP straight from the staged line: lane i writes
-                 * reply line i, weak (one fence.sc.sys after the batch) */
-                d2h_wait(out, dpos, dhead, sh, lane);
-                reply_fast<true>(out, dpos, L, lane, 0u);
-                dpos++;
-                nfast++;
-            } else {
-                if (nfast || fence_due) {
-                    rk__fence_seq_cst_sys(); /* the weak reply lines so far */
-                    nfast = 0;
-                    fence_due = false;
-                }
-                /* stage the message's words in shared memory */
-                if (lane < nl)
-                    sh.words[lane] = (uint32_t)L;
-                for (uint32_t i = 32 + lane; i < nl; i += 32) {
-                    uint64_t x;
-                    do {
-                        x = rk__ld_relaxed_sys(ring_slot(in, pos) + i);
-                    } while ((uint32_t)(x >> 32) != flag && flag_ld(&sh.stop) < 2);
-                    sh.words[i] = (uint32_t)x;
-                }
-                __syncwarp();
-                if (lane == 0)
-                    sh.words[0] = len;
-                if ((w1 >> 16) & RK_MSG_ARENA) {
-                    /* acquire (one strong read of line 0): pairs with the
-                     * producer's release fence before its lines, so the
-                     * arena payload is visible to this warp and, through
-                     * job_posted, to the workers */
-                    uint64_t x = 0;
-                    if (lane == 0)
-                        x = rk__ld_acquire_sys(ring_slot(in, pos));
-                    __shfl_sync(FULL, x, 0);
-                }
-                __syncwarp();
-                if (flag_ld(&sh.stop) >= 2 ||
-                    !serve_slow<A...>(ka, sh, ds, out, has_workers, lane, dpos, dhead, posted, replied)) {
-                    stalled = true;
-                    break;
-                }
-            }
-            done++;
-        }
-        if (nfast)
-            rk__fence_seq_cst_sys(); /* push the weak reply lines out (measured: deferring it
-                                      * into the next poll made round trips 0.4 us slower) */
-        __syncwarp();
-        const long long c2 = clock64();
-        if (lane == 0) { /* counters: after the replies, off the round trip */
-            sh.st[2] += done;
-            sh.st[4] += (unsigned long long)(c1 - c0);
-            sh.st[5] += (unsigned long long)(c2 - c1);
-        }
-        if (done) {
-            hpos += done;
-            /* consumed: the housekeeper publishes cons_head (release) */
-            if (lane == 0)
-                flag_st(&sh.h2d_done, (unsigned long long)hpos);
-            idle = 0;
-            ns = 0;
-        }
-        busy = done >= 2 || (done == 1 && burst);
-        burst = false;
-        if (stalled)
-            break;
+/* Idle: polls the next slot, one strong read in flight (a strong read
+ * notices a message ~0.2 us sooner than .cv; two strong reads of one
+ * address in flight are served one after the other, and two staggered .cv
+ * reads measured 1.5 us slower: device/README.md). Answers an echo/NOP
+ * found so from the registers (quick = 1), or stages it (nload = 1).
+ * Returns false when no message came. */
+__device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                          uint32_t &nload, uint32_t &quick)
+{
+    const uint32_t lane = d.lane;
+    const uint32_t flag = ring_flag(p.in, d.hpos);
+    const uint64_t *slot = ring_slot(p.in, d.hpos) + lane;
+    const uint64_t *next = ring_slot(p.in, d.hpos + 1);
+    if (d.idle_wait) {
+        /* just answered a message here: a read issued now reaches
+         * the host right behind the reply (PCIe reads do not pass
+         * writes), before a host waiting for that reply can send
+         * its next request, and the read after it comes a whole
+         * read time (~1 us) later. Issued ~0.25 us later, the
+         * first read finds that request nearly always (measured:
+         * round-trip p99 3.6 -> 3.0 us for +0.3 us at p50). */
+        spin_cycles(d.idle_wait);
+        d.idle_wait = 0;
     }
-    if (fence_due)
+    uint64_t a = 0, b = 0;
+    bool got = false;
+    for (int it = 0; it < 64 && !got; it++) {
+        a = rk__ld_relaxed_sys(slot);
+        /* the next slot: its line 0 only (is a burst coming?) */
+        b = lane == 0 ? rk__ld_cv(next) : 0ull;
+        if (d.fence_due) {
+            /* the last batch's weak reply lines: fenced while this
+             * poll is in flight, not before it */
+            rk__fence_seq_cst_sys();
+            d.fence_due = false;
+        }
+        got = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32) == flag;
+        if (!got && d.idle > 300000) {
+            /* idle for a while (~20+ ms): back off */
+            __nanosleep(d.ns);
+            d.ns = d.ns < 32000 ? d.ns * 2 + 64 : d.ns;
+            break;
+        }
+    }
+    if (!got) {
+        d.idle += 64;
+        stat_add(sh, 6, 1, lane);
+        return false;
+    }
+    if (p.dpos - p.dhead < p.out.slots && slot_fast(p.in, a, d.hpos, lane)) {
+        /* the round trip's common case, answered straight from the
+         * registers: an echo/NOP with room in D2H (no staging in
+         * shared memory, no batch bookkeeping before the reply) */
+        if (!(ka.flags & RK_KF_IDLE_SC)) {
+            /* strong stores: they leave for host memory at once,
+             * no fence.sc.sys to wait on before the next poll (LL
+             * lines need no fence between them; measured 0.65 us
+             * quicker than weak stores + fence.sc.sys) */
+            reply_fast<false>(p.out, p.dpos, a, lane, 0u);
+        } else {
+            reply_fast<true>(p.out, p.dpos, a, lane, 0u);
+            rk__fence_seq_cst_sys(); /* push the weak reply lines out */
+        }
+        p.dpos++;
+        quick = 1;
+        d.idle_wait = d.idle_delay;
+        nload = 0;
+    } else {
+        /* counter 7: line 0 there but a later line not yet (the
+         * read overtook the producer's stores: one more poll) */
+        const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
+        const uint32_t nl = 1u + ((l0 <= p.in.msg_max ? l0 : p.in.msg_max) + 3u) / 4u;
+        if (!__all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag))
+            stat_add(sh, 7, 1, lane);
+        sh.lines[lane] = a;
+        nload = 1;
+    }
+    /* a second message already there: read a busy batch next */
+    d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
+    return true;
+}
+
+/* Busy, pipelined: the crew reads pipe_n slots (while this warp sets up
+ * the poll, they already have them in flight if the last poll was answered
+ * in full), checks them and answers the leading run of complete echo/NOP
+ * (pre of them); this warp serves the rest from sh.lines. nload: the
+ * poll's slots. */
+__device__ __forceinline__ void pipe_poll(dispatch &d, const dispatch_ref &p, shared0 &sh, uint32_t &nload,
+                                          uint32_t &pre)
+{
+    const uint32_t lane = d.lane;
+    d.idle_wait = 0; /* a burst came instead: no wait for the next idle poll */
+    /* room for all the replies first */
+    const uint32_t n = d.pipe_n < p.out.slots ? d.pipe_n : p.out.slots;
+    d2h_wait(p.out, p.dpos + n - 1, p.dhead, sh, lane);
+    if (lane == 0) {
+        *(volatile unsigned long long *)&sh.poll_pos = d.hpos;
+        *(volatile unsigned long long *)&sh.pp_dpos = p.dpos;
+        *(volatile uint32_t *)&sh.pp_n = n;
+    }
+    __syncwarp();
+    bar_named(1, 32 * d.ncrew);
+    bar_named(2, 32 * d.ncrew);
+    pre = pipe_prefix(sh, d.ncrew - 1, n, lane);
+    nload = n;
+    stat_add(sh, 1, 1, lane);
+}
+
+/* Busy, serial: K slots in one round trip, spread over the crew (every
+ * warp of block 0 but the housekeeper: a warp keeps only so many reads of
+ * host memory in flight). nload: the poll's slots (K). */
+__device__ __forceinline__ void serial_poll(dispatch &d, const dispatch_ref &p, shared0 &sh, uint32_t &nload)
+{
+    const uint32_t lane = d.lane;
+    d.idle_wait = 0;
+    /* room for a whole batch of replies first (the crew writes
+     * them at wr_dpos + k without asking) */
+    d2h_wait(p.out, p.dpos + (K < p.out.slots ? K : p.out.slots) - 1, p.dhead, sh, lane);
+    if (lane == 0) {
+        *(volatile unsigned long long *)&sh.poll_pos = d.hpos;
+        *(volatile unsigned long long *)&sh.wr_dpos = p.dpos;
+        *(volatile unsigned long long *)&sh.fastmask = 0ull;
+    }
+    __syncwarp();
+    bar_named(1, 32 * d.ncrew);
+    crew_load_d(sh, p.in, d.hpos, d.ncrew, lane);
+    bar_named(2, 32 * d.ncrew);
+    nload = K;
+    stat_add(sh, 1, 1, lane);
+}
+
+/* A serial busy batch: the crew (this warp too) checks its share and marks
+ * the complete echo/NOP messages; the leading run of them is answered by
+ * the whole crew at once (one warp's stores to host memory are slow to
+ * issue). Returns how many were answered. */
+__device__ __forceinline__ uint32_t serial_answer(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh)
+{
+    const uint32_t lane = d.lane;
+    crew_check(sh, p.in, d.hpos, 0, d.ncrew, lane);
+    const long long cw0 = clock64();
+    bar_named(3, 32 * d.ncrew);
+    write_share(sh, p.out, 0, d.ncrew, lane, ka.flags);
+    bar_named(4, 32 * d.ncrew);
+    stat_add(sh, 3, (unsigned long long)(clock64() - cw0), lane);
+    const uint64_t fm = vol_ld(&sh.fastmask);
+    const uint32_t F = ~fm == 0 ? (uint32_t)K : (uint32_t)(__ffsll((long long)~fm) - 1);
+    p.dpos += F;
+    return F;
+}
+
+/* Stages the words of the message at pos, whose first 32 lines lane i
+ * holds (L; nl lines, len bytes), in sh.words; reads lines 32.. again
+ * from the ring. */
+__device__ __forceinline__ void stage_words(const ring_view &in, shared0 &sh, uint64_t L, uint64_t pos,
+                                            uint32_t flag, uint32_t nl, uint32_t len, uint32_t w1, uint32_t lane)
+{
+    if (lane < nl)
+        sh.words[lane] = (uint32_t)L;
+    for (uint32_t i = 32 + lane; i < nl; i += 32) {
+        uint64_t x;
+        do {
+            x = rk__ld_relaxed_sys(ring_slot(in, pos) + i);
+        } while ((uint32_t)(x >> 32) != flag && flag_ld(&sh.stop) < 2);
+        sh.words[i] = (uint32_t)x;
+    }
+    __syncwarp();
+    if (lane == 0)
+        sh.words[0] = len;
+    if ((w1 >> 16) & RK_MSG_ARENA) {
+        /* acquire (one strong read of line 0): pairs with the
+         * producer's release fence before its lines, so the
+         * arena payload is visible to this warp and, through
+         * job_posted, to the workers */
+        uint64_t x = 0;
+        if (lane == 0)
+            x = rk__ld_acquire_sys(ring_slot(in, pos));
+        __shfl_sync(FULL, x, 0);
+    }
+    __syncwarp();
+}
+
+/* Serves the staged slots done..nload-1 of this poll in order (sh.lines):
+ * echo/NOP from the staged lines, the rest by serve_slow; stops at a slot
+ * that is not complete yet. done: the poll's slots consumed so far. */
+template <class... A>
+__device__ __forceinline__ void serve_staged(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                             scratch *ds, bool has_workers, uint32_t &done, uint32_t nload)
+{
+    const uint32_t lane = d.lane;
+    uint32_t nfast = 0;
+    for (uint32_t k = done; k < nload; k++) {
+        const uint64_t pos = d.hpos + k;
+        const uint32_t flag = ring_flag(p.in, pos);
+        const uint64_t L = sh.lines[k * LS + lane];
+        const uint64_t l0 = __shfl_sync(FULL, L, 0);
+        if ((uint32_t)(l0 >> 32) != flag)
+            break;
+        const uint32_t len = (uint32_t)l0 <= p.in.msg_max ? (uint32_t)l0 : p.in.msg_max;
+        const uint32_t nl = 1u + (len + 3u) / 4u;
+        if (!__all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag))
+            break; /* the producer is still writing lines */
+        const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
+        if (slot_fast(p.in, L, pos, lane)) {
+            /* echo / NOP straight from the staged line: lane i writes
+             * reply line i, weak (one fence.sc.sys after the batch) */
+            d2h_wait(p.out, p.dpos, p.dhead, sh, lane);
+            reply_fast<true>(p.out, p.dpos, L, lane, 0u);
+            p.dpos++;
+            nfast++;
+        } else {
+            if (nfast || d.fence_due) {
+                rk__fence_seq_cst_sys(); /* the weak reply lines so far */
+                nfast = 0;
+                d.fence_due = false;
+            }
+            stage_words(p.in, sh, L, pos, flag, nl, len, w1, lane);
+            if (flag_ld(&sh.stop) >= 2 ||
+                !serve_slow<A...>(ka, sh, ds, p.out, has_workers, lane, p.dpos, p.dhead, p.posted, p.replied)) {
+                d.stalled = true;
+                break;
+            }
+        }
+        done++;
+    }
+    if (nfast)
+        rk__fence_seq_cst_sys(); /* push the weak reply lines out (measured: deferring it
+                                  * into the next poll made round trips 0.4 us slower) */
+}
+
+/* Stopping: finishes the grid jobs already posted, then hands over. */
+__device__ __forceinline__ void dispatcher_stop(dispatch &d, const dispatch_ref &p, shared0 &sh, scratch *ds)
+{
+    const uint32_t lane = d.lane;
+    if (d.fence_due)
         rk__fence_seq_cst_sys();
-    /* stopping: finish the grid jobs already posted, then hand over */
-    while (posted != replied && flag_ld(&sh.stop) < 2) {
-        post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
+    while (p.posted != p.replied && flag_ld(&sh.stop) < 2) {
+        post_job_replies(ds, sh, p.out, p.dpos, p.dhead, p.replied, lane);
         __nanosleep(1000);
     }
     __syncwarp();
@@ -423,15 +432,79 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
     /* release the crew; past this barrier its last replies (pipelined
      * path: stored after barrier 2) are issued, before the housekeeper
      * hands prod_tail back */
-    bar_named(1, 32 * ncrew);
+    bar_named(1, 32 * d.ncrew);
     if (lane == 0) {
         for (int i = 0; i < 8; i++)
             ds->stats[i] = sh.st[i];
-        flag_st(&sh.d2h_tail, (unsigned long long)dpos);
-        flag_st(&sh.h2d_done, (unsigned long long)hpos);
+        flag_st(&sh.d2h_tail, (unsigned long long)p.dpos);
+        flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
         flag_st(&sh.dispatcher_done, 1u);
     }
     __syncwarp();
+}
+
+template <class... A>
+__device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers, bool has_loader)
+{
+    ring_view in, out;
+    uint64_t dpos, dhead;
+    uint32_t posted, replied;
+    dispatch d;
+    const dispatch_ref p{in, out, dpos, dhead, posted, replied};
+    dispatch_open(d, p, ka, sh, has_loader);
+    const uint32_t lane = d.lane;
+    for (;;) {
+        if (flag_ld(&sh.stop))
+            break;
+        if (ka.flags & RK_KF_MUTE) { /* test only: never answer */
+            __nanosleep(10000);
+            continue;
+        }
+        if (p.posted != p.replied)
+            post_job_replies(ds, sh, p.out, p.dpos, p.dhead, p.replied, lane);
+        uint32_t nload, pre = 0, quick = 0;
+        stat_add(sh, 0, 1, lane);
+        const long long c0 = clock64();
+        if (!d.busy) {
+            if (!idle_poll(d, p, ka, sh, nload, quick))
+                continue;
+        } else if (d.pipe) {
+            pipe_poll(d, p, sh, nload, pre);
+        } else {
+            serial_poll(d, p, sh, nload);
+        }
+        __syncwarp();
+        const long long c1 = clock64();
+        uint32_t done = quick;
+        if (pre) {
+            /* the crew answered the first pre slots */
+            p.dpos += pre;
+            done = pre;
+        } else if (nload == K && !d.pipe) {
+            done = serial_answer(d, p, ka, sh);
+        }
+        serve_staged<A...>(d, p, ka, sh, ds, has_workers, done, nload);
+        __syncwarp();
+        const long long c2 = clock64();
+        if (lane == 0) { /* counters: after the replies, off the round trip */
+            sh.st[2] += done;
+            sh.st[4] += (unsigned long long)(c1 - c0);
+            sh.st[5] += (unsigned long long)(c2 - c1);
+        }
+        if (done) {
+            d.hpos += done;
+            /* consumed: the housekeeper publishes cons_head (release) */
+            if (lane == 0)
+                flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
+            d.idle = 0;
+            d.ns = 0;
+        }
+        d.busy = done >= 2 || (done == 1 && d.burst);
+        d.burst = false;
+        if (d.stalled)
+            break;
+    }
+    dispatcher_stop(d, p, sh, ds);
 }
 
 } // namespace dev

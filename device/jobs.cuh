@@ -75,6 +75,45 @@ __device__ __noinline__ void post_job_replies(scratch *ds, shared0 &sh, const ri
     }
 }
 
+/* Posts the staged request w (words 0..12: its header and arena ref) as a
+ * grid job, once the queue has room (posting the replies of finished jobs
+ * meanwhile). Returns false when it could not be posted now (aborting).
+ * Its reply follows when the workers are done (post_job_replies). */
+__device__ __forceinline__ bool post_job(scratch *ds, shared0 &sh, const ring_view &out, const uint32_t *w,
+                                         uint64_t &dpos, uint64_t &dhead, uint32_t &posted, uint32_t &replied,
+                                         uint32_t lane)
+{
+    uint32_t ns = 0;
+    for (;;) {
+        uint32_t c = 0;
+        if (lane == 0)
+            c = rk__ld_acquire_gpu(&ds->job_completed);
+        c = __shfl_sync(FULL, c, 0);
+        if (posted - c < NJ)
+            break;
+        if (flag_ld(&sh.stop) >= 2)
+            return false;
+        post_job_replies(ds, sh, out, dpos, dhead, replied, lane);
+        __nanosleep(ns);
+        ns = ns < 4096 ? ns * 2 + 32 : ns;
+    }
+    job *j = &ds->jobs[posted % NJ];
+    if (lane < 13)
+        j->words[lane] = w[lane];
+    if (lane == 0)
+        j->op = 0;
+    __syncwarp();
+    if (lane == 0) {
+        /* release (gpu): the job's words before the counter;
+         * pairs with the workers' acquire of job_posted */
+        rk__st_release_gpu(&ds->job_posted, posted + 1);
+        flag_st(&sh.jobs_posted, posted + 1);
+    }
+    posted++;
+    __syncwarp();
+    return true;
+}
+
 /* ---- worker blocks ---- */
 template <class... A>
 __device__ void worker(const rk_kargs &ka, scratch *ds)
