@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "block0.cuh"
+#include "experiments.cuh"
 #include "kernel_desc.h"
 #include "reply.cuh"
 #include "ring.cuh"
@@ -16,18 +17,16 @@
 namespace rk {
 namespace dev {
 
-constexpr uint32_t NARROW_LINES = 24;          /* RK_KF_NARROW: lines read per slot */
-
 /* Writes the replies of the batch's leading echo/NOP messages k = idx,
  * idx + n, ... < sh.wr_n at D2H positions wr_dpos + k. */
 __device__ __forceinline__ void write_share(shared0 &sh, const ring_view &out, uint32_t idx, uint32_t n,
-                                            uint32_t lane, uint32_t kflags)
+                                            uint32_t lane)
 {
     const uint64_t fm = vol_ld(&sh.fastmask);
     const uint32_t F = ~fm == 0 ? (uint32_t)K : (uint32_t)(__ffsll((long long)~fm) - 1);
     const uint64_t base = vol_ld(&sh.wr_dpos);
     for (uint32_t k = idx; k < F; k += n)
-        reply_fast(out, base + k, sh.lines[k * LS + lane], lane, kflags);
+        reply_fast(out, base + k, sh.lines[k * LS + lane], lane);
 }
 
 __device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t idx, uint32_t n,
@@ -89,7 +88,10 @@ __device__ __forceinline__ void crew_check(shared0 &sh, const ring_view &in, uin
             atomicOr(&sh.fastmask, 1ull << k);
 }
 
-/* ---- crew warps (block 0, warps 2..): load and answer busy batches ---- */
+#ifdef RK_KERNEL_EXPERIMENTS
+/* RK_KF_SERIAL (comparison): crew warps (block 0, warps 2..) on the serial
+ * busy path (64-slot polls: load, then check, then reply; barriers 1-4),
+ * the default before the pipelined path. */
 __device__ void crew(const rk_kargs &ka, shared0 &sh)
 {
     const uint32_t lane = threadIdx.x & 31;
@@ -106,10 +108,11 @@ __device__ void crew(const rk_kargs &ka, shared0 &sh)
         bar_named(2, 32 * ncrew);
         crew_check(sh, in, pos, idx, ncrew, lane);
         bar_named(3, 32 * ncrew);
-        write_share(sh, out, idx, ncrew, lane, ka.flags);
+        write_share(sh, out, idx, ncrew, lane);
         bar_named(4, 32 * ncrew);
     }
 }
+#endif
 
 /* ---- pipelined busy polls (default; block >= 96) ----
  *
@@ -145,10 +148,9 @@ __device__ __forceinline__ uint32_t pipe_prefix(shared0 &sh, uint32_t nc, uint32
     return x;
 }
 
-/* Slots per pipelined poll for nc crew warps. */
-__device__ __forceinline__ uint32_t pipe_slots(uint32_t nc, uint32_t kflags)
+/* Slots per pipelined poll for nc crew warps, at most kmax. */
+__device__ __forceinline__ uint32_t pipe_slots(uint32_t nc, uint32_t kmax = KP_MAX)
 {
-    const uint32_t kmax = (kflags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX;
     const uint32_t n = nc * (uint32_t)JMAX;
     return n < kmax ? n : kmax;
 }
@@ -160,10 +162,15 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
     const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
     const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
     const bool lane_in = lane < in.slot_lines; /* slots of fewer than 32 lines */
+#ifdef RK_KERNEL_EXPERIMENTS
     const bool prefetch = !(ka.flags & RK_KF_NOPF);
     const bool narrow = ka.flags & RK_KF_NARROW;
+    const bool wr_v2 = ka.flags & RK_KF_WR_V2;
     const bool lane_rd = lane_in && (!narrow || lane < NARROW_LINES);
-    const uint32_t kflags = ka.flags;
+#else
+    constexpr bool prefetch = true;
+    const bool lane_rd = lane_in;
+#endif
     uint64_t v[JMAX], nv[JMAX];
     uint64_t npos = ~0ull; /* the poll the nv registers were read for */
     uint32_t nn = 0;       /* ... and its slots */
@@ -205,15 +212,10 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
         for (int j = 0; j < JMAX; j++) {
             const uint32_t k = c + (uint32_t)j * nc;
             if (k < n) {
-                if (narrow) {
-                    /* a complete line 0 of a message longer than the lines
-                     * read: read the rest now (one more round trip) */
-                    const uint64_t l0 = __shfl_sync(FULL, v[j], 0);
-                    const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
-                    if ((uint32_t)(l0 >> 32) == ring_flag(in, P + k) && 1u + (len + 3u) / 4u > NARROW_LINES &&
-                        lane >= NARROW_LINES && lane_in)
-                        v[j] = rk__ld_cv(ring_slot(in, P + k) + lane);
-                }
+#ifdef RK_KERNEL_EXPERIMENTS
+                if (narrow)
+                    v[j] = narrow_rest(in, P + k, v[j], lane, lane_in);
+#endif
                 sh.lines[k * LS + lane] = v[j];
                 if (!slot_fast(in, v[j], P + k, lane) && bad == n)
                     bad = k;
@@ -226,8 +228,15 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
 #pragma unroll
         for (int j = 0; j < JMAX; j++) {
             const uint32_t k = c + (uint32_t)j * nc;
-            if (k < F)
-                reply_fast(out, D + k, v[j], lane, kflags);
+            if (k >= F)
+                continue;
+#ifdef RK_KERNEL_EXPERIMENTS
+            if (wr_v2) {
+                reply_fast_v2(out, D + k, v[j], lane);
+                continue;
+            }
+#endif
+            reply_fast(out, D + k, v[j], lane);
         }
     }
 }

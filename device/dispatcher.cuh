@@ -9,6 +9,7 @@
 
 #include "block0.cuh"
 #include "crew.cuh"
+#include "experiments.cuh"
 #include "jobs.cuh"
 #include "kernel_desc.h"
 #include "ops.cuh"
@@ -171,15 +172,20 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     p.replied = 0;
     d.idle = 0;
     d.ns = 0;
-    const uint32_t dk = (ka.flags >> 16) & 0xffu;
-    d.idle_delay = dk == 0 ? RK_KERNEL_IDLE_DELAY : dk == 0xff ? 0u : dk * 100u;
     d.idle_wait = 0;
     d.busy = false;
     d.stalled = false;
     d.fence_due = false;
     d.burst = false;
+#ifdef RK_KERNEL_EXPERIMENTS
+    d.idle_delay = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY);
     d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
-    d.pipe_n = pipe_slots(d.ncrew - 1, ka.flags);
+    d.pipe_n = pipe_slots(d.ncrew - 1, (ka.flags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX);
+#else
+    d.idle_delay = RK_KERNEL_IDLE_DELAY;
+    d.pipe = has_loader;
+    d.pipe_n = pipe_slots(d.ncrew - 1);
+#endif
     /* counters in shared memory (lane 0): registers are scarce at block 1024 */
     if (d.lane == 0)
         for (int i = 0; i < 8; i++)
@@ -239,15 +245,19 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         /* the round trip's common case, answered straight from the
          * registers: an echo/NOP with room in D2H (no staging in
          * shared memory, no batch bookkeeping before the reply) */
-        if (!(ka.flags & RK_KF_IDLE_SC)) {
+#ifdef RK_KERNEL_EXPERIMENTS
+        if (ka.flags & RK_KF_IDLE_SC) {
+            /* comparison: weak reply lines + fence.sc.sys (before 2026-11) */
+            reply_fast<true>(p.out, p.dpos, a, lane);
+            rk__fence_seq_cst_sys(); /* push the weak reply lines out */
+        } else
+#endif
+        {
             /* strong stores: they leave for host memory at once,
              * no fence.sc.sys to wait on before the next poll (LL
              * lines need no fence between them; measured 0.65 us
              * quicker than weak stores + fence.sc.sys) */
-            reply_fast<false>(p.out, p.dpos, a, lane, 0u);
-        } else {
-            reply_fast<true>(p.out, p.dpos, a, lane, 0u);
-            rk__fence_seq_cst_sys(); /* push the weak reply lines out */
+            reply_fast<false>(p.out, p.dpos, a, lane);
         }
         p.dpos++;
         quick = 1;
@@ -321,13 +331,13 @@ __device__ __forceinline__ void serial_poll(dispatch &d, const dispatch_ref &p, 
  * the complete echo/NOP messages; the leading run of them is answered by
  * the whole crew at once (one warp's stores to host memory are slow to
  * issue). Returns how many were answered. */
-__device__ __forceinline__ uint32_t serial_answer(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh)
+__device__ __forceinline__ uint32_t serial_answer(dispatch &d, const dispatch_ref &p, shared0 &sh)
 {
     const uint32_t lane = d.lane;
     crew_check(sh, p.in, d.hpos, 0, d.ncrew, lane);
     const long long cw0 = clock64();
     bar_named(3, 32 * d.ncrew);
-    write_share(sh, p.out, 0, d.ncrew, lane, ka.flags);
+    write_share(sh, p.out, 0, d.ncrew, lane);
     bar_named(4, 32 * d.ncrew);
     stat_add(sh, 3, (unsigned long long)(clock64() - cw0), lane);
     const uint64_t fm = vol_ld(&sh.fastmask);
@@ -392,7 +402,7 @@ __device__ __forceinline__ void serve_staged(dispatch &d, const dispatch_ref &p,
             /* echo / NOP straight from the staged line: lane i writes
              * reply line i, weak (one fence.sc.sys after the batch) */
             d2h_wait(p.out, p.dpos, p.dhead, sh, lane);
-            reply_fast<true>(p.out, p.dpos, L, lane, 0u);
+            reply_fast<true>(p.out, p.dpos, L, lane);
             p.dpos++;
             nfast++;
         } else {
@@ -481,7 +491,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             p.dpos += pre;
             done = pre;
         } else if (nload == K && !d.pipe) {
-            done = serial_answer(d, p, ka, sh);
+            done = serial_answer(d, p, sh);
         }
         serve_staged<A...>(d, p, ka, sh, ds, has_workers, done, nload);
         __syncwarp();

@@ -76,8 +76,10 @@ __global__ void __launch_bounds__(MaxThreads) ring_kernel(rk_kargs ka)
         dispatcher<A...>(ka, sh, ds, has_workers, has_loader);
     else if (warp == 1)
         housekeeper<A...>(ka, sh, ds, has_workers);
+#ifdef RK_KERNEL_EXPERIMENTS
     else if (ka.flags & RK_KF_SERIAL)
-        crew(ka, sh);
+        crew(ka, sh); /* comparison: the serial busy path on every block */
+#endif
     else
         crew_pipe(ka, sh, warp - 2, blockDim.x / 32 - 2, blockDim.x - 32);
 }
@@ -129,6 +131,9 @@ template <unsigned MaxThreads, class... A> rk_kernel_desc make_desc(const char *
     d.attrs = kernel_host<MaxThreads, A...>::attrs;
     d.occupancy = kernel_host<MaxThreads, A...>::occupancy;
     d.set_max_dyn_smem = kernel_host<MaxThreads, A...>::set_max_dyn_smem;
+#ifdef RK_KERNEL_EXPERIMENTS
+    d.features |= RK_KDESC_F_EXPERIMENTS;
+#endif
     return d;
 }
 

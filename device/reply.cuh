@@ -46,12 +46,10 @@ __device__ __forceinline__ void d2h_post_words(const ring_view &out, uint64_t &d
     dpos++;
 }
 
-/* Writes the reply of the echo/NOP whose lines lane i holds (L) at D2H
- * position dpos: strong stores (measured faster than weak stores + a fence
- * per warp when many warps write at once); LL lines need no fence. */
-template <bool Weak = false>
-__device__ __forceinline__ void reply_fast(const ring_view &out, uint64_t dpos, uint64_t L, uint32_t lane,
-                                           uint32_t kflags)
+/* The reply to the echo/NOP whose lines lane i holds (L): lane i's reply
+ * word (0: the length, 5: the status, 6: the payload length, the rest the
+ * request's) and, in rl, the reply's lines. */
+__device__ __forceinline__ uint32_t reply_word(uint64_t L, uint32_t lane, uint32_t &rl)
 {
     const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
     const uint32_t w6 = __shfl_sync(FULL, (uint32_t)L, 6);
@@ -63,20 +61,26 @@ __device__ __forceinline__ void reply_fast(const ring_view &out, uint64_t dpos, 
         d = 0;
     if (lane == 6)
         d = plen;
-    const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
+    rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
+    return d;
+}
+
+/* Writes the reply of the echo/NOP whose lines lane i holds (L) at D2H
+ * position dpos, lane i line i: strong stores (measured faster than weak
+ * stores + a fence per warp when many warps write at once; LL lines need no
+ * fence between them), or, Weak, weak stores the caller fences. */
+template <bool Weak = false>
+__device__ __forceinline__ void reply_fast(const ring_view &out, uint64_t dpos, uint64_t L, uint32_t lane)
+{
+    uint32_t rl;
+    const uint32_t d = reply_word(L, lane, rl);
     const uint32_t rf = ring_flag(out, dpos);
     uint64_t *s = ring_slot(out, dpos);
-    if (Weak) {
-        /* (the caller fences) */
-        if (lane < rl)
+    if (lane < rl) {
+        if (Weak)
             rk__st_weak(s + lane, ring_line(d, rf));
-    } else if (kflags & RK_KF_WR_V2) {
-        const uint32_t j0 = 2 * lane, j1 = 2 * lane + 1;
-        const uint32_t d0 = __shfl_sync(FULL, d, j0 & 31), d1 = __shfl_sync(FULL, d, j1 & 31);
-        if (lane < 16 && j0 < rl)
-            rk__st_relaxed_sys_v2(s + j0, ring_line(d0, rf), j1 < rl ? ring_line(d1, rf) : 0ull);
-    } else if (lane < rl) {
-        rk__st_relaxed_sys(s + lane, ring_line(d, rf));
+        else
+            rk__st_relaxed_sys(s + lane, ring_line(d, rf));
     }
 }
 

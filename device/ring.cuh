@@ -78,10 +78,12 @@ __device__ __forceinline__ void rk__st_weak(uint64_t *p, uint64_t v)
 {
     asm volatile("st.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+#ifdef RK_KERNEL_EXPERIMENTS /* RK_KF_WR_V2 (device/experiments.cuh) */
 __device__ __forceinline__ void rk__st_relaxed_sys_v2(uint64_t *p, uint64_t a, uint64_t b)
 {
     asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
 }
+#endif
 __device__ __forceinline__ void rk__st_release_sys(uint64_t *p, uint64_t v)
 {
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
