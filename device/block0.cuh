@@ -30,11 +30,11 @@ struct shared0 {
     unsigned long long d2h_tail; /* dispatcher -> housekeeper at stop: next D2H position */
     unsigned long long d2h_head; /* D2H cons_head at start */
     unsigned long long h2d_done; /* positions the dispatcher consumed */
-    unsigned long long poll_pos; /* dispatcher -> loader: the busy poll's first position */
+    unsigned long long poll_pos; /* dispatcher -> crew: the busy poll's first position */
     uint32_t stop;               /* housekeeper -> dispatcher: 1 stop, 2 abort */
     uint32_t jobs_posted;        /* dispatcher -> housekeeper */
     uint32_t dispatcher_done;
-    uint32_t loader_quit;
+    uint32_t loader_quit;        /* dispatcher -> crew at stop */
     unsigned long long fastmask;  /* busy batch: complete echo/NOP messages (crew_check) */
     unsigned long long wr_dpos;   /* their first D2H position */
     unsigned long long pp_dpos;   /* pipelined poll: first D2H position (poll_pos: first H2D) */
@@ -44,7 +44,7 @@ struct shared0 {
     unsigned long long st[8];     /* dispatcher counters (lane 0), copied to scratch.stats at stop */
     uint32_t words[MAX_WORDS];   /* staged request (slow path) */
     uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
-    uint32_t jreply[16];         /* housekeeper's job reply */
+    uint32_t jreply[16];         /* a grid job's reply (post_job_replies) */
     uint64_t lines[KROWS * LS];  /* one busy poll: slots x 32 lines (row stride LS) */
 };
 

@@ -17,8 +17,14 @@
 namespace rk {
 namespace dev {
 
+/* ---- the serial busy path: 64-slot polls, loaded into shared memory,
+ * then checked, then answered (barriers 1-4). Blocks of 64..95 threads
+ * (no crew warps) take it, the dispatcher alone doing every share; with
+ * experiments, RK_KF_SERIAL puts it on every block (crew warps below). ---- */
+
 /* Writes the replies of the batch's leading echo/NOP messages k = idx,
- * idx + n, ... < sh.wr_n at D2H positions wr_dpos + k. */
+ * idx + n, ... below the first bit clear in sh.fastmask, at D2H positions
+ * wr_dpos + k. */
 __device__ __forceinline__ void write_share(shared0 &sh, const ring_view &out, uint32_t idx, uint32_t n,
                                             uint32_t lane)
 {
@@ -114,7 +120,7 @@ __device__ void crew(const rk_kargs &ka, shared0 &sh)
 }
 #endif
 
-/* ---- pipelined busy polls (default; block >= 96) ----
+/* ---- pipelined busy polls (blocks of 96 threads or more) ----
  *
  * Measured on the serial path above (rk-bench gpu --variants, H200): per
  * 64-slot poll ~6 300 cycles waiting for the slots (one PCIe round trip of
@@ -133,7 +139,6 @@ __device__ void crew(const rk_kargs &ka, shared0 &sh)
  * publishes the first slot of its share that is not a complete echo/NOP,
  * the minimum over the warps is the answered prefix F. The dispatcher warp
  * reads no slots (it serves the slots from F on, staged in sh.lines). */
-
 
 /* The answered prefix of a pipelined poll: the least first-bad slot over
  * the nc crew warps (after barrier 2). */

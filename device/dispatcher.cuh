@@ -112,17 +112,19 @@ __device__ __forceinline__ void spin_cycles(uint32_t n)
 
 /* ---- the dispatcher warp (block 0, warp 0) ----
  *
- * What the H200 measurements (rk-bench gpu --variants, device/README.md)
- * decided here:
- *  - slot reads are weak "fetch again" loads (ld.global.cv): strong
- *    ld.relaxed.sys reads of host memory are not kept in flight together,
- *    so 32 of them cost 32 round trips; LL flags make weak reads safe, and
- *    arena payloads are acquired with one ld.acquire.sys of line 0;
- *  - one read in flight when idle (staggered reads were slower), two slots
- *    per read so a burst is noticed at once, 32 slots per round trip
- *    (this warp and the loader warp, 16 each) while busy;
- *  - reply lines are weak stores, made visible by one fence.sc.sys per
- *    batch (cheaper than strong stores line by line). */
+ * What the H200 measurements (rk-bench gpu --variants / --idle-variants,
+ * device/README.md) decided here:
+ *  - idle, one strong read of the next slot in flight (plus line 0 of the
+ *    one after, to notice a burst); an echo/NOP found so is answered from
+ *    the registers with strong reply lines and no fence, and the next read
+ *    waits RK_KERNEL_IDLE_DELAY cycles after such a reply;
+ *  - busy, the crew reads up to 128 slots per poll with weak "fetch again"
+ *    loads (ld.global.cv: strong reads of host memory are not kept in
+ *    flight together; LL flags make weak reads safe) and answers their
+ *    leading run of echo/NOP (crew.cuh); this warp serves the rest from
+ *    shared memory: echo/NOP with weak reply lines and one fence.sc.sys
+ *    per batch, anything else through serve_slow;
+ *  - arena payloads are acquired with one ld.acquire.sys of line 0. */
 
 __device__ __forceinline__ void stat_add(shared0 &sh, int i, unsigned long long v, uint32_t lane)
 {
@@ -138,7 +140,6 @@ struct dispatch {
     uint64_t hpos;   /* next H2D position to consume */
     bool busy;       /* the last poll took two messages or more (or one, and saw a burst) */
     bool stalled;    /* a request could not be taken now (aborting): stop polling */
-    bool fence_due;
     bool burst;      /* the idle poll saw the next slot filled too */
     uint32_t idle;   /* empty idle polls (back off after ~20 ms of them) */
     uint32_t ns;     /* ... the back-off */
@@ -175,7 +176,6 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.idle_wait = 0;
     d.busy = false;
     d.stalled = false;
-    d.fence_due = false;
     d.burst = false;
 #ifdef RK_KERNEL_EXPERIMENTS
     d.idle_delay = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY);
@@ -222,12 +222,6 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         a = rk__ld_relaxed_sys(slot);
         /* the next slot: its line 0 only (is a burst coming?) */
         b = lane == 0 ? rk__ld_cv(next) : 0ull;
-        if (d.fence_due) {
-            /* the last batch's weak reply lines: fenced while this
-             * poll is in flight, not before it */
-            rk__fence_seq_cst_sys();
-            d.fence_due = false;
-        }
         got = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32) == flag;
         if (!got && d.idle > 300000) {
             /* idle for a while (~20+ ms): back off */
@@ -406,10 +400,9 @@ __device__ __forceinline__ void serve_staged(dispatch &d, const dispatch_ref &p,
             p.dpos++;
             nfast++;
         } else {
-            if (nfast || d.fence_due) {
+            if (nfast) {
                 rk__fence_seq_cst_sys(); /* the weak reply lines so far */
                 nfast = 0;
-                d.fence_due = false;
             }
             stage_words(p.in, sh, L, pos, flag, nl, len, w1, lane);
             if (flag_ld(&sh.stop) >= 2 ||
@@ -429,8 +422,6 @@ __device__ __forceinline__ void serve_staged(dispatch &d, const dispatch_ref &p,
 __device__ __forceinline__ void dispatcher_stop(dispatch &d, const dispatch_ref &p, shared0 &sh, scratch *ds)
 {
     const uint32_t lane = d.lane;
-    if (d.fence_due)
-        rk__fence_seq_cst_sys();
     while (p.posted != p.replied && flag_ld(&sh.stop) < 2) {
         post_job_replies(ds, sh, p.out, p.dpos, p.dhead, p.replied, lane);
         __nanosleep(1000);

@@ -16,18 +16,24 @@
  *                    ever on the small-message path.
  *   block 0, warp 1  HOUSEKEEPER: writes the heartbeat, reads the stop word,
  *                    publishes H2D cons_head (so the dispatcher never stalls
- *                    on a system-scope release fence), posts the replies of
- *                    finished grid jobs, and shuts the kernel down cleanly.
+ *                    on a system-scope release fence), and shuts the kernel
+ *                    down cleanly.
+ *   block 0, warps 2.. CREW: reads, checks and answers busy polls (crew.cuh).
  *   blocks 1..G-1    WORKERS: wait on DEVICE memory (job counter in the
  *                    scratch, __nanosleep backoff) and run grid jobs (large
  *                    vadd / echo / user actors) over all their threads.
  *
- * D2H positions are reserved with a shared-memory atomic in block 0 (the
- * dispatcher and the housekeeper both produce); lines are LL lines, so
- * replies need no fence, except that arena output is fenced (system scope)
- * before the reply that points to it.
- *
+ * The dispatcher is D2H's single producer: it hands the crew the positions
+ * of a poll's replies, and posts the replies of finished grid jobs itself.
+ * Lines are LL lines, so replies need no fence between them, except that
+ * arena output is fenced (system scope) before the reply that points to it.
  * Host memory is only loaded and stored (ring.cuh), never RMW'd.
+ *
+ * This header is the kernel and its host-side entry points; the roles live
+ * in ring.cuh (PTX vocabulary, ring geometry), block0.cuh (block 0's shared
+ * state), ops.cuh (what a request runs), reply.cuh (D2H production),
+ * crew.cuh, dispatcher.cuh, housekeeper.cuh, jobs.cuh (grid jobs and the
+ * workers) and experiments.cuh (RK_KERNEL_EXPERIMENTS builds only).
  */
 #ifndef RK_DEVICE_KERNEL_CUH
 #define RK_DEVICE_KERNEL_CUH
