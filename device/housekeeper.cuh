@@ -37,6 +37,8 @@ __device__ void housekeeper_lane0(const rk_kargs &ka, shared0 &sh, scratch *ds, 
     uint64_t last_hb = 0;
     uint32_t ns = 0;
 
+    /* release: pairs with the host's load-acquire of state (the CUDA
+     * backend waits for RUNNING before its self-test ping) */
     rk__st_release_sys(ka.state, (int32_t)1 /* RK__STATE_RUNNING */);
     for (;;) {
         const uint64_t now = rk__globaltimer();
@@ -81,14 +83,25 @@ __device__ void housekeeper_lane0(const rk_kargs &ka, shared0 &sh, scratch *ds, 
     if (has_workers) {
         const uint32_t p = flag_ld(&sh.jobs_posted);
         uint32_t spins = 0;
+        /* acquire (gpu): pairs with the workers' release of job_completed
+         * (the entry the quit job takes is free) */
         while (p - rk__ld_acquire_gpu(&ds->job_completed) >= NJ && spins++ < 100000)
             __nanosleep(1000);
         ds->jobs[p % NJ].op = 1;
+        /* release (gpu): the quit op before the counter; pairs with the
+         * workers' acquire of job_posted */
         rk__st_release_gpu(&ds->job_posted, p + 1);
     }
+    /* release: the dispatcher's slot reads before cons_head, every reply
+     * line (the crew's issued before the dispatcher's last barrier 1, the
+     * dispatcher's own; both acquired here through d2h_tail) before
+     * prod_tail; the host loads both with acquire (ring.c's producers,
+     * backend_cuda.c at the next launch) */
     rk__st_release_sys(in.cons_head, (uint64_t)flag_ld(&sh.h2d_done));
     rk__st_release_sys(out.prod_tail, (uint64_t)flag_ld(&sh.d2h_tail));
     rk__st_relaxed_sys(ka.heartbeat, rk__globaltimer());
+    /* release: the indices above before the state; pairs with a host
+     * load-acquire of state */
     rk__st_release_sys(ka.state, (int32_t)2 /* RK__STATE_STOPPED */);
 }
 

@@ -49,6 +49,8 @@ __device__ __noinline__ void post_job_replies(scratch *ds, shared0 &sh, const ri
                                               uint64_t &dhead, uint32_t &replied, uint32_t lane)
 {
     uint32_t completed = 0;
+    /* acquire (gpu): pairs with the last worker block's release of
+     * job_completed, so the jobs' status and out_len are visible */
     if (lane == 0)
         completed = rk__ld_acquire_gpu(&ds->job_completed);
     completed = __shfl_sync(FULL, completed, 0);
@@ -86,6 +88,8 @@ __device__ __forceinline__ bool post_job(scratch *ds, shared0 &sh, const ring_vi
     uint32_t ns = 0;
     for (;;) {
         uint32_t c = 0;
+        /* acquire (gpu): pairs with the workers' release of job_completed:
+         * they are done with the entry this job overwrites */
         if (lane == 0)
             c = rk__ld_acquire_gpu(&ds->job_completed);
         c = __shfl_sync(FULL, c, 0);
@@ -162,6 +166,9 @@ __device__ void worker(const rk_kargs &ka, scratch *ds)
             if (prev == nworkers - 1) {
                 ds->job_done[next % NJ] = 0;
                 __threadfence_system();
+                /* release (gpu): the job's status / out_len before the
+                 * counter; pairs with the dispatcher's acquire of
+                 * job_completed (post_job_replies, post_job) */
                 rk__st_release_gpu(&ds->job_completed, next + 1);
             }
         }

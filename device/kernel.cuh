@@ -67,6 +67,8 @@ __global__ void __launch_bounds__(MaxThreads) ring_kernel(rk_kargs ka)
     __shared__ shared0 sh;
     if (threadIdx.x == 0) {
         sh.d2h_tail = ka.d2h_start;
+        /* acquire: pairs with the host consumer's store-release of the
+         * rings' cons_head (ring.c), as d2h_wait's refresh does */
         sh.d2h_head = rk__ld_acquire_sys(&static_cast<rk_ring *>(ka.d2h)->cons_head);
         sh.h2d_done = rk__ld_acquire_sys(&static_cast<rk_ring *>(ka.h2d)->cons_head);
         sh.stop = 0;
