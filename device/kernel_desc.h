@@ -20,13 +20,18 @@ extern "C" {
 #endif
 
 #define RK_KDESC_MAGIC 0x524b4b44u /* "RKKD" */
-#define RK_KDESC_VERSION 1u
+#define RK_KDESC_VERSION 2u /* 2: features */
 #define RK_KDESC_MAX_TYPES 32
 /* Where the dispatcher's counters lie in the scratch (8 x u64; rk-bench). */
 #define RK_KERNEL_STATS_OFFSET (128u + 128u + 128u + 16u * 64u)
 /* The ring kernel's smallest block: a dispatcher warp and a housekeeper warp. */
 #define RK_KERNEL_MIN_BLOCK 64u
 
+/* rk_kargs.flags. RK_KF_MUTE is a test hook every kernel honours; the
+ * others are experiment / comparison switches (rk-bench gpu --variants,
+ * --idle-variants) that only a kernel built with experiments honours
+ * (meson -Dkernel_experiments=true, device/experiments.cuh; its descriptor
+ * then has RK_KDESC_F_EXPERIMENTS): any other kernel ignores them. */
 enum {
     RK_KF_WR_V2 = 1u << 1, /* experiment: crew replies with 16-byte stores (two lines per lane) */
     RK_KF_SERIAL = 1u << 2, /* comparison: the serial busy path (64-slot polls, load then reply) */
@@ -54,7 +59,15 @@ typedef struct rk_kernel_desc {
     int (*attrs)(int *max_threads, size_t *static_smem, int *num_regs);
     int (*occupancy)(int *blocks_per_sm, int block, size_t dyn_smem);
     int (*set_max_dyn_smem)(int bytes);
+    uint32_t features; /* RK_KDESC_F_* (version 2) */
 } rk_kernel_desc;
+
+/* rk_kernel_desc.features */
+enum {
+    /* the kernel was compiled with its experiment switches (RK_KF_* other than
+     * RK_KF_MUTE); without it, it ignores them */
+    RK_KDESC_F_EXPERIMENTS = 1u << 0,
+};
 
 /* The library's kernel: echo, vadd, the test-only fault, the self-test NOP. */
 extern const rk_kernel_desc rk_builtin_kernel;

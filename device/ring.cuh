@@ -6,7 +6,7 @@
  * suffix: _sys for host-mapped words (rings, region, arena), _gpu for device
  * memory shared between blocks of the ring kernel.
  *
- * Rule (architecture.md): on host-mapped memory the device only LOADS and
+ * Rule: on host-mapped memory the device only LOADS and
  * STORES - never read-modify-write: the H200 host reports
  * HostNativeAtomicSupported = 0, so device RMW on host memory would not be
  * atomic with respect to the host. Every RMW the kernel needs happens on
@@ -44,12 +44,6 @@ __device__ __forceinline__ uint64_t rk__ld_cv(const uint64_t *p)
     asm volatile("ld.global.cv.u64 %0, [%1];" : "=l"(v) : "l"(p));
     return v;
 }
-__device__ __forceinline__ uint64_t rk__ld_volatile(const uint64_t *p)
-{
-    uint64_t v;
-    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
-    return v;
-}
 __device__ __forceinline__ uint64_t rk__ld_acquire_sys(const uint64_t *p)
 {
     uint64_t v;
@@ -70,18 +64,16 @@ __device__ __forceinline__ void rk__st_relaxed_sys(uint32_t *p, uint32_t v)
 {
     asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-__device__ __forceinline__ void rk__st_volatile(uint64_t *p, uint64_t v)
-{
-    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
 __device__ __forceinline__ void rk__st_weak(uint64_t *p, uint64_t v)
 {
     asm volatile("st.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+#ifdef RK_KERNEL_EXPERIMENTS /* RK_KF_WR_V2 (device/experiments.cuh) */
 __device__ __forceinline__ void rk__st_relaxed_sys_v2(uint64_t *p, uint64_t a, uint64_t b)
 {
     asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
 }
+#endif
 __device__ __forceinline__ void rk__st_release_sys(uint64_t *p, uint64_t v)
 {
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -110,47 +102,6 @@ __device__ __forceinline__ uint32_t rk__ld_acquire_gpu(const uint32_t *p)
 __device__ __forceinline__ void rk__st_release_gpu(uint32_t *p, uint32_t v)
 {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-/* ---- cta scope (shared memory between warps of one block) ---- */
-__device__ __forceinline__ uint32_t rk__ld_acquire_cta(const uint32_t *p)
-{
-    uint32_t v;
-    asm volatile("ld.acquire.cta.shared.u32 %0, [%1];"
-                 : "=r"(v)
-                 : "r"((uint32_t)__cvta_generic_to_shared(p))
-                 : "memory");
-    return v;
-}
-__device__ __forceinline__ void rk__st_release_cta(uint32_t *p, uint32_t v)
-{
-    asm volatile("st.release.cta.shared.u32 [%0], %1;" ::"r"((uint32_t)__cvta_generic_to_shared(p)),
-                 "r"(v)
-                 : "memory");
-}
-__device__ __forceinline__ uint64_t rk__ld_acquire_cta(const uint64_t *p)
-{
-    uint64_t v;
-    asm volatile("ld.acquire.cta.shared.u64 %0, [%1];"
-                 : "=l"(v)
-                 : "r"((uint32_t)__cvta_generic_to_shared(p))
-                 : "memory");
-    return v;
-}
-__device__ __forceinline__ void rk__st_release_cta(uint64_t *p, uint64_t v)
-{
-    asm volatile("st.release.cta.shared.u64 [%0], %1;" ::"r"((uint32_t)__cvta_generic_to_shared(p)),
-                 "l"(v)
-                 : "memory");
-}
-
-__device__ __forceinline__ unsigned long long rk__ld_acquire_cta(const unsigned long long *p)
-{
-    return rk__ld_acquire_cta(reinterpret_cast<const uint64_t *>(p));
-}
-__device__ __forceinline__ void rk__st_release_cta(unsigned long long *p, unsigned long long v)
-{
-    rk__st_release_cta(reinterpret_cast<uint64_t *>(p), (uint64_t)v);
 }
 
 __device__ __forceinline__ uint64_t rk__globaltimer()
@@ -200,13 +151,6 @@ __device__ __forceinline__ uint64_t *ring_slot(const ring_view &v, uint64_t pos)
 __device__ __forceinline__ uint64_t ring_line(uint32_t data, uint32_t flag)
 {
     return ((uint64_t)flag << 32) | data;
-}
-
-/* Warp-wide: lane i loads line i of the slot at pos (one coalesced 256-B
- * read: the message and its flags arrive in ONE PCIe round trip). */
-__device__ __forceinline__ uint64_t ring_warp_load(const ring_view &v, uint64_t pos, uint32_t lane)
-{
-    return rk__ld_relaxed_sys(ring_slot(v, pos) + lane);
 }
 
 /* Warp-wide: writes a message of len bytes whose data words are words[0..)

@@ -1,0 +1,92 @@
+/* device/block0.cuh - block 0's shared state and the hand-over between its
+ * warps (dispatcher, housekeeper, crew): the busy-poll geometry, shared0,
+ * flag words and named barriers. */
+#ifndef RK_DEVICE_BLOCK0_CUH
+#define RK_DEVICE_BLOCK0_CUH
+
+#include <stdint.h>
+
+#include "ring.cuh"
+
+namespace rk {
+namespace dev {
+
+constexpr uint32_t FULL = 0xffffffffu;
+constexpr int K = 64;                         /* slots per busy poll */
+/* row stride of the staged lines, in lines: 33, not 32, so that lane j
+ * reading line i of message j (the batch check) does not hit one shared
+ * memory bank 32 times over (measured: 7000 of 8700 cycles per batch) */
+constexpr int LS = 33;
+/* pipelined busy polls (the default): up to KP_MAX slots per poll, JMAX per
+ * crew warp (warps 2..; the dispatcher only orchestrates), the next poll's
+ * slots read while this one is checked and answered */
+constexpr int KP_MAX = 128;
+constexpr int JMAX = 5;
+constexpr int KROWS = KP_MAX > K ? KP_MAX : K; /* staged rows */
+constexpr uint32_t MAX_WORDS = RK_RING_SLOT_MAX / 8; /* lines of the largest slot */
+
+/* block 0's shared state */
+struct shared0 {
+    unsigned long long d2h_tail; /* dispatcher -> housekeeper at stop: next D2H position */
+    unsigned long long d2h_head; /* D2H cons_head at start */
+    unsigned long long h2d_done; /* positions the dispatcher consumed */
+    unsigned long long poll_pos; /* dispatcher -> crew: the busy poll's first position */
+    uint32_t stop;               /* housekeeper -> dispatcher: 1 stop, 2 abort */
+    uint32_t jobs_posted;        /* dispatcher -> housekeeper */
+    uint32_t dispatcher_done;
+    uint32_t loader_quit;        /* dispatcher -> crew at stop */
+    unsigned long long fastmask;  /* busy batch: complete echo/NOP messages (crew_check) */
+    unsigned long long wr_dpos;   /* their first D2H position */
+    unsigned long long pp_dpos;   /* pipelined poll: first D2H position (poll_pos: first H2D) */
+    uint32_t pp_n;                /* pipelined poll: slots */
+    uint32_t firstbad[32];        /* pipelined poll: per crew warp, its first slot that is not
+                                   * a complete echo/NOP (pp_n if none) */
+    unsigned long long st[8];     /* dispatcher counters (lane 0), copied to scratch.stats at stop */
+    uint32_t words[MAX_WORDS];   /* staged request (slow path) */
+    uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
+    uint32_t jreply[16];         /* a grid job's reply (post_job_replies) */
+    uint64_t lines[KROWS * LS];  /* one busy poll: slots x 32 lines (row stride LS) */
+};
+
+/* Flag words in shared memory that one warp writes and another polls:
+ * atomics (plus block fences for release/acquire), so the hand-over is
+ * visible to compute-sanitizer racecheck as synchronisation. */
+__device__ __forceinline__ void flag_st(uint32_t *p, uint32_t v)
+{
+    __threadfence_block(); /* release */
+    atomicExch(p, v);
+}
+__device__ __forceinline__ void flag_st(unsigned long long *p, unsigned long long v)
+{
+    __threadfence_block(); /* release */
+    atomicExch(p, v);
+}
+__device__ __forceinline__ uint32_t flag_ld(uint32_t *p)
+{
+    uint32_t v = atomicOr(p, 0u);
+    __threadfence_block(); /* acquire */
+    return v;
+}
+__device__ __forceinline__ unsigned long long flag_ld(unsigned long long *p)
+{
+    unsigned long long v = atomicOr(p, 0ull);
+    __threadfence_block(); /* acquire */
+    return v;
+}
+__device__ __forceinline__ uint32_t vol_ld(const uint32_t *p) { return *(const volatile uint32_t *)p; }
+__device__ __forceinline__ unsigned long long vol_ld(const unsigned long long *p)
+{
+    return *(const volatile unsigned long long *)p;
+}
+
+/* Named barrier id over n threads of block 0 (the non-.aligned form:
+ * compute-sanitizer synccheck rejected bar.sync id, n here). */
+__device__ __forceinline__ void bar_named(uint32_t id, uint32_t n)
+{
+    asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+
+} // namespace dev
+} // namespace rk
+
+#endif

@@ -1,0 +1,255 @@
+/* device/crew.cuh - the crew (block 0, warps 2..): busy polls read, checked
+ * and answered by many warps at once (one warp keeps only so many reads of
+ * host memory in flight, and its stores to host memory issue slowly).
+ * slot_fast is the echo/NOP test every path shares. */
+#ifndef RK_DEVICE_CREW_CUH
+#define RK_DEVICE_CREW_CUH
+
+#include <stdint.h>
+
+#include "block0.cuh"
+#include "experiments.cuh"
+#include "kernel_desc.h"
+#include "reply.cuh"
+#include "ring.cuh"
+#include "rk/msg.h"
+
+namespace rk {
+namespace dev {
+
+/* ---- the serial busy path: 64-slot polls, loaded into shared memory,
+ * then checked, then answered (barriers 1-4). Blocks of 64..95 threads
+ * (no crew warps) take it, the dispatcher alone doing every share; with
+ * experiments, RK_KF_SERIAL puts it on every block (crew warps below). ---- */
+
+/* Writes the replies of the batch's leading echo/NOP messages k = idx,
+ * idx + n, ... below the first bit clear in sh.fastmask, at D2H positions
+ * wr_dpos + k. */
+__device__ __forceinline__ void write_share(shared0 &sh, const ring_view &out, uint32_t idx, uint32_t n,
+                                            uint32_t lane)
+{
+    const uint64_t fm = vol_ld(&sh.fastmask);
+    const uint32_t F = ~fm == 0 ? (uint32_t)K : (uint32_t)(__ffsll((long long)~fm) - 1);
+    const uint64_t base = vol_ld(&sh.wr_dpos);
+    for (uint32_t k = idx; k < F; k += n)
+        reply_fast(out, base + k, sh.lines[k * LS + lane], lane);
+}
+
+__device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t idx, uint32_t n,
+                                          uint32_t lane);
+/* the dispatcher's share (serial path), out of line: its 16 registers of
+ * reads in flight stay out of the dispatcher's register budget (spills
+ * 340 -> 90 B at block 1024) */
+__device__ __noinline__ void crew_load_d(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t n, uint32_t lane)
+{
+    crew_load(sh, in, pos, 0, n, lane);
+}
+/* Loads this crew member's share of a busy poll: slots idx, idx + n, ...
+ * of the K at pos, 16 reads in flight at a time. */
+__device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t idx, uint32_t n,
+                                          uint32_t lane)
+{
+    for (uint32_t base = idx; base < (uint32_t)K; base += 16 * n) {
+        uint64_t v[16];
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            const uint32_t k = base + j * n;
+            if (k < (uint32_t)K)
+                v[j] = rk__ld_cv(ring_slot(in, pos + k) + lane);
+        }
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            const uint32_t k = base + j * n;
+            if (k < (uint32_t)K)
+                sh.lines[k * LS + lane] = v[j];
+        }
+    }
+}
+
+/* Lane i holds line i of the slot at pos: is it a complete echo/NOP of
+ * generation gen whose lines fit one warp? (A request of another
+ * generation goes the slow way, which drops it: rk_abi.h, rk__region.gen.) */
+__device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint64_t pos, uint32_t lane,
+                                          uint32_t gen)
+{
+    const uint32_t flag = ring_flag(in, pos);
+    const uint64_t l0 = __shfl_sync(FULL, L, 0);
+    const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
+    const uint32_t nl = 1u + (len + 3u) / 4u;
+    /* lane 0 < nl: line 0's flag is part of the test */
+    const bool ok = __all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag);
+    const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
+    const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
+    const uint32_t w5 = __shfl_sync(FULL, (uint32_t)L, RK__W_STATUS);
+    const uint32_t type = w1 & 0xffffu;
+    return ok && w5 == gen && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
+           (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
+}
+
+/* Checks this crew member's share of a busy batch (messages idx, idx + n,
+ * ...; the warp reads each message's lines side by side) and marks the
+ * complete echo/NOP ones in sh.fastmask. */
+__device__ __forceinline__ void crew_check(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t idx, uint32_t n,
+                                           uint32_t lane, uint32_t gen)
+{
+    for (uint32_t k = idx; k < (uint32_t)K; k += n)
+        if (slot_fast(in, sh.lines[k * LS + lane], pos + k, lane, gen) && lane == 0)
+            atomicOr(&sh.fastmask, 1ull << k);
+}
+
+#ifdef RK_KERNEL_EXPERIMENTS
+/* RK_KF_SERIAL (comparison): crew warps (block 0, warps 2..) on the serial
+ * busy path (64-slot polls: load, then check, then reply; barriers 1-4),
+ * the default before the pipelined path. */
+__device__ void crew(const rk_kargs &ka, shared0 &sh)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
+    const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
+    const uint32_t ncrew = blockDim.x / 32 - 1;
+    const uint32_t idx = threadIdx.x / 32 - 1; /* 1.. (the dispatcher is 0) */
+    for (;;) {
+        bar_named(1, 32 * ncrew);
+        if (vol_ld(&sh.loader_quit))
+            return;
+        const uint64_t pos = vol_ld(&sh.poll_pos);
+        crew_load(sh, in, pos, idx, ncrew, lane);
+        bar_named(2, 32 * ncrew);
+        crew_check(sh, in, pos, idx, ncrew, lane, ka.gen);
+        bar_named(3, 32 * ncrew);
+        write_share(sh, out, idx, ncrew, lane);
+        bar_named(4, 32 * ncrew);
+    }
+}
+#endif
+
+/* ---- pipelined busy polls (blocks of 96 threads or more) ----
+ *
+ * Measured on the serial path above (rk-bench gpu --variants, H200): per
+ * 64-slot poll ~6 300 cycles waiting for the slots (one PCIe round trip of
+ * 16 KiB) and ~6 000 checking and answering, one after the other. Here the
+ * crew warps (warps 2..) keep the slots of a poll in registers (slot k of
+ * the poll belongs to crew warp k % nc), and issue the reads of the NEXT
+ * poll (positions pos + n.., speculatively: this poll answered in full)
+ * before they check and answer this one: the round trip overlaps the
+ * checking and the reply stores. A warp reuses its prefetched registers
+ * only when the next poll starts where it guessed; otherwise it reads
+ * again. Stale prefetched lines are harmless: LL flags are checked after
+ * the reuse, and a slot whose lines carry the expected flag holds its final
+ * data (the host rewrites it only after we consume it).
+ *
+ * Two named barriers per poll, no shared-memory atomics: each crew warp
+ * publishes the first slot of its share that is not a complete echo/NOP,
+ * the minimum over the warps is the answered prefix F. The dispatcher warp
+ * reads no slots (it serves the slots from F on, staged in sh.lines). */
+
+/* The answered prefix of a pipelined poll: the least first-bad slot over
+ * the nc crew warps (after barrier 2). */
+__device__ __forceinline__ uint32_t pipe_prefix(shared0 &sh, uint32_t nc, uint32_t n, uint32_t lane)
+{
+    uint32_t x = lane < nc ? vol_ld(&sh.firstbad[lane]) : n;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const uint32_t y = __shfl_xor_sync(FULL, x, o);
+        x = y < x ? y : x;
+    }
+    return x;
+}
+
+/* Slots per pipelined poll for nc crew warps, at most kmax. */
+__device__ __forceinline__ uint32_t pipe_slots(uint32_t nc, uint32_t kmax = KP_MAX)
+{
+    const uint32_t n = nc * (uint32_t)JMAX;
+    return n < kmax ? n : kmax;
+}
+
+/* crew warp c of nc (block 0, warp c + 2) on the pipelined path */
+__device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t nc, uint32_t nthr)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
+    const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
+    const bool lane_in = lane < in.slot_lines; /* slots of fewer than 32 lines */
+#ifdef RK_KERNEL_EXPERIMENTS
+    const bool prefetch = !(ka.flags & RK_KF_NOPF);
+    const bool narrow = ka.flags & RK_KF_NARROW;
+    const bool wr_v2 = ka.flags & RK_KF_WR_V2;
+    const bool lane_rd = lane_in && (!narrow || lane < NARROW_LINES);
+#else
+    constexpr bool prefetch = true;
+    const bool lane_rd = lane_in;
+#endif
+    uint64_t v[JMAX], nv[JMAX];
+    uint64_t npos = ~0ull; /* the poll the nv registers were read for */
+    uint32_t nn = 0;       /* ... and its slots */
+#pragma unroll
+    for (int j = 0; j < JMAX; j++)
+        nv[j] = 0;
+    for (;;) {
+        bar_named(1, nthr);
+        if (vol_ld(&sh.loader_quit))
+            return;
+        const uint64_t P = vol_ld(&sh.poll_pos);
+        const uint64_t D = vol_ld(&sh.pp_dpos);
+        const uint32_t n = vol_ld(&sh.pp_n);
+        if (P == npos && n <= nn) {
+#pragma unroll
+            for (int j = 0; j < JMAX; j++)
+                v[j] = nv[j];
+        } else {
+#pragma unroll
+            for (int j = 0; j < JMAX; j++) {
+                const uint32_t k = c + (uint32_t)j * nc;
+                v[j] = k < n && lane_rd ? rk__ld_cv(ring_slot(in, P + k) + lane) : 0ull;
+            }
+        }
+        if (prefetch) {
+            /* the next poll, in flight while this one is checked and answered */
+#pragma unroll
+            for (int j = 0; j < JMAX; j++) {
+                const uint32_t k = c + (uint32_t)j * nc;
+                nv[j] = k < n && lane_rd ? rk__ld_cv(ring_slot(in, P + n + k) + lane) : 0ull;
+            }
+            npos = P + n;
+            nn = n;
+        }
+        /* stage the lines for the dispatcher (it serves slots F..), find
+         * this share's first slot that is not a complete echo/NOP */
+        uint32_t bad = n;
+#pragma unroll
+        for (int j = 0; j < JMAX; j++) {
+            const uint32_t k = c + (uint32_t)j * nc;
+            if (k < n) {
+#ifdef RK_KERNEL_EXPERIMENTS
+                if (narrow)
+                    v[j] = narrow_rest(in, P + k, v[j], lane, lane_in);
+#endif
+                sh.lines[k * LS + lane] = v[j];
+                if (!slot_fast(in, v[j], P + k, lane, ka.gen) && bad == n)
+                    bad = k;
+            }
+        }
+        if (lane == 0)
+            sh.firstbad[c] = bad;
+        bar_named(2, nthr);
+        const uint32_t F = pipe_prefix(sh, nc, n, lane);
+#pragma unroll
+        for (int j = 0; j < JMAX; j++) {
+            const uint32_t k = c + (uint32_t)j * nc;
+            if (k >= F)
+                continue;
+#ifdef RK_KERNEL_EXPERIMENTS
+            if (wr_v2) {
+                reply_fast_v2(out, D + k, v[j], lane);
+                continue;
+            }
+#endif
+            reply_fast(out, D + k, v[j], lane);
+        }
+    }
+}
+
+} // namespace dev
+} // namespace rk
+
+#endif

@@ -1,0 +1,535 @@
+/* device/dispatcher.cuh - the dispatcher warp (block 0, warp 0): polls the
+ * H2D ring, answers echo/NOP from registers, orchestrates the crew on
+ * bursts, serves the rest itself or posts it as a grid job, and hands its
+ * positions over at stop. */
+#ifndef RK_DEVICE_DISPATCHER_CUH
+#define RK_DEVICE_DISPATCHER_CUH
+
+#include <stdint.h>
+
+#include "block0.cuh"
+#include "crew.cuh"
+#include "experiments.cuh"
+#include "jobs.cuh"
+#include "kernel_desc.h"
+#include "ops.cuh"
+#include "reply.cuh"
+#include "ring.cuh"
+#include "rk/error.h"
+#include "rk/msg.h"
+
+namespace rk {
+namespace dev {
+
+#ifndef RK_KERNEL_IDLE_DELAY
+#define RK_KERNEL_IDLE_DELAY 500u /* cycles (~0.25 us): see the idle poll */
+#endif
+
+/* Serves a staged request (sh.words) with the warp; posts its reply or a
+ * grid job. Returns false when it could not be taken now (aborting): the
+ * request then stays in the ring. */
+template <class... A>
+__device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch *ds, const ring_view &out,
+                                        bool has_workers, uint32_t lane, uint64_t &dpos, uint64_t &dhead,
+                                        uint32_t &posted, uint32_t &replied)
+{
+    uint32_t *w = sh.words;
+    uint32_t *r = sh.reply;
+    const uint32_t len = w[0];
+    const uint16_t type = (uint16_t)(w[1] & 0xffffu);
+    const uint16_t flags = (uint16_t)(w[1] >> 16);
+    const uint32_t hlen = w[6];
+    int status = 0;
+    uint32_t out_len = 0;
+    uint32_t rwords; /* reply message bytes */
+
+    /* another generation's request: the host re-posts it if it still owes
+     * it, so drop it (consumed, no reply) */
+    if (len >= sizeof(rk_msg_hdr) && w[RK__W_STATUS] != ka.gen)
+        return true;
+    /* not a trusted built-in: say in host memory which request runs, so a
+     * fault is blamed on it (rk_abi.h, running slots: 0 for this warp,
+     * 1 + the job index for a grid job) */
+    const uint64_t run = len >= sizeof(rk_msg_hdr) && type > RK_OP_VADD
+                             ? RK__RUN_WORD(w[RK__W_ACTOR] & 0xffffu, w[RK__W_ACTOR] >> 16, w[RK__W_ID_LO])
+                             : 0ull;
+
+    if (len < sizeof(rk_msg_hdr)) {
+        status = -RK_EPROTO;
+        rwords = sizeof(rk_msg_hdr);
+    } else if (flags & RK_MSG_ARENA) {
+        rwords = sizeof(rk_msg_hdr) + sizeof(rk_arena_ref);
+        if (len < rwords) {
+            status = -RK_EPROTO;
+            rwords = sizeof(rk_msg_hdr);
+        } else {
+            const uint64_t in_off = w[7] | ((uint64_t)w[8] << 32);
+            const uint64_t out_off = w[9] | ((uint64_t)w[10] << 32);
+            const uint64_t out_cap = w[11] | ((uint64_t)w[12] << 32);
+            const uint64_t asz = ka.arena_size;
+            if (in_off > asz || hlen > asz - in_off || out_off > asz || out_cap > asz - out_off) {
+                status = -RK_EPROTO;
+            } else if (has_workers && hlen > RK__WARP_ARENA_MAX) {
+                /* the whole grid: post a job (its reply follows when the
+                 * workers are done; see post_job_replies) */
+                return post_job(ka, ds, sh, out, w, dpos, dhead, posted, replied, lane, run);
+            } else {
+                /* acquire: pairs with the producer's release fence before
+                 * its lines, so the arena payload is visible */
+                rk__fence_acquire_sys();
+                if (run && lane == 0)
+                    rk__st_relaxed_sys(&ka.region->running[0], run);
+                gpu_ctx c{lane, 32, false};
+                status = run_op<A...>(ka, type, c, ka.arena + in_off, hlen, ka.arena + out_off, out_cap, &out_len);
+                status = __shfl_sync(FULL, status, 0);
+                out_len = __shfl_sync(FULL, out_len, 0);
+                __syncwarp();
+                /* release: the arena output before the reply's lines */
+                rk__fence_release_sys();
+            }
+            if (lane >= 7 && lane < 13)
+                r[lane] = w[lane];
+        }
+    } else if (hlen > len - sizeof(rk_msg_hdr)) {
+        status = -RK_EPROTO;
+        rwords = sizeof(rk_msg_hdr);
+    } else {
+        if (run && lane == 0)
+            rk__st_relaxed_sys(&ka.region->running[0], run);
+        gpu_ctx c{lane, 32, false};
+        status = run_op<A...>(ka, type, c, reinterpret_cast<const uint8_t *>(w + 7), hlen,
+                              reinterpret_cast<uint8_t *>(r + 7), out.msg_max - sizeof(rk_msg_hdr), &out_len);
+        status = __shfl_sync(FULL, status, 0);
+        out_len = __shfl_sync(FULL, out_len, 0);
+        rwords = sizeof(rk_msg_hdr) + (status == 0 ? out_len : 0);
+    }
+    __syncwarp();
+    if (lane >= 1 && lane < 5)
+        r[lane] = w[lane];
+    if (lane == 0)
+        r[0] = rwords;
+    if (lane == 5)
+        r[5] = (uint32_t)status;
+    if (lane == 6)
+        r[6] = status == 0 ? out_len : 0;
+    __syncwarp();
+    d2h_post_words(out, dpos, dhead, sh, r, lane);
+    if (run && lane == 0) /* answered: no longer running */
+        rk__st_relaxed_sys(&ka.region->running[0], 0ull);
+    __syncwarp();
+    return true;
+}
+
+__device__ __forceinline__ void spin_cycles(uint32_t n)
+{
+    const long long t0 = clock64();
+    while (clock64() - t0 < (long long)n)
+        ;
+}
+
+/* ---- the dispatcher warp (block 0, warp 0) ----
+ *
+ * What the H200 measurements (rk-bench gpu --variants / --idle-variants,
+ * device/README.md) decided here:
+ *  - idle, one strong read of the next slot in flight (plus line 0 of the
+ *    one after, to notice a burst); an echo/NOP found so is answered from
+ *    the registers with strong reply lines and no fence, and the next read
+ *    waits RK_KERNEL_IDLE_DELAY cycles after such a reply;
+ *  - busy, the crew reads up to 128 slots per poll with weak "fetch again"
+ *    loads (ld.global.cv: strong reads of host memory are not kept in
+ *    flight together; LL flags make weak reads safe) and answers their
+ *    leading run of echo/NOP (crew.cuh); this warp serves the rest from
+ *    shared memory: echo/NOP with weak reply lines and one fence.sc.sys
+ *    per batch, anything else through serve_slow;
+ *  - arena payloads are acquired with one ld.acquire.sys of line 0. */
+
+__device__ __forceinline__ void stat_add(shared0 &sh, int i, unsigned long long v, uint32_t lane)
+{
+    if (lane == 0)
+        sh.st[i] += v;
+}
+
+/* The dispatcher warp's registers between polls (every lane holds the same
+ * values). */
+struct dispatch {
+    uint32_t ncrew; /* this warp, and warps 2.. */
+    uint32_t lane;
+    uint64_t hpos;   /* next H2D position to consume */
+    bool busy;       /* the last poll took two messages or more (or one, and saw a burst) */
+    bool stalled;    /* a request could not be taken now (aborting): stop polling */
+    bool burst;      /* the idle poll saw the next slot filled too */
+    uint32_t idle;   /* empty idle polls (back off after ~20 ms of them) */
+    uint32_t ns;     /* ... the back-off */
+    uint32_t idle_delay; /* cycles from an idle-path reply to the next poll read */
+    uint32_t idle_wait;  /* ... still to wait before the next idle poll read */
+    bool pipe;       /* pipelined busy polls: the crew is warps 2.. */
+    uint32_t pipe_n; /* slots per pipelined poll */
+    uint32_t gen;    /* the request generation served (rk_kargs.gen) */
+};
+
+/* The dispatcher's locals that its out-of-line helpers (serve_slow,
+ * post_job_replies, crew_load_d) take by reference, so they live in local
+ * memory. They stay separate locals of dispatcher(), reached through this:
+ * one struct of them changed their local-memory layout (measured: more
+ * spills at block 1024). */
+struct dispatch_ref {
+    ring_view &in, &out;
+    uint64_t &dpos, &dhead;   /* next D2H position; cached D2H cons_head */
+    uint32_t &posted, &replied; /* grid jobs */
+};
+
+__device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                              bool has_loader)
+{
+    d.ncrew = blockDim.x / 32 - 1;
+    d.lane = threadIdx.x & 31;
+    p.in = ring_open(static_cast<rk_ring *>(ka.h2d));
+    p.out = ring_open(static_cast<rk_ring *>(ka.d2h));
+    d.hpos = flag_ld(&sh.h2d_done);
+    p.dpos = ka.d2h_start;
+    p.dhead = vol_ld(&sh.d2h_head);
+    p.posted = 0;
+    p.replied = 0;
+    d.idle = 0;
+    d.ns = 0;
+    d.idle_wait = 0;
+    d.busy = false;
+    d.stalled = false;
+    d.burst = false;
+    d.gen = ka.gen;
+#ifdef RK_KERNEL_EXPERIMENTS
+    d.idle_delay = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY);
+    d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
+    d.pipe_n = pipe_slots(d.ncrew - 1, (ka.flags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX);
+#else
+    d.idle_delay = RK_KERNEL_IDLE_DELAY;
+    d.pipe = has_loader;
+    d.pipe_n = pipe_slots(d.ncrew - 1);
+#endif
+    /* counters in shared memory (lane 0): registers are scarce at block 1024 */
+    if (d.lane == 0)
+        for (int i = 0; i < 8; i++)
+            sh.st[i] = 0;
+}
+
+/* Idle: polls the next slot, one strong read in flight (a strong read
+ * notices a message ~0.2 us sooner than .cv; two strong reads of one
+ * address in flight are served one after the other, and two staggered .cv
+ * reads measured 1.5 us slower: device/README.md). Answers an echo/NOP
+ * found so from the registers (quick = 1), or stages it (nload = 1).
+ * Returns false when no message came. */
+__device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                          uint32_t &nload, uint32_t &quick)
+{
+    const uint32_t lane = d.lane;
+    const uint32_t flag = ring_flag(p.in, d.hpos);
+    const uint64_t *slot = ring_slot(p.in, d.hpos) + lane;
+    const uint64_t *next = ring_slot(p.in, d.hpos + 1);
+    if (d.idle_wait) {
+        /* just answered a message here: a read issued now reaches
+         * the host right behind the reply (PCIe reads do not pass
+         * writes), before a host waiting for that reply can send
+         * its next request, and the read after it comes a whole
+         * read time (~1 us) later. Issued ~0.25 us later, the
+         * first read finds that request nearly always (measured:
+         * round-trip p99 3.6 -> 3.0 us for +0.3 us at p50). */
+        spin_cycles(d.idle_wait);
+        d.idle_wait = 0;
+    }
+    uint64_t a = 0, b = 0;
+    bool got = false;
+    for (int it = 0; it < 64 && !got; it++) {
+        a = rk__ld_relaxed_sys(slot);
+        /* the next slot: its line 0 only (is a burst coming?) */
+        b = lane == 0 ? rk__ld_cv(next) : 0ull;
+        got = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32) == flag;
+        if (!got && d.idle > 300000) {
+            /* idle for a while (~20+ ms): back off */
+            __nanosleep(d.ns);
+            d.ns = d.ns < 32000 ? d.ns * 2 + 64 : d.ns;
+            break;
+        }
+    }
+    if (!got) {
+        d.idle += 64;
+        stat_add(sh, 6, 1, lane);
+        return false;
+    }
+    if (p.dpos - p.dhead < p.out.slots && slot_fast(p.in, a, d.hpos, lane, d.gen)) {
+        /* the round trip's common case, answered straight from the
+         * registers: an echo/NOP with room in D2H (no staging in
+         * shared memory, no batch bookkeeping before the reply) */
+#ifdef RK_KERNEL_EXPERIMENTS
+        if (ka.flags & RK_KF_IDLE_SC) {
+            /* comparison: weak reply lines + fence.sc.sys (before 2026-11) */
+            reply_fast<true>(p.out, p.dpos, a, lane);
+            rk__fence_seq_cst_sys(); /* push the weak reply lines out */
+        } else
+#endif
+        {
+            /* strong stores: they leave for host memory at once,
+             * no fence.sc.sys to wait on before the next poll (LL
+             * lines need no fence between them; measured 0.65 us
+             * quicker than weak stores + fence.sc.sys) */
+            reply_fast<false>(p.out, p.dpos, a, lane);
+        }
+        p.dpos++;
+        quick = 1;
+        d.idle_wait = d.idle_delay;
+        nload = 0;
+    } else {
+        /* counter 7: line 0 there but a later line not yet (the
+         * read overtook the producer's stores: one more poll) */
+        const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
+        const uint32_t nl = 1u + ((l0 <= p.in.msg_max ? l0 : p.in.msg_max) + 3u) / 4u;
+        if (!__all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag))
+            stat_add(sh, 7, 1, lane);
+        sh.lines[lane] = a;
+        nload = 1;
+    }
+    /* a second message already there: read a busy batch next */
+    d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
+    return true;
+}
+
+/* Busy, pipelined: the crew reads pipe_n slots (while this warp sets up
+ * the poll, they already have them in flight if the last poll was answered
+ * in full), checks them and answers the leading run of complete echo/NOP
+ * (pre of them); this warp serves the rest from sh.lines. nload: the
+ * poll's slots. */
+__device__ __forceinline__ void pipe_poll(dispatch &d, const dispatch_ref &p, shared0 &sh, uint32_t &nload,
+                                          uint32_t &pre)
+{
+    const uint32_t lane = d.lane;
+    d.idle_wait = 0; /* a burst came instead: no wait for the next idle poll */
+    /* room for all the replies first */
+    const uint32_t n = d.pipe_n < p.out.slots ? d.pipe_n : p.out.slots;
+    d2h_wait(p.out, p.dpos + n - 1, p.dhead, sh, lane);
+    if (lane == 0) {
+        *(volatile unsigned long long *)&sh.poll_pos = d.hpos;
+        *(volatile unsigned long long *)&sh.pp_dpos = p.dpos;
+        *(volatile uint32_t *)&sh.pp_n = n;
+    }
+    __syncwarp();
+    bar_named(1, 32 * d.ncrew);
+    bar_named(2, 32 * d.ncrew);
+    pre = pipe_prefix(sh, d.ncrew - 1, n, lane);
+    nload = n;
+    stat_add(sh, 1, 1, lane);
+}
+
+/* Busy, serial: K slots in one round trip, spread over the crew (every
+ * warp of block 0 but the housekeeper: a warp keeps only so many reads of
+ * host memory in flight). nload: the poll's slots (K). */
+__device__ __forceinline__ void serial_poll(dispatch &d, const dispatch_ref &p, shared0 &sh, uint32_t &nload)
+{
+    const uint32_t lane = d.lane;
+    d.idle_wait = 0;
+    /* room for a whole batch of replies first (the crew writes
+     * them at wr_dpos + k without asking) */
+    d2h_wait(p.out, p.dpos + (K < p.out.slots ? K : p.out.slots) - 1, p.dhead, sh, lane);
+    if (lane == 0) {
+        *(volatile unsigned long long *)&sh.poll_pos = d.hpos;
+        *(volatile unsigned long long *)&sh.wr_dpos = p.dpos;
+        *(volatile unsigned long long *)&sh.fastmask = 0ull;
+    }
+    __syncwarp();
+    bar_named(1, 32 * d.ncrew);
+    crew_load_d(sh, p.in, d.hpos, d.ncrew, lane);
+    bar_named(2, 32 * d.ncrew);
+    nload = K;
+    stat_add(sh, 1, 1, lane);
+}
+
+/* A serial busy batch: the crew (this warp too) checks its share and marks
+ * the complete echo/NOP messages; the leading run of them is answered by
+ * the whole crew at once (one warp's stores to host memory are slow to
+ * issue). Returns how many were answered. */
+__device__ __forceinline__ uint32_t serial_answer(dispatch &d, const dispatch_ref &p, shared0 &sh)
+{
+    const uint32_t lane = d.lane;
+    crew_check(sh, p.in, d.hpos, 0, d.ncrew, lane, d.gen);
+    const long long cw0 = clock64();
+    bar_named(3, 32 * d.ncrew);
+    write_share(sh, p.out, 0, d.ncrew, lane);
+    bar_named(4, 32 * d.ncrew);
+    stat_add(sh, 3, (unsigned long long)(clock64() - cw0), lane);
+    const uint64_t fm = vol_ld(&sh.fastmask);
+    const uint32_t F = ~fm == 0 ? (uint32_t)K : (uint32_t)(__ffsll((long long)~fm) - 1);
+    p.dpos += F;
+    return F;
+}
+
+/* Stages the words of the message at pos, whose first 32 lines lane i
+ * holds (L; nl lines, len bytes), in sh.words; reads lines 32.. again
+ * from the ring. */
+__device__ __forceinline__ void stage_words(const ring_view &in, shared0 &sh, uint64_t L, uint64_t pos,
+                                            uint32_t flag, uint32_t nl, uint32_t len, uint32_t w1, uint32_t lane)
+{
+    if (lane < nl)
+        sh.words[lane] = (uint32_t)L;
+    for (uint32_t i = 32 + lane; i < nl; i += 32) {
+        uint64_t x;
+        do {
+            x = rk__ld_relaxed_sys(ring_slot(in, pos) + i);
+        } while ((uint32_t)(x >> 32) != flag && flag_ld(&sh.stop) < 2);
+        sh.words[i] = (uint32_t)x;
+    }
+    __syncwarp();
+    if (lane == 0)
+        sh.words[0] = len;
+    if ((w1 >> 16) & RK_MSG_ARENA) {
+        /* acquire (one strong read of line 0): pairs with the
+         * producer's release fence before its lines, so the
+         * arena payload is visible to this warp and, through
+         * job_posted, to the workers */
+        uint64_t x = 0;
+        if (lane == 0)
+            x = rk__ld_acquire_sys(ring_slot(in, pos));
+        __shfl_sync(FULL, x, 0);
+    }
+    __syncwarp();
+}
+
+/* Serves the staged slots done..nload-1 of this poll in order (sh.lines):
+ * echo/NOP from the staged lines, the rest by serve_slow; stops at a slot
+ * that is not complete yet. done: the poll's slots consumed so far. */
+template <class... A>
+__device__ __forceinline__ void serve_staged(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                             scratch *ds, bool has_workers, uint32_t &done, uint32_t nload)
+{
+    const uint32_t lane = d.lane;
+    uint32_t nfast = 0;
+    for (uint32_t k = done; k < nload; k++) {
+        const uint64_t pos = d.hpos + k;
+        const uint32_t flag = ring_flag(p.in, pos);
+        const uint64_t L = sh.lines[k * LS + lane];
+        const uint64_t l0 = __shfl_sync(FULL, L, 0);
+        if ((uint32_t)(l0 >> 32) != flag)
+            break;
+        const uint32_t len = (uint32_t)l0 <= p.in.msg_max ? (uint32_t)l0 : p.in.msg_max;
+        const uint32_t nl = 1u + (len + 3u) / 4u;
+        if (!__all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag))
+            break; /* the producer is still writing lines */
+        const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
+        if (slot_fast(p.in, L, pos, lane, d.gen)) {
+            /* echo / NOP straight from the staged line: lane i writes
+             * reply line i, weak (one fence.sc.sys after the batch) */
+            d2h_wait(p.out, p.dpos, p.dhead, sh, lane);
+            reply_fast<true>(p.out, p.dpos, L, lane);
+            p.dpos++;
+            nfast++;
+        } else {
+            if (nfast) {
+                rk__fence_seq_cst_sys(); /* the weak reply lines so far */
+                nfast = 0;
+            }
+            stage_words(p.in, sh, L, pos, flag, nl, len, w1, lane);
+            if (flag_ld(&sh.stop) >= 2 ||
+                !serve_slow<A...>(ka, sh, ds, p.out, has_workers, lane, p.dpos, p.dhead, p.posted, p.replied)) {
+                d.stalled = true;
+                break;
+            }
+        }
+        done++;
+    }
+    if (nfast)
+        rk__fence_seq_cst_sys(); /* push the weak reply lines out (measured: deferring it
+                                  * into the next poll made round trips 0.4 us slower) */
+}
+
+/* Stopping: finishes the grid jobs already posted, then hands over. */
+__device__ __forceinline__ void dispatcher_stop(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                                scratch *ds)
+{
+    const uint32_t lane = d.lane;
+    while (p.posted != p.replied && flag_ld(&sh.stop) < 2) {
+        post_job_replies(ka, ds, sh, p.out, p.dpos, p.dhead, p.replied, lane);
+        __nanosleep(1000);
+    }
+    __syncwarp();
+    if (lane == 0)
+        sh.loader_quit = 1;
+    __syncwarp();
+    /* release the crew; past this barrier its last replies (pipelined
+     * path: stored after barrier 2) are issued, before the housekeeper
+     * hands prod_tail back */
+    bar_named(1, 32 * d.ncrew);
+    if (lane == 0) {
+        for (int i = 0; i < 8; i++)
+            ds->stats[i] = sh.st[i];
+        flag_st(&sh.d2h_tail, (unsigned long long)p.dpos);
+        flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
+        flag_st(&sh.dispatcher_done, 1u);
+    }
+    __syncwarp();
+}
+
+template <class... A>
+__device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers, bool has_loader)
+{
+    ring_view in, out;
+    uint64_t dpos, dhead;
+    uint32_t posted, replied;
+    dispatch d;
+    const dispatch_ref p{in, out, dpos, dhead, posted, replied};
+    dispatch_open(d, p, ka, sh, has_loader);
+    const uint32_t lane = d.lane;
+    for (;;) {
+        if (flag_ld(&sh.stop))
+            break;
+        if (ka.flags & RK_KF_MUTE) { /* test only: never answer */
+            __nanosleep(10000);
+            continue;
+        }
+        if (p.posted != p.replied)
+            post_job_replies(ka, ds, sh, p.out, p.dpos, p.dhead, p.replied, lane);
+        uint32_t nload, pre = 0, quick = 0;
+        stat_add(sh, 0, 1, lane);
+        const long long c0 = clock64();
+        if (!d.busy) {
+            if (!idle_poll(d, p, ka, sh, nload, quick))
+                continue;
+        } else if (d.pipe) {
+            pipe_poll(d, p, sh, nload, pre);
+        } else {
+            serial_poll(d, p, sh, nload);
+        }
+        __syncwarp();
+        const long long c1 = clock64();
+        uint32_t done = quick;
+        if (pre) {
+            /* the crew answered the first pre slots */
+            p.dpos += pre;
+            done = pre;
+        } else if (nload == K && !d.pipe) {
+            done = serial_answer(d, p, sh);
+        }
+        serve_staged<A...>(d, p, ka, sh, ds, has_workers, done, nload);
+        __syncwarp();
+        const long long c2 = clock64();
+        if (lane == 0) { /* counters: after the replies, off the round trip */
+            sh.st[2] += done;
+            sh.st[4] += (unsigned long long)(c1 - c0);
+            sh.st[5] += (unsigned long long)(c2 - c1);
+        }
+        if (done) {
+            d.hpos += done;
+            /* consumed: the housekeeper publishes cons_head (release) */
+            if (lane == 0)
+                flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
+            d.idle = 0;
+            d.ns = 0;
+        }
+        d.busy = done >= 2 || (done == 1 && d.burst);
+        d.burst = false;
+        if (d.stalled)
+            break;
+    }
+    dispatcher_stop(d, p, ka, sh, ds);
+}
+
+} // namespace dev
+} // namespace rk
+
+#endif
