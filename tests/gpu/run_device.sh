@@ -3,7 +3,7 @@
 #   tests/gpu/run_device.sh [build|tests|bench|variants|sanitize|all]...
 # Summaries and JSON go to $OUT (or ./device-out), at most 8 files (the
 # device tool brings back no more): the verbose logs go to $LOGS and come
-# back as $OUT/logs.tgz.
+# back as $OUT/logs.tgz.   carry: [".devdeps"]
 set -u
 OUT=${OUT:-$PWD/device-out}
 LOGS=${LOGS:-/tmp/rk-logs}
@@ -11,38 +11,49 @@ mkdir -p "$OUT" "$LOGS"
 B=${B:-/tmp/b}
 [ -f .devdeps/activate ] && source .devdeps/activate >/dev/null 2>&1
 export CPATH=${RK_DEPS:-/tmp/rkdeps}/usr/include${CPATH:+:$CPATH}
+t0=$SECONDS
+stamp() { echo "[$((SECONDS - t0)) s] $*"; }
 step_build() {
-  { meson setup "$B" -Dcuda=enabled >"$LOGS/setup.log" 2>&1 || meson setup --reconfigure "$B" -Dcuda=enabled >"$LOGS/setup.log" 2>&1; } &&
+  stamp build
+  { meson setup "$B" -Dcuda=enabled -Dbuildtype=release ${MESON_OPTS:-} >"$LOGS/setup.log" 2>&1 ||
+    meson setup --reconfigure "$B" -Dcuda=enabled >"$LOGS/setup.log" 2>&1; } &&
     ninja -C "$B" >"$LOGS/build.log" 2>&1 || { tail -n 40 "$LOGS/build.log"; step_pack; exit 1; }
-  echo "build ok"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 }
 step_tests() {
-  meson test -C "$B" --suite gpu --print-errorlogs >"$OUT/gpu_tests.log" 2>&1
-  echo "gpu suite rc=$?"; grep -E "^ *[0-9]+/[0-9]+ " "$OUT/gpu_tests.log"
-  grep -h -E "PASS|fault seen|close" "$B"/meson-logs/testlog.txt | head -n 12
+  stamp "gpu + isolation suites"
+  meson test -C "$B" --suite gpu --suite isolation --print-errorlogs >"$OUT/gpu_tests.log" 2>&1
+  echo "gpu + isolation suites rc=$?"; grep -E "^ *[0-9]+/[0-9]+ " "$OUT/gpu_tests.log"
+  grep -h -E "PASS|poisons in|endless loop|refused|auto beside|share_gpu|fault seen|close after|kills in" \
+    "$B"/meson-logs/testlog.txt | head -n 20
   cp "$B"/meson-logs/testlog.txt "$LOGS/gpu_testlog.txt" 2>/dev/null
 }
 step_bench() {
-  timeout ${BENCH_TIMEOUT:-240} "$B/benchmarks/rk-bench" gpu --count ${COUNT:-100000} --json "$OUT/bench_gpu.json" >"$OUT/bench.log" 2>&1
-  echo "bench rc=$?"; cat "$OUT/bench.log" | tail -n 45
-  /usr/bin/python3 benchmarks/plot_cdf.py "$OUT/bench_gpu.json" "$OUT/bench_gpu_cdf.png" >/dev/null 2>&1 || echo "(no plot here)"
+  stamp "rk-bench gpu"
+  timeout ${BENCH_TIMEOUT:-300} "$B/benchmarks/rk-bench" gpu --count ${COUNT:-100000} --faults ${FAULTS:-20} \
+    --json "$OUT/bench_gpu.json" >"$OUT/bench.log" 2>&1
+  echo "bench rc=$?"; tail -n 40 "$OUT/bench.log"
 }
 step_variants() {
-  # busy-path variants of the ring kernel (rk-bench gpu --variants): serial vs pipelined, 1+1 vs 2+2 host threads
+  # busy-path variants (needs -Dkernel_experiments=true in MESON_OPTS)
   timeout ${VARIANTS_TIMEOUT:-120} "$B/benchmarks/rk-bench" gpu --variants >"$OUT/variants.log" 2>&1
   echo "variants rc=$?"; grep -E "variant" "$OUT/variants.log"
 }
 step_sanitize() {
-  export RK_GPU_QUICK=1 RK_CUDA_SELFTEST_MS=120000 RK_CUDA_HEARTBEAT_MS=30000
+  stamp "compute-sanitizer"
+  # the kernel runs in the worker process: follow children; a sanitized
+  # kernel is slow, so the deadlines are generous
+  export RK_GPU_QUICK=1 RK_CUDA_SELFTEST_MS=120000 RK_HEARTBEAT_MS=60000 RK_WORKER_START_MS=120000
   : >"$OUT/sanitizer.log"
   for tool in ${TOOLS:-memcheck racecheck synccheck}; do
     for t in ${SAN_TESTS:-gpu_ops gpu_validate custom_actor_sample gpu_stress_10M_4_producers}; do
       s=$(date +%s)
       exe="$B/tests/gpu/test_$t"
       [ -x "$exe" ] || exe="$B/samples/custom_actor/custom_actor"
-      timeout ${SAN_TIMEOUT:-120} compute-sanitizer --tool $tool --error-exitcode 9 "$exe" --require-gpu >"$LOGS/san_${tool}_$t.log" 2>&1
+      timeout ${SAN_TIMEOUT:-120} compute-sanitizer --target-processes all --tool $tool --error-exitcode 9 \
+        "$exe" --require-gpu >"$LOGS/san_${tool}_$t.log" 2>&1
       rc=$?
-      echo "$tool $t rc=$rc $(( $(date +%s) - s ))s $(grep -E 'SUMMARY' "$LOGS/san_${tool}_$t.log" | tail -n 1)" | tee -a "$OUT/sanitizer.log"
+      echo "$tool $t rc=$rc $(( $(date +%s) - s ))s $(grep -E 'SUMMARY' "$LOGS/san_${tool}_$t.log" | tail -n 2 | tr '\n' ' ')" | tee -a "$OUT/sanitizer.log"
     done
   done
 }
@@ -51,8 +62,9 @@ step_pack() {
 }
 for s in "${@:-all}"; do
   case $s in
-    all) step_build; step_tests; step_bench; step_variants; step_sanitize ;;
+    all) step_build; step_tests; step_bench; step_sanitize ;;
     *) step_$s ;;
   esac
 done
+stamp done
 step_pack
