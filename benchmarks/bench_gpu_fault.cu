@@ -10,8 +10,10 @@
  *   fault_recovery_cold  the same without a standby (each worker starts cold)
  *
  * The fault's moment: for a poison's first fault, when it was sent (under
- * this load it runs within microseconds); for its retry, when the fresh
- * worker started to serve (the retry is the first thing it runs). Each row
+ * this load it runs within microseconds); for its retry, when the
+ * supervisor let the suspect go (rk_recovery.suspects_ns: the fresh worker
+ * serves and, with the standby on, a new standby is ready; the retry runs
+ * at once). Each row
  * also carries the medians of where the time went (rk_runtime_recoveries):
  * detection, teardown (kill, reap, deliver, blame), start (standby GO or
  * cold spawn), and the first reply. The run fails when a reply is lost,
@@ -147,8 +149,8 @@ static int fault_row(bench_report *rep, int device, int n_poison, bool warm)
     int64_t det[64], tear[64], start[64], first[64];
     int nd = 0, nw = 0;
     for (int i = 0; i < nh; i++) {
-        int64_t fault_at = i % 2 == 0 ? sent_at[i / 2]
-                                      : h[i - 1].detected_at + h[i - 1].teardown_ns + h[i - 1].start_ns;
+        /* the retry runs (and faults) as soon as its suspect is let go */
+        int64_t fault_at = i % 2 == 0 ? sent_at[i / 2] : h[i - 1].detected_at + h[i - 1].suspects_ns;
         int64_t reply_at = h[i].detected_at + h[i].first_reply_ns;
         smp[i] = (uint64_t)(reply_at - fault_at);
         det[nd++] = h[i].detected_at - fault_at;

@@ -108,6 +108,11 @@ void rk__suspect_release(rk_runtime *rt, uint64_t word)
  * holds the token. */
 static bool rk__suspect_take(rk_runtime *rt, uint64_t word)
 {
+    /* held until the standby is ready (supervisor.c): the rest of this
+     * actor waits behind it, in order */
+    int64_t hold = atomic_load_explicit(&rt->suspect_hold, memory_order_relaxed);
+    if (hold && rk__now_ns() < hold)
+        return false;
     uint64_t w = 0;
     return atomic_compare_exchange_strong(&rt->suspect, &w, word) || w == word;
 }

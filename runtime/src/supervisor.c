@@ -21,53 +21,26 @@
  * initialised, region registered), else a cold start. After fault_limit
  * faults within fault_window_ms it stops restarting the GPU: a CPU thread
  * here serves the built-ins and answers the rest -RK_EDEVICE, until
- * rk_runtime_retry_gpu. */
+ * rk_runtime_retry_gpu. The backend ops are worker_backend.c. */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "actor.h"
 #include "barrier.h"
-#include "worker.h"
+#include "supervisor.h"
 
 #define RK__TICK_MS 5
-#define RK__STOP_MS 5000
+/* how long a suspect's retry waits for a warm standby (so that, if it
+ * faults again, that recovery is warm too) */
+#define RK__SUSPECT_HOLD_NS 2000000000ll
 
-typedef struct rk__super {
-    rk_runtime *rt;
-    pthread_mutex_t lock; /* everything below; taken before d2h_lock */
-    pthread_t thread;
-    bool thread_on;
-    int evfd;             /* wakes the thread to quit */
-    _Atomic bool quit;
-    rk__proc active, standby;
-    rk__cpu_thread cpu;   /* degraded: built-ins served here */
-    _Atomic rk_worker_state state; /* read by health() without the lock */
-    int lock_fd;          /* the per-GPU lock, -1 */
-    uint64_t restarts, faults, poisoned;
-    rk_fault_info last;
-    char why[256];
-    int64_t *fault_at;    /* the last fault_limit fault times, a ring */
-    uint32_t fault_next;
-    uint32_t no_progress; /* faults in a row with no reply delivered between them */
-    uint64_t replies_at_go;
-    int64_t standby_after; /* spawn a standby at or after this time; 0 = never */
-    uint32_t standby_fails;
-    uint64_t hb_seen;
-    int64_t hb_change;
-    uint64_t run_word[RK__RUNNING_SLOTS];
-    int64_t run_since[RK__RUNNING_SLOTS];
-    rk_recovery hist[64]; /* the last recoveries, a ring */
-    uint32_t n_hist;
-} rk__super;
-
-static const char *const rk__state_names[] = {"none", "running", "recovering", "degraded", "failed"};
-
-static const char *rk__kind_name(uint32_t kind) { return kind == RK__WB_CUDA ? "cuda" : "cpu"; }
+const char *const rk__state_names[] = {"none", "running", "recovering", "degraded", "failed"};
 
 /* ---- starting workers ---- */
 
@@ -84,7 +57,7 @@ static rk__wmsg rk__init_msg(const rk__super *s, uint32_t kind)
 }
 
 /* Spawns a worker and waits for its HELLO (validated, region registered). */
-static int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind)
+int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind)
 {
     rk__wmsg m = rk__init_msg(s, kind);
     int rc = rk__proc_spawn(w, s->rt->region_fd, &m);
@@ -108,7 +81,7 @@ static int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind)
 /* Lets a ready worker serve: GO with the current generation and D2H
  * position, then RUNNING. *served: GO went out (from then on it may
  * consume requests, so its failure is a fault, not a failed start). */
-static int rk__go(rk__super *s, rk__proc *w, bool *served)
+int rk__go(rk__super *s, rk__proc *w, bool *served)
 {
     rk_runtime *rt = s->rt;
     rk__wmsg m = {.kind = RK__WM_GO, .gen = atomic_load(&rt->gen), .flags = rt->wflags};
@@ -135,7 +108,7 @@ static int rk__go(rk__super *s, rk__proc *w, bool *served)
     return 0;
 }
 
-static void rk__fill_info(rk__super *s, const rk__proc *w)
+void rk__fill_info(rk__super *s, const rk__proc *w)
 {
     rk_info *in = &s->rt->info;
     if (w->kind != RK__WB_CUDA) {
@@ -162,7 +135,7 @@ static void rk__fill_info(rk__super *s, const rk__proc *w)
 /* A fresh active worker: the standby if one waits, else a cold start.
  * Returns 0, or the error with *served set when the worker got GO (and
  * may have run requests) before it failed: then it is a fault. */
-static int rk__take_over(rk__super *s, uint32_t kind, bool *served, bool *warm)
+int rk__take_over(rk__super *s, uint32_t kind, bool *served, bool *warm)
 {
     *served = false;
     *warm = s->standby.ready && s->standby.kind == kind;
@@ -236,7 +209,7 @@ static uint32_t rk__blame_locked(rk__super *s, uint32_t kind)
 }
 
 /* New positions for a new consumer. Caller holds d2h_lock, D2H drained. */
-static void rk__rings_reset_locked(rk_runtime *rt)
+void rk__rings_reset_locked(rk_runtime *rt)
 {
     rk_ring *d = rt->d2h;
     /* two laps past everything the dead producer could have written: its
@@ -266,11 +239,12 @@ static bool rk__crash_loop(rk__super *s, int64_t now)
     return oldest && now - oldest <= (int64_t)c->fault_window_ms * 1000000;
 }
 
-static void rk__degrade(rk__super *s, const char *why)
+void rk__degrade(rk__super *s, const char *why)
 {
     rk_runtime *rt = s->rt;
     s->state = RK_WORKER_DEGRADED;
     snprintf(s->why, sizeof s->why, "%s", why);
+    atomic_store(&rt->suspect_hold, 0); /* no standby will come: let them go */
     rk__proc_end(&s->standby, NULL, 0);
     s->standby_after = 0;
     rk__ring_set_flags(rt->h2d, 0u); /* a CPU consumer sleeps on the doorbell */
@@ -287,11 +261,25 @@ static void rk__degrade(rk__super *s, const char *why)
 
 /* Ends the failed worker, delivers its replies, blames what it ran, and
  * moves the rings and the generation on. */
-static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what, int64_t t0)
+static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what, int64_t t0, bool dead)
 {
     rk_runtime *rt = s->rt;
-    char how[200];
-    rk__proc_end(&s->active, how, sizeof how);
+    char how[200] = "";
+    if (dead && s->active.pid > 0) {
+        /* it reported a sticky error: its context is torn down and its
+         * kernel cannot write any more, so the fresh worker need not wait
+         * for the process to go (~60-80 ms of CUDA teardown); reaped later */
+        int pid = (int)s->active.pid;
+        pid_t z = rk__proc_abandon(&s->active);
+        for (int i = 0; i < RK__ZOMBIES && z; i++)
+            if (!s->zombies[i])
+                s->zombies[i] = z, z = 0;
+        if (z) /* the list is full: reap this one now */
+            waitpid(z, NULL, 0);
+        snprintf(how, sizeof how, "worker %d (%s) killed", pid, rk__kind_name(kind));
+    } else {
+        rk__proc_end(&s->active, how, sizeof how);
+    }
     s->state = RK_WORKER_RECOVERING;
     bool progress = atomic_load(&rt->n_replies) != s->replies_at_go;
     s->no_progress = progress ? 1 : s->no_progress + 1;
@@ -308,16 +296,18 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
 }
 
 /* The worker failed: replace it (see the top of the file). s->lock held. */
-static void rk__recover(rk__super *s, int code, const char *what)
+static void rk__recover(rk__super *s, int code, const char *what, bool dead)
 {
     rk_runtime *rt = s->rt;
     const uint32_t kind = s->active.kind;
     char why[400];
     snprintf(why, sizeof why, "%s", what);
     for (;;) {
-        rk_recovery *h = &s->hist[s->n_hist++ % 64];
+        rk__note_first_reply(s, true); /* the last recovery's, before this one's entry */
+        rk_recovery *h = &s->hist[s->n_hist++ % RK__HIST];
         *h = (rk_recovery){.detected_at = rk__now_ns(), .error = code};
-        h->blamed = rk__bury(s, kind, code, why, h->detected_at);
+        h->blamed = rk__bury(s, kind, code, why, h->detected_at, dead);
+        dead = false;
         h->teardown_ns = rk__now_ns() - h->detected_at;
         atomic_store(&rt->recover_t0, h->detected_at);
         if (rk__crash_loop(s, rk__now_ns())) {
@@ -355,8 +345,50 @@ static void rk__recover(rk__super *s, int code, const char *what)
     s->state = RK_WORKER_RUNNING;
     s->restarts++;
     atomic_fetch_add(&rt->n_restarts, 1);
-    s->standby_after = s->rt->cfg.standby ? rk__now_ns() : 0;
+    rk_recovery *h = &s->hist[(s->n_hist - 1) % RK__HIST];
+    if (rt->cfg.standby && !s->standby.ready) {
+        /* a suspect that faults again should meet a warm standby too */
+        s->standby_after = rk__now_ns();
+        atomic_store(&rt->suspect_hold, rk__now_ns() + RK__SUSPECT_HOLD_NS);
+    } else {
+        h->suspects_ns = rk__now_ns() - h->detected_at;
+    }
     rk__runtime_wake(rt); /* sleepers re-post for the new generation */
+}
+
+/* Lets held suspects go (the standby is ready, or the hold ran out). */
+static void rk__release_suspects(rk__super *s, int64_t now)
+{
+    if (!atomic_load(&s->rt->suspect_hold))
+        return;
+    atomic_store(&s->rt->suspect_hold, 0);
+    rk_recovery *h = &s->hist[(s->n_hist - 1) % RK__HIST];
+    if (s->n_hist && !h->suspects_ns)
+        h->suspects_ns = now - h->detected_at;
+    rk__runtime_wake(s->rt);
+}
+
+void rk__note_first_reply(rk__super *s, bool wait)
+{
+    rk_recovery *h = &s->hist[(s->n_hist - 1) % RK__HIST];
+    if (!s->n_hist || h->first_reply_ns)
+        return;
+    rk_runtime *rt = s->rt;
+    if (wait)
+        pthread_mutex_lock(&rt->d2h_lock);
+    else if (pthread_mutex_trylock(&rt->d2h_lock) != 0)
+        return;
+    /* the router records the first reply under d2h_lock */
+    if (rt->first_reply_t0 == h->detected_at)
+        h->first_reply_ns = rt->first_reply_at - h->detected_at;
+    pthread_mutex_unlock(&rt->d2h_lock);
+}
+
+void rk__reap_zombies(rk__super *s, bool wait)
+{
+    for (int i = 0; i < RK__ZOMBIES; i++)
+        if (s->zombies[i] && (waitpid(s->zombies[i], NULL, wait ? 0 : WNOHANG) != 0 || wait))
+            s->zombies[i] = 0;
 }
 
 /* ---- watching ---- */
@@ -373,7 +405,7 @@ static bool rk__watch(rk__super *s, int64_t now)
         char what[128];
         snprintf(what, sizeof what, "worker heartbeat silent for %lld ms (heartbeat_ms %u)",
                  (long long)((now - s->hb_change) / 1000000), rt->cfg.heartbeat_ms);
-        rk__recover(s, -RK_EDEVICE, what);
+        rk__recover(s, -RK_EDEVICE, what, false);
         return true;
     }
     for (uint32_t i = 0; i < RK__RUNNING_SLOTS; i++) {
@@ -388,7 +420,7 @@ static bool rk__watch(rk__super *s, int64_t now)
             char what[160];
             snprintf(what, sizeof what, "request %u of actor %u ran past its deadline (request_deadline_ms %u)",
                      RK__RUN_ID31(w), RK__RUN_ACTOR(w), rt->cfg.request_deadline_ms);
-            rk__recover(s, -RK_ETIMEDOUT, what);
+            rk__recover(s, -RK_ETIMEDOUT, what, false);
             return true;
         }
     }
@@ -403,11 +435,11 @@ static void rk__on_active(rk__super *s)
     if (rc == -RK_ETIMEDOUT)
         return;
     if (rc == 0 && m.kind == RK__WM_FAULT) {
-        rk__recover(s, m.rc ? m.rc : -RK_EDEVICE, m.text);
+        rk__recover(s, m.rc ? m.rc : -RK_EDEVICE, m.text, true);
     } else if (rc == 0) {
         rk__log(RK__LOG_WARN, "worker %d: unexpected control message %u", (int)s->active.pid, m.kind);
     } else {
-        rk__recover(s, -RK_EDEVICE, "the worker exited");
+        rk__recover(s, -RK_EDEVICE, "the worker exited", false);
     }
 }
 
@@ -422,6 +454,7 @@ static void rk__on_standby(rk__super *s, bool readable, int64_t now)
             w->ready = true;
             w->dev = m.dev;
             s->standby_fails = 0;
+            rk__release_suspects(s, now);
             rk__log(RK__LOG_INFO, "standby worker %d ready after %.1f ms", (int)w->pid,
                     (double)(now - w->spawned_ns) / 1e6);
         } else if (rc != -RK_ETIMEDOUT) {
@@ -442,7 +475,7 @@ static void rk__on_standby(rk__super *s, bool readable, int64_t now)
     }
 }
 
-static void *rk__super_main(void *arg)
+void *rk__super_main(void *arg)
 {
     rk__super *s = arg;
     while (!atomic_load(&s->quit)) {
@@ -462,245 +495,13 @@ static void *rk__super_main(void *arg)
         else if (s->active.live)
             rk__watch(s, now);
         rk__on_standby(s, p[2].revents && p[2].fd == s->standby.ctl && s->standby.pid, now);
+        int64_t hold = atomic_load(&s->rt->suspect_hold);
+        if (hold && now >= hold)
+            rk__release_suspects(s, now);
+        rk__note_first_reply(s, false);
+        rk__reap_zombies(s, false);
         pthread_mutex_unlock(&s->lock);
     }
     return NULL;
 }
 
-/* ---- the backend ops ---- */
-
-static int rk__super_alive(void *arg)
-{
-    rk__super *s = arg;
-    rk__wmsg m;
-    int rc = rk__proc_recv(&s->active, &m, 0);
-    if (rc == -RK_ETIMEDOUT)
-        return 0;
-    if (rc == 0 && m.kind == RK__WM_FAULT)
-        return rk__fail(m.rc ? m.rc : -RK_EDEVICE, "the worker faulted: %s", m.text);
-    if (rc == 0)
-        return 0;
-    char why[200];
-    rk__proc_end(&s->active, why, sizeof why);
-    return rk__fail(RK_EDEVICE, "%s", why);
-}
-
-static void rk__super_free(rk__super *s)
-{
-    rk__proc_end(&s->active, NULL, 0);
-    rk__proc_end(&s->standby, NULL, 0);
-    if (s->lock_fd >= 0)
-        close(s->lock_fd);
-    if (s->evfd >= 0)
-        close(s->evfd);
-    pthread_mutex_destroy(&s->lock);
-    free(s->fault_at);
-    free(s);
-}
-
-static int rk__super_start(rk_runtime *rt)
-{
-    rk__super *s = calloc(1, sizeof *s);
-    if (!s)
-        return rk__fail(RK_ENOMEM, "worker backend: out of memory");
-    s->rt = rt;
-    s->active = s->standby = RK__PROC_NONE;
-    s->lock_fd = -1;
-    s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    s->fault_at = calloc(rt->cfg.fault_limit, sizeof *s->fault_at);
-    pthread_mutex_init(&s->lock, NULL);
-    const uint32_t kind = rt->worker_kind;
-#ifndef RK_HAVE_CUDA
-    if (kind == RK__WB_CUDA) {
-        rk__super_free(s);
-        return rk__fail(RK_ENOCUDA, "librk was built without the CUDA backend (%s)", RK_NO_CUDA_WHY);
-    }
-#endif
-    rt->wflags = rt->cfg.test_faults ? RK__WF_TEST_FAULTS : 0;
-    int rc = s->evfd < 0 || !s->fault_at ? rk__fail(RK_ENOMEM, "worker backend: out of memory") : 0;
-    if (rc == 0)
-        rc = rk__spawn_ready(s, &s->active, kind);
-    if (rc == 0 && kind == RK__WB_CUDA && !rt->cfg.share_gpu) {
-        s->lock_fd = rk__gpu_lock(s->active.dev.uuid, s->active.dev.name);
-        rc = s->lock_fd < 0 ? s->lock_fd : 0;
-    }
-    bool served;
-    if (rc == 0)
-        rc = rk__go(s, &s->active, &served);
-    if (rc == 0)
-        rc = rk__selftest(rt, (int)rk__env_ll("RK_CUDA_SELFTEST_MS", 5000), rk__super_alive, s);
-    if (rc) {
-        char detail[512];
-        snprintf(detail, sizeof detail, "%s", rk_last_detail());
-        rk__proc_stop(&s->active, 1000);
-        rk__super_free(s);
-        /* leave clean rings for the backend a fallback starts */
-        size_t rs = rk_ring_memsize(rt->cfg.ring_slots, rt->cfg.slot_size);
-        rk_ring_init(rt->h2d, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
-        rk_ring_init(rt->d2h, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
-        rk__st_relaxed(&rt->view.hdr->state, (int32_t)RK__STATE_INIT);
-        rt->wflags = 0;
-        return rk__fail(rc, "%s", detail);
-    }
-    rk__fill_info(s, &s->active);
-    snprintf(rt->info.why, sizeof rt->info.why, "%s",
-             kind == RK__WB_CUDA ? "" : "CPU backend in a worker process");
-    if (kind == RK__WB_CUDA)
-        snprintf(rt->info.why, sizeof rt->info.why,
-                 "CUDA device %d (%s) passed launch validation and the self-test in worker %d: grid %u x "
-                 "block %u, smem %u B",
-                 rt->cfg.device, s->active.dev.name, (int)s->active.pid, rt->info.grid, rt->info.block,
-                 rt->info.smem);
-    s->state = RK_WORKER_RUNNING;
-    s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
-    rt->backend_state = s;
-    if (pthread_create(&s->thread, NULL, rk__super_main, s) != 0) {
-        rt->backend_state = NULL;
-        rk__proc_stop(&s->active, 1000);
-        rk__super_free(s);
-        return rk__fail(RK_ESYS, "worker backend: the supervisor thread could not be started");
-    }
-    s->thread_on = true;
-    return 0;
-}
-
-static void rk__super_stop(rk_runtime *rt)
-{
-    rk__super *s = rt->backend_state;
-    if (!s)
-        return;
-    atomic_store(&s->quit, true);
-    uint64_t one = 1;
-    if (write(s->evfd, &one, sizeof one) < 0) { /* the thread also wakes every tick */
-    }
-    if (s->thread_on)
-        pthread_join(s->thread, NULL);
-    rk__cpu_thread_stop(&s->cpu, rt);
-    rk__proc_stop(&s->active, RK__STOP_MS);
-    rk__proc_stop(&s->standby, RK__STOP_MS);
-    rt->backend_state = NULL;
-    rk__super_free(s);
-}
-
-static int rk__super_health(rk_runtime *rt)
-{
-    rk__super *s = rt->backend_state;
-    return s && s->state == RK_WORKER_FAILED ? -RK_EDEVICE : 0;
-}
-
-static int rk__super_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem)
-{
-    rk__super *s = rt->backend_state;
-    pthread_mutex_lock(&s->lock);
-    int rc = 0;
-    if (s->state != RK_WORKER_RUNNING || s->active.kind != RK__WB_CUDA) {
-        /* a CPU consumer has no kernel: record what was asked */
-        rt->info.grid = rt->cfg.grid = grid;
-        rt->info.block = rt->cfg.block = block;
-        rt->info.smem = rt->cfg.smem = smem;
-    } else {
-        rk__wmsg m = {.kind = RK__WM_RELAUNCH, .grid = grid, .block = block, .smem = smem};
-        rc = rk__proc_send(&s->active, &m);
-        if (rc == 0)
-            rc = rk__proc_await(&s->active, RK__WM_RELAUNCHED, &m, rk__proc_start_ms());
-        if (rc == 0) {
-            s->active.dev = m.dev;
-            rk__fill_info(s, &s->active);
-            s->hb_change = rk__now_ns();
-            /* the standby was validated for the old configuration: replace it */
-            rk__proc_end(&s->standby, NULL, 0);
-            s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
-        }
-    }
-    pthread_mutex_unlock(&s->lock);
-    return rc;
-}
-
-static void rk__super_worker(rk_runtime *rt, rk_worker_info *out)
-{
-    rk__super *s = rt->backend_state;
-    pthread_mutex_lock(&s->lock);
-    out->state = s->state;
-    snprintf(out->state_name, sizeof out->state_name, "%s", rk__state_names[s->state]);
-    out->pid = s->active.pid;
-    snprintf(out->backend, sizeof out->backend, "%s",
-             s->state == RK_WORKER_DEGRADED ? "cpu" : rk__kind_name(rt->worker_kind));
-    out->restarts = s->restarts;
-    out->faults = s->faults;
-    out->poisoned = s->poisoned;
-    out->last_recovery_ns = atomic_load(&rt->last_recovery_ns);
-    out->standby_ready = s->standby.ready;
-    out->standby_pid = s->standby.pid;
-    out->last_fault = s->last;
-    snprintf(out->why, sizeof out->why, "%s", s->why);
-    pthread_mutex_unlock(&s->lock);
-}
-
-static int rk__super_retry(rk_runtime *rt)
-{
-    rk__super *s = rt->backend_state;
-    pthread_mutex_lock(&s->lock);
-    int rc = 0;
-    if (s->state == RK_WORKER_DEGRADED) {
-        /* the CPU stops at a message boundary: all it consumed is answered */
-        rk__cpu_thread_stop(&s->cpu, rt);
-        pthread_mutex_lock(&rt->d2h_lock);
-        rk__drain_locked(rt);
-        rk__rings_reset_locked(rt);
-        pthread_mutex_unlock(&rt->d2h_lock);
-        atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
-        bool served, warm;
-        rc = rk__take_over(s, rt->worker_kind, &served, &warm);
-        if (rc == 0) {
-            memset(s->fault_at, 0, rt->cfg.fault_limit * sizeof *s->fault_at);
-            s->no_progress = 0;
-            s->state = RK_WORKER_RUNNING;
-            s->why[0] = '\0';
-            s->restarts++;
-            s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
-            rk__log(RK__LOG_WARN, "GPU retried: worker %d serves again", (int)s->active.pid);
-        } else {
-            char why[256];
-            snprintf(why, sizeof why, "retry failed: %s", rk_last_detail());
-            pthread_mutex_lock(&rt->d2h_lock);
-            rk__rings_reset_locked(rt);
-            pthread_mutex_unlock(&rt->d2h_lock);
-            atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
-            rk__degrade(s, why);
-            rc = rk__fail(rc, "%s", why);
-        }
-        rk__runtime_wake(rt);
-    }
-    pthread_mutex_unlock(&s->lock);
-    return rc;
-}
-
-static int rk__super_recoveries(rk_runtime *rt, rk_recovery *out, int max)
-{
-    rk__super *s = rt->backend_state;
-    pthread_mutex_lock(&s->lock);
-    uint32_t n = s->n_hist < 64 ? s->n_hist : 64;
-    if ((uint32_t)max < n)
-        n = (uint32_t)max;
-    pthread_mutex_lock(&rt->d2h_lock); /* the router records first replies under it */
-    for (uint32_t i = 0; i < n; i++) {
-        rk_recovery *h = &s->hist[(s->n_hist - n + i) % 64];
-        if (!h->first_reply_ns && rt->first_reply_t0 == h->detected_at)
-            h->first_reply_ns = rt->first_reply_at - h->detected_at;
-        out[i] = *h;
-    }
-    pthread_mutex_unlock(&rt->d2h_lock);
-    pthread_mutex_unlock(&s->lock);
-    return (int)n;
-}
-
-const rk__backend_ops rk__worker_backend = {
-    .name = "worker",
-    .start = rk__super_start,
-    .stop = rk__super_stop,
-    .health = rk__super_health,
-    .relaunch = rk__super_relaunch,
-    .worker = rk__super_worker,
-    .recoveries = rk__super_recoveries,
-    .retry = rk__super_retry,
-};

@@ -51,6 +51,10 @@ RK__HIDDEN int rk__proc_await(rk__proc *w, uint32_t kind, rk__wmsg *m, int timeo
  * Describes how it ended in why (may be NULL). */
 RK__HIDDEN void rk__proc_end(rk__proc *w, char *why, size_t cap);
 
+/* Kills the worker without waiting for it to go (its kernel is known to be
+ * dead: it reported a sticky error); returns its pid for a later reap. */
+RK__HIDDEN pid_t rk__proc_abandon(rk__proc *w);
+
 /* Stops the worker cleanly (STOP, STOPPED, exit), ending it the hard way
  * after timeout_ms. */
 RK__HIDDEN void rk__proc_stop(rk__proc *w, int timeout_ms);

@@ -216,6 +216,17 @@ void rk__proc_end(rk__proc *w, char *why, size_t cap)
     *w = RK__PROC_NONE;
 }
 
+pid_t rk__proc_abandon(rk__proc *w)
+{
+    pid_t pid = w->pid;
+    if (pid > 0)
+        kill(pid, SIGKILL);
+    if (w->ctl >= 0)
+        close(w->ctl);
+    *w = RK__PROC_NONE;
+    return pid;
+}
+
 void rk__proc_stop(rk__proc *w, int timeout_ms)
 {
     if (w->pid <= 0)

@@ -201,6 +201,10 @@ typedef struct rk_recovery {
                            * or a cold worker's spawn..RUNNING */
     int64_t first_reply_ns; /* detection -> the first reply from the fresh worker
                            * (re-posting included); 0 when none came before the next fault */
+    int64_t suspects_ns;  /* detection -> the suspects it blamed may be retried: once the
+                           * fresh worker serves and, with a standby configured, the next
+                           * standby is ready (at most 2 s), so that a suspect that faults
+                           * again meets a warm standby too; 0 while held */
     uint32_t blamed;      /* requests it blamed (suspects and poison) */
     int warm;             /* 1: the warm standby took over */
     int error;            /* the fault's code */

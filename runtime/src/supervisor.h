@@ -1,0 +1,57 @@
+/* supervisor.h - the worker backend's state, shared by supervisor.c
+ * (starting, watching and replacing workers) and worker_backend.c (the
+ * backend ops: open, close, relaunch, info, retry). */
+#ifndef RK_SUPERVISOR_H
+#define RK_SUPERVISOR_H
+
+#include "worker.h"
+
+#define RK__HIST 64     /* recoveries kept for rk_runtime_recoveries */
+#define RK__ZOMBIES 8   /* killed workers not yet reaped */
+
+typedef struct rk__super {
+    rk_runtime *rt;
+    pthread_mutex_t lock; /* everything below; taken before d2h_lock */
+    pthread_t thread;
+    bool thread_on;
+    int evfd;             /* wakes the thread to quit */
+    _Atomic bool quit;
+    rk__proc active, standby;
+    rk__cpu_thread cpu;   /* degraded: built-ins served here */
+    _Atomic rk_worker_state state; /* read by health() without the lock */
+    int lock_fd;          /* the per-GPU lock, -1 */
+    uint64_t restarts, faults, poisoned;
+    rk_fault_info last;
+    char why[256];
+    int64_t *fault_at;    /* the last fault_limit fault times, a ring */
+    uint32_t fault_next;
+    uint32_t no_progress; /* faults in a row with no reply delivered between them */
+    uint64_t replies_at_go;
+    int64_t standby_after; /* spawn a standby at or after this time; 0 = never */
+    uint32_t standby_fails;
+    uint64_t hb_seen;
+    int64_t hb_change;
+    uint64_t run_word[RK__RUNNING_SLOTS];
+    int64_t run_since[RK__RUNNING_SLOTS];
+    rk_recovery hist[RK__HIST]; /* the last recoveries, a ring */
+    uint32_t n_hist;
+    pid_t zombies[RK__ZOMBIES]; /* killed after a sticky error, reaped later */
+} rk__super;
+
+RK__HIDDEN extern const char *const rk__state_names[];
+static inline const char *rk__kind_name(uint32_t kind) { return kind == RK__WB_CUDA ? "cuda" : "cpu"; }
+
+/* supervisor.c */
+RK__HIDDEN int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind);
+RK__HIDDEN int rk__go(rk__super *s, rk__proc *w, bool *served);
+RK__HIDDEN void rk__fill_info(rk__super *s, const rk__proc *w);
+RK__HIDDEN int rk__take_over(rk__super *s, uint32_t kind, bool *served, bool *warm);
+RK__HIDDEN void rk__rings_reset_locked(rk_runtime *rt);
+RK__HIDDEN void rk__degrade(rk__super *s, const char *why);
+RK__HIDDEN void *rk__super_main(void *arg);
+/* Reaps the killed workers that exited; with wait, all of them. */
+RK__HIDDEN void rk__reap_zombies(rk__super *s, bool wait);
+/* Completes the history's newest entry from what the router saw. */
+RK__HIDDEN void rk__note_first_reply(rk__super *s, bool wait);
+
+#endif

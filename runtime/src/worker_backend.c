@@ -1,0 +1,248 @@
+/* worker_backend.c - the worker backend's ops (internal.h rk__backend_ops):
+ * open (the first worker, the per-GPU lock, the self-test, the supervisor
+ * thread), close, health, relaunch, the worker's state and its recovery
+ * history, and the operator's retry after a crash loop. The supervising
+ * itself is supervisor.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "actor.h"
+#include "barrier.h"
+#include "supervisor.h"
+
+#define RK__STOP_MS 5000
+
+static int rk__super_alive(void *arg)
+{
+    rk__super *s = arg;
+    rk__wmsg m;
+    int rc = rk__proc_recv(&s->active, &m, 0);
+    if (rc == -RK_ETIMEDOUT)
+        return 0;
+    if (rc == 0 && m.kind == RK__WM_FAULT)
+        return rk__fail(m.rc ? m.rc : -RK_EDEVICE, "the worker faulted: %s", m.text);
+    if (rc == 0)
+        return 0;
+    char why[200];
+    rk__proc_end(&s->active, why, sizeof why);
+    return rk__fail(RK_EDEVICE, "%s", why);
+}
+
+static void rk__super_free(rk__super *s)
+{
+    rk__proc_end(&s->active, NULL, 0);
+    rk__proc_end(&s->standby, NULL, 0);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
+    if (s->evfd >= 0)
+        close(s->evfd);
+    pthread_mutex_destroy(&s->lock);
+    free(s->fault_at);
+    free(s);
+}
+
+static int rk__super_start(rk_runtime *rt)
+{
+    rk__super *s = calloc(1, sizeof *s);
+    if (!s)
+        return rk__fail(RK_ENOMEM, "worker backend: out of memory");
+    s->rt = rt;
+    s->active = s->standby = RK__PROC_NONE;
+    s->lock_fd = -1;
+    s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    s->fault_at = calloc(rt->cfg.fault_limit, sizeof *s->fault_at);
+    pthread_mutex_init(&s->lock, NULL);
+    const uint32_t kind = rt->worker_kind;
+#ifndef RK_HAVE_CUDA
+    if (kind == RK__WB_CUDA) {
+        rk__super_free(s);
+        return rk__fail(RK_ENOCUDA, "librk was built without the CUDA backend (%s)", RK_NO_CUDA_WHY);
+    }
+#endif
+    rt->wflags = rt->cfg.test_faults ? RK__WF_TEST_FAULTS : 0;
+    int rc = s->evfd < 0 || !s->fault_at ? rk__fail(RK_ENOMEM, "worker backend: out of memory") : 0;
+    if (rc == 0)
+        rc = rk__spawn_ready(s, &s->active, kind);
+    if (rc == 0 && kind == RK__WB_CUDA && !rt->cfg.share_gpu) {
+        s->lock_fd = rk__gpu_lock(s->active.dev.uuid, s->active.dev.name);
+        rc = s->lock_fd < 0 ? s->lock_fd : 0;
+    }
+    bool served;
+    if (rc == 0)
+        rc = rk__go(s, &s->active, &served);
+    if (rc == 0)
+        rc = rk__selftest(rt, (int)rk__env_ll("RK_CUDA_SELFTEST_MS", 5000), rk__super_alive, s);
+    if (rc) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", rk_last_detail());
+        rk__proc_stop(&s->active, 1000);
+        rk__super_free(s);
+        /* leave clean rings for the backend a fallback starts */
+        size_t rs = rk_ring_memsize(rt->cfg.ring_slots, rt->cfg.slot_size);
+        rk_ring_init(rt->h2d, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
+        rk_ring_init(rt->d2h, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
+        rk__st_relaxed(&rt->view.hdr->state, (int32_t)RK__STATE_INIT);
+        rt->wflags = 0;
+        return rk__fail(rc, "%s", detail);
+    }
+    rk__fill_info(s, &s->active);
+    snprintf(rt->info.why, sizeof rt->info.why, "%s",
+             kind == RK__WB_CUDA ? "" : "CPU backend in a worker process");
+    if (kind == RK__WB_CUDA)
+        snprintf(rt->info.why, sizeof rt->info.why,
+                 "CUDA device %d (%s) passed launch validation and the self-test in worker %d: grid %u x "
+                 "block %u, smem %u B",
+                 rt->cfg.device, s->active.dev.name, (int)s->active.pid, rt->info.grid, rt->info.block,
+                 rt->info.smem);
+    s->state = RK_WORKER_RUNNING;
+    s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
+    rt->backend_state = s;
+    if (pthread_create(&s->thread, NULL, rk__super_main, s) != 0) {
+        rt->backend_state = NULL;
+        rk__proc_stop(&s->active, 1000);
+        rk__super_free(s);
+        return rk__fail(RK_ESYS, "worker backend: the supervisor thread could not be started");
+    }
+    s->thread_on = true;
+    return 0;
+}
+
+static void rk__super_stop(rk_runtime *rt)
+{
+    rk__super *s = rt->backend_state;
+    if (!s)
+        return;
+    atomic_store(&s->quit, true);
+    uint64_t one = 1;
+    if (write(s->evfd, &one, sizeof one) < 0) { /* the thread also wakes every tick */
+    }
+    if (s->thread_on)
+        pthread_join(s->thread, NULL);
+    rk__cpu_thread_stop(&s->cpu, rt);
+    rk__proc_stop(&s->active, RK__STOP_MS);
+    rk__proc_stop(&s->standby, RK__STOP_MS);
+    rk__reap_zombies(s, true);
+    rt->backend_state = NULL;
+    rk__super_free(s);
+}
+
+static int rk__super_health(rk_runtime *rt)
+{
+    rk__super *s = rt->backend_state;
+    return s && s->state == RK_WORKER_FAILED ? -RK_EDEVICE : 0;
+}
+
+static int rk__super_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem)
+{
+    rk__super *s = rt->backend_state;
+    pthread_mutex_lock(&s->lock);
+    int rc = 0;
+    if (s->state != RK_WORKER_RUNNING || s->active.kind != RK__WB_CUDA) {
+        /* a CPU consumer has no kernel: record what was asked */
+        rt->info.grid = rt->cfg.grid = grid;
+        rt->info.block = rt->cfg.block = block;
+        rt->info.smem = rt->cfg.smem = smem;
+    } else {
+        rk__wmsg m = {.kind = RK__WM_RELAUNCH, .grid = grid, .block = block, .smem = smem};
+        rc = rk__proc_send(&s->active, &m);
+        if (rc == 0)
+            rc = rk__proc_await(&s->active, RK__WM_RELAUNCHED, &m, rk__proc_start_ms());
+        if (rc == 0) {
+            s->active.dev = m.dev;
+            rk__fill_info(s, &s->active);
+            s->hb_change = rk__now_ns();
+            /* the standby was validated for the old configuration: replace it */
+            rk__proc_end(&s->standby, NULL, 0);
+            s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+static void rk__super_worker(rk_runtime *rt, rk_worker_info *out)
+{
+    rk__super *s = rt->backend_state;
+    pthread_mutex_lock(&s->lock);
+    out->state = s->state;
+    snprintf(out->state_name, sizeof out->state_name, "%s", rk__state_names[s->state]);
+    out->pid = s->active.pid;
+    snprintf(out->backend, sizeof out->backend, "%s",
+             s->state == RK_WORKER_DEGRADED ? "cpu" : rk__kind_name(rt->worker_kind));
+    out->restarts = s->restarts;
+    out->faults = s->faults;
+    out->poisoned = s->poisoned;
+    out->last_recovery_ns = atomic_load(&rt->last_recovery_ns);
+    out->standby_ready = s->standby.ready;
+    out->standby_pid = s->standby.pid;
+    out->last_fault = s->last;
+    snprintf(out->why, sizeof out->why, "%s", s->why);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static int rk__super_retry(rk_runtime *rt)
+{
+    rk__super *s = rt->backend_state;
+    pthread_mutex_lock(&s->lock);
+    int rc = 0;
+    if (s->state == RK_WORKER_DEGRADED) {
+        /* the CPU stops at a message boundary: all it consumed is answered */
+        rk__cpu_thread_stop(&s->cpu, rt);
+        pthread_mutex_lock(&rt->d2h_lock);
+        rk__drain_locked(rt);
+        rk__rings_reset_locked(rt);
+        pthread_mutex_unlock(&rt->d2h_lock);
+        atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
+        bool served, warm;
+        rc = rk__take_over(s, rt->worker_kind, &served, &warm);
+        if (rc == 0) {
+            memset(s->fault_at, 0, rt->cfg.fault_limit * sizeof *s->fault_at);
+            s->no_progress = 0;
+            s->state = RK_WORKER_RUNNING;
+            s->why[0] = '\0';
+            s->restarts++;
+            s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
+            rk__log(RK__LOG_WARN, "GPU retried: worker %d serves again", (int)s->active.pid);
+        } else {
+            char why[256];
+            snprintf(why, sizeof why, "retry failed: %s", rk_last_detail());
+            pthread_mutex_lock(&rt->d2h_lock);
+            rk__rings_reset_locked(rt);
+            pthread_mutex_unlock(&rt->d2h_lock);
+            atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
+            rk__degrade(s, why);
+            rc = rk__fail(rc, "%s", why);
+        }
+        rk__runtime_wake(rt);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+static int rk__super_recoveries(rk_runtime *rt, rk_recovery *out, int max)
+{
+    rk__super *s = rt->backend_state;
+    pthread_mutex_lock(&s->lock);
+    uint32_t n = s->n_hist < RK__HIST ? s->n_hist : RK__HIST;
+    if ((uint32_t)max < n)
+        n = (uint32_t)max;
+    rk__note_first_reply(s, true);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = s->hist[(s->n_hist - n + i) % RK__HIST];
+    pthread_mutex_unlock(&s->lock);
+    return (int)n;
+}
+
+const rk__backend_ops rk__worker_backend = {
+    .name = "worker",
+    .start = rk__super_start,
+    .stop = rk__super_stop,
+    .health = rk__super_health,
+    .relaunch = rk__super_relaunch,
+    .worker = rk__super_worker,
+    .recoveries = rk__super_recoveries,
+    .retry = rk__super_retry,
+};
