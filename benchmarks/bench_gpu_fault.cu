@@ -147,30 +147,33 @@ static int fault_row(bench_report *rep, int device, int n_poison, bool warm)
     /* per fault: its moment -> the first reply of the fresh worker */
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)nh);
     int64_t det[64], tear[64], start[64], first[64];
-    int nd = 0, nw = 0;
+    int nd = 0, nw = 0, ns = 0;
     for (int i = 0; i < nh; i++) {
+        if (!h[i].first_reply_ns) /* the next fault came before any reply (it was the retry) */
+            continue;
         /* the retry runs (and faults) as soon as its suspect is let go */
         int64_t fault_at = i % 2 == 0 ? sent_at[i / 2] : h[i - 1].detected_at + h[i - 1].suspects_ns;
         int64_t reply_at = h[i].detected_at + h[i].first_reply_ns;
-        smp[i] = (uint64_t)(reply_at - fault_at);
+        smp[ns] = (uint64_t)(reply_at - fault_at);
         det[nd++] = h[i].detected_at - fault_at;
-        tear[i] = h[i].teardown_ns;
-        start[i] = h[i].start_ns;
-        first[i] = h[i].first_reply_ns - h[i].teardown_ns - h[i].start_ns;
+        tear[ns] = h[i].teardown_ns;
+        start[ns] = h[i].start_ns;
+        first[ns] = h[i].first_reply_ns - h[i].teardown_ns - h[i].start_ns;
+        ns++;
         nw += h[i].warm;
     }
     char extra[400];
     snprintf(extra, sizeof extra,
-             "\"faults\": %d, \"poisons\": %d, \"warm_takeovers\": %d, \"detect_p50_ns\": %lld, "
+             "\"faults\": %d, \"measured\": %d, \"poisons\": %d, \"warm_takeovers\": %d, \"detect_p50_ns\": %lld, "
              "\"teardown_p50_ns\": %lld, \"start_p50_ns\": %lld, \"repost_p50_ns\": %lld, \"echoes\": %llu",
-             nh, n_poison, nw, (long long)med64(det, nd), (long long)med64(tear, nh), (long long)med64(start, nh),
-             (long long)med64(first, nh), (unsigned long long)ok);
+             nh, ns, n_poison, nw, (long long)med64(det, nd), (long long)med64(tear, ns), (long long)med64(start, ns),
+             (long long)med64(first, ns), (unsigned long long)ok);
     const char *name = warm ? "fault_recovery" : "fault_recovery_cold";
-    latency_row(rep, name, "cuda", smp, (size_t)nh, extra);
+    latency_row(rep, name, "cuda", smp, (size_t)ns, extra);
     printf("    %s: %d faults (%d warm take-overs): median detection %.1f ms, teardown %.1f ms, start %.1f ms, "
            "re-post to first reply %.1f ms; %llu echoes alongside, all answered once\n",
-           name, nh, nw, (double)med64(det, nd) / 1e6, (double)med64(tear, nh) / 1e6, (double)med64(start, nh) / 1e6,
-           (double)med64(first, nh) / 1e6, (unsigned long long)ok);
+           name, ns, nw, (double)med64(det, nd) / 1e6, (double)med64(tear, ns) / 1e6, (double)med64(start, ns) / 1e6,
+           (double)med64(first, ns) / 1e6, (unsigned long long)ok);
     free(smp);
     free(sent_at);
     return 0;

@@ -247,6 +247,13 @@ static void test_kill9_under_load(void **state)
         for (rk_stats s1 = s0; s1.replies < s0.replies + 200; rk_runtime_stats(rt, &s1))
             usleep(200);
         rk_worker_info w = worker(rt);
+        /* every 10th kill meets a ready standby (the others may come
+         * before the next one is up: both take-overs are exercised) */
+        for (double t1 = now_s(); k % 10 == 0 && !w.standby_ready; w = worker(rt)) {
+            if (now_s() - t1 > 10)
+                fail_msg("no standby ready within 10 s (kill %d)", k);
+            usleep(1000);
+        }
         assert_int_equal(w.state, RK_WORKER_RUNNING);
         double k0 = now_s();
         assert_int_equal(kill(w.pid, SIGKILL), 0);
@@ -289,7 +296,7 @@ static void test_kill9_under_load(void **state)
     }
     print_message("%d of the last %d recoveries were warm take-overs, %d saw a reply\n", warm, nh, replied);
     assert_true(replied >= nh - 1); /* each had replies before the next kill but the last */
-    assert_true(warm > 0);
+    assert_true(warm >= nh / 10 - 1);
     rk_runtime_close(rt);
     assert_no_children();
     assert_int_equal(count_fds(), fds);
