@@ -390,6 +390,45 @@ static void test_poison_and_crash_loop(void **state)
     assert_no_children();
 }
 
+/* ---- a poison's retry waits for the warm standby: both recoveries warm ---- */
+
+static void test_poison_meets_warm_standby(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.test_faults = 1;
+    c.standby = 1;
+    c.fault_limit = 100;
+    rk_runtime *rt = open_rt(&c);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    const int n = 3;
+    for (int k = 0; k < n; k++) {
+        for (double t0 = now_s(); !worker(rt).standby_ready; usleep(1000))
+            if (now_s() - t0 > 10)
+                fail_msg("no standby ready within 10 s");
+        rk_reply r;
+        assert_int_equal(rk_actor_call(a, RK_OP_FAULT, NULL, 0, 0, &r, 10000), 0);
+        assert_int_equal(r.status, -RK_EDEVICE);
+        rk_reply_release(a, &r);
+        int x = k;
+        assert_int_equal(rk_actor_call(a, RK_OP_ECHO, &x, sizeof x, 0, &r, 10000), 0);
+        assert_int_equal(r.status, 0);
+        rk_reply_release(a, &r);
+    }
+    rk_recovery h[8];
+    assert_int_equal(rk_runtime_recoveries(rt, h, 8), 2 * n);
+    for (int i = 0; i < 2 * n; i++) {
+        assert_int_equal(h[i].warm, 1); /* the retry waited for the next standby */
+        assert_int_equal(h[i].blamed, 1);
+        if (i % 2 == 0) /* the suspect was let go once that standby was ready */
+            assert_true(h[i].suspects_ns >= h[i].teardown_ns + h[i].start_ns);
+    }
+    assert_int_equal(worker(rt).poisoned, (uint64_t)n);
+    rk_runtime_close(rt);
+    assert_no_children();
+}
+
 /* ---- an endless loop past its deadline ---- */
 
 static void test_endless_loop_deadline(void **state)
@@ -503,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_worker_basics),
         cmocka_unit_test(test_bad_configurations),
         cmocka_unit_test(test_poison_and_crash_loop),
+        cmocka_unit_test(test_poison_meets_warm_standby),
         cmocka_unit_test(test_endless_loop_deadline),
         cmocka_unit_test(test_silent_heartbeat),
         cmocka_unit_test(test_kill9_under_load),

@@ -23,6 +23,7 @@
  * here serves the built-ins and answers the rest -RK_EDEVICE, until
  * rk_runtime_retry_gpu. The backend ops are worker_backend.c. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -287,12 +288,26 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
     rk__drain_locked(rt); /* replies it posted are good */
     s->last = (rk_fault_info){.at_ns = t0, .error = code, .actor = 0xffff};
     uint32_t blamed = rk__blame_locked(s, kind);
+    if (blamed) /* a request's fault, not the worker's: no back-off for it */
+        s->no_progress = 0;
     snprintf(s->last.detail, sizeof s->last.detail, "%.120s%s%.120s%s", what, how[0] ? " (" : "", how, how[0] ? ")" : "");
     rk__rings_reset_locked(rt);
     pthread_mutex_unlock(&rt->d2h_lock);
     rk__runtime_wake(rt);
     rk__log(RK__LOG_WARN, "%s; %u request(s) blamed; starting a fresh worker", s->last.detail, blamed);
     return blamed;
+}
+
+/* Lets held suspects go (the standby is ready, or the hold ran out). */
+static void rk__release_suspects(rk__super *s, int64_t now)
+{
+    if (!atomic_load(&s->rt->suspect_hold))
+        return;
+    atomic_store(&s->rt->suspect_hold, 0);
+    rk_recovery *h = &s->hist[(s->n_hist - 1) % RK__HIST];
+    if (s->n_hist && !h->suspects_ns)
+        h->suspects_ns = now - h->detected_at;
+    rk__runtime_wake(s->rt);
 }
 
 /* The worker failed: replace it (see the top of the file). s->lock held. */
@@ -318,11 +333,15 @@ static void rk__recover(rk__super *s, int code, const char *what, bool dead)
             rk__degrade(s, d);
             return;
         }
-        /* a worker that dies again before serving anything: back off */
+        /* a worker that dies again before serving anything, and not on a
+         * request it was running: back off */
         if (s->no_progress >= 3) {
             int64_t ms = 50ll << (s->no_progress - 3 < 6 ? s->no_progress - 3 : 6);
             rk__sleep_ns((ms < 2000 ? ms : 2000) * 1000000);
         }
+        /* suspects stay back until the fresh worker serves (below), so a
+         * poison cannot kill it before it even says RUNNING */
+        atomic_store(&rt->suspect_hold, INT64_MAX);
         /* release: owners re-post for this generation from now on */
         atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
         bool served, warm;
@@ -345,27 +364,14 @@ static void rk__recover(rk__super *s, int code, const char *what, bool dead)
     s->state = RK_WORKER_RUNNING;
     s->restarts++;
     atomic_fetch_add(&rt->n_restarts, 1);
-    rk_recovery *h = &s->hist[(s->n_hist - 1) % RK__HIST];
     if (rt->cfg.standby && !s->standby.ready) {
         /* a suspect that faults again should meet a warm standby too */
         s->standby_after = rk__now_ns();
         atomic_store(&rt->suspect_hold, rk__now_ns() + RK__SUSPECT_HOLD_NS);
     } else {
-        h->suspects_ns = rk__now_ns() - h->detected_at;
+        rk__release_suspects(s, rk__now_ns());
     }
     rk__runtime_wake(rt); /* sleepers re-post for the new generation */
-}
-
-/* Lets held suspects go (the standby is ready, or the hold ran out). */
-static void rk__release_suspects(rk__super *s, int64_t now)
-{
-    if (!atomic_load(&s->rt->suspect_hold))
-        return;
-    atomic_store(&s->rt->suspect_hold, 0);
-    rk_recovery *h = &s->hist[(s->n_hist - 1) % RK__HIST];
-    if (s->n_hist && !h->suspects_ns)
-        h->suspects_ns = now - h->detected_at;
-    rk__runtime_wake(s->rt);
 }
 
 void rk__note_first_reply(rk__super *s, bool wait)
