@@ -211,6 +211,28 @@ static void rk__sleep_for_reply(rk_actor *a, int64_t sleep_ns)
     __atomic_fetch_sub(&d2h->cons_sleeping, 1u, __ATOMIC_RELAXED);
 }
 
+/* A wait that made no progress for 10 s says, at debug level, what it
+ * waits for: the positions, the generations, the suspect token and hold. */
+static void rk__wait_report(rk_actor *a, int want)
+{
+    rk_runtime *rt = a->rt;
+    const rk__region *reg = rt->view.hdr;
+    rk__log(RK__LOG_DEBUG,
+            "actor %u waits (tag %d) 10 s: %u awaited; actor gen %u, runtime gen %u, region gen %u; suspect "
+            "%#llx, hold %lld; H2D %llu..%llu, D2H %llu..%llu; heartbeat %llu, state %d",
+            a->index, want, a->awaiting, a->gen, atomic_load(&rt->gen), rk__ld_relaxed(&reg->gen),
+            (unsigned long long)atomic_load(&rt->suspect), (long long)atomic_load(&rt->suspect_hold),
+            (unsigned long long)rk__ld_relaxed(&rt->h2d->cons_head),
+            (unsigned long long)rk__ld_relaxed(&rt->h2d->prod_tail),
+            (unsigned long long)rk__ld_relaxed(&rt->d2h->cons_head),
+            (unsigned long long)rk__ld_relaxed(&rt->d2h->prod_tail),
+            (unsigned long long)rk__ld_relaxed(&reg->heartbeat), rk__ld_relaxed(&reg->state));
+    for (uint32_t i = 0; i < a->window; i++)
+        if (rk__ld_relaxed(&a->pend[i].state) == RK__P_SENT)
+            rk__log(RK__LOG_DEBUG, "  tag %u: request %llu type %u gen %u strikes %u", i,
+                    (unsigned long long)a->pend[i].id, a->pend[i].type, a->pend[i].gen, a->pend[i].strikes);
+}
+
 int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
 {
     rk_runtime *rt = a->rt;
@@ -223,6 +245,7 @@ int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
         rk__fill_reply(a, tag, out);
         return 0;
     }
+    int64_t report_at = 0;
     for (uint32_t spins = 0;; spins++) {
         if (rk__take(a, want, out))
             return 0;
@@ -255,6 +278,12 @@ int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
         if (now >= deadline)
             return rk__fail(RK_ETIMEDOUT, "no reply within the timeout (%u requests in flight)",
                             a->awaiting);
+        if (!report_at)
+            report_at = now + 10000000000ll;
+        else if (now >= report_at && rk_log_get_level() >= RK_LOG_DEBUG) {
+            rk__wait_report(a, want);
+            report_at = INT64_MAX;
+        }
         if (rk__backoff_poll(&b))
             continue;
         int64_t sleep = rk__backoff_sleep_ns(&b);

@@ -93,6 +93,9 @@ int rk__go(rk__super *s, rk__proc *w, bool *served)
     /* the kernel polls H2D and never sleeps on its doorbell: producers may
      * skip the doorbell's fence. A CPU consumer sleeps there. */
     rk__ring_set_flags(rt->h2d, w->kind == RK__WB_CUDA ? RK_RING_F_NO_SLEEP : 0u);
+    rk__log(RK__LOG_DEBUG, "GO worker %d: gen %u, D2H from %llu, H2D %llu..%llu", (int)w->pid, m.gen,
+            (unsigned long long)m.d2h_start, (unsigned long long)rk__ld_acquire(&rt->h2d->cons_head),
+            (unsigned long long)rk__ld_acquire(&rt->h2d->prod_tail));
     int rc = rk__proc_send(w, &m);
     if (rc)
         return rc;
