@@ -138,9 +138,14 @@ __device__ int run_op(const rk_kargs &ka, uint16_t type, const gpu_ctx &c, const
     case RK_OP_FAULT:
         if (!(ka.flags & RK_KF_TEST_FAULTS))
             return -RK_ENOTSUP;
-        /* test only: an illegal address, as a buggy actor would make */
-        if (c.rank == 0)
-            *(volatile uint32_t *)(ka.arena + ka.arena_size + (1ull << 44)) = 1u;
+        /* test only: an illegal address, as a buggy actor would make. The
+         * null page: never mapped in any context (an address far beyond
+         * the arena can land in memory another worker's context happens
+         * to map there, and then the write scribbles instead of faulting) */
+        if (c.rank == 0) {
+            volatile uintptr_t bad = 8;
+            *(volatile uint32_t *)bad = 1u;
+        }
         return 0;
     case RK_OP_HANG:
         if (!(ka.flags & RK_KF_TEST_FAULTS))
