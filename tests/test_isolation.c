@@ -467,6 +467,39 @@ static void test_endless_loop_deadline(void **state)
     assert_no_children();
 }
 
+/* ---- a suspect's retry that gets no answer: its second strike ---- */
+
+static void test_lost_retry(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.test_faults = 1;
+    c.request_deadline_ms = 300;
+    setenv("RK_TEST_LOSE_RETRIES", "1", 1); /* the workers drop retried test faults */
+    rk_runtime *rt = open_rt(&c);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    double t0 = now_s();
+    rk_reply r;
+    assert_int_equal(rk_actor_call(a, RK_OP_FAULT, NULL, 0, 0, &r, 10000), 0);
+    double dt = now_s() - t0;
+    unsetenv("RK_TEST_LOSE_RETRIES");
+    assert_int_equal(r.status, -RK_EDEVICE);
+    rk_reply_release(a, &r);
+    rk_worker_info w = worker(rt);
+    print_message("a lost retry answered RK_EDEVICE after %.0f ms: %s\n", dt * 1e3, w.last_fault.detail);
+    assert_non_null(strstr(w.last_fault.detail, "not answered"));
+    assert_int_equal(w.faults, 2);
+    assert_int_equal(w.poisoned, 1);
+    assert_true(dt >= 0.3 && dt < 5);
+    int x = 1;
+    assert_int_equal(rk_actor_call(a, RK_OP_ECHO, &x, sizeof x, 0, &r, 5000), 0);
+    assert_int_equal(r.status, 0);
+    rk_reply_release(a, &r);
+    rk_runtime_close(rt);
+    assert_no_children();
+}
+
 /* ---- a stopped worker: its heartbeat goes silent ---- */
 
 static void test_silent_heartbeat(void **state)
@@ -544,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_poison_and_crash_loop),
         cmocka_unit_test(test_poison_meets_warm_standby),
         cmocka_unit_test(test_endless_loop_deadline),
+        cmocka_unit_test(test_lost_retry),
         cmocka_unit_test(test_silent_heartbeat),
         cmocka_unit_test(test_kill9_under_load),
     };

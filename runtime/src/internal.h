@@ -223,6 +223,7 @@ struct rk_runtime {
     _Atomic uint64_t suspect;
     _Atomic int64_t recover_t0;      /* detection time of the fault being recovered, 0 when none */
     _Atomic int64_t suspect_hold;    /* suspects are not retried before this time (0: no hold) */
+    _Atomic int64_t suspect_since;   /* when the suspect now retried took the token */
     _Atomic int64_t last_recovery_ns; /* detection -> first routed reply of the last recovery */
     int64_t first_reply_t0, first_reply_at; /* under d2h_lock: that first reply, for the history */
 

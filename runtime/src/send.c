@@ -114,7 +114,11 @@ static bool rk__suspect_take(rk_runtime *rt, uint64_t word)
     if (hold && rk__now_ns() < hold)
         return false;
     uint64_t w = 0;
-    return atomic_compare_exchange_strong(&rt->suspect, &w, word) || w == word;
+    if (atomic_compare_exchange_strong(&rt->suspect, &w, word)) {
+        atomic_store(&rt->suspect_since, rk__now_ns());
+        return true;
+    }
+    return w == word;
 }
 
 static int rk__by_id(const void *x, const void *y, void *arg)

@@ -8,6 +8,7 @@
  * yields, then sleeps on the H2D doorbell futex, which producers ring when
  * they see it sleeping: an idle consumer costs no CPU, a busy one answers
  * without a system call. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "barrier.h"
@@ -36,6 +37,10 @@ static uint32_t rk__serve_one(const rk__serve_cpu *s, uint32_t gen, const uint8_
 
     if (len >= sizeof h && h.gen != gen)
         return 0; /* posted for another worker: the host re-posts it if it still owes it */
+    /* test only: a retried test fault that vanishes (its consumer drops it),
+     * for the supervisor's watch on suspects (tests/test_isolation.c) */
+    if ((s->flags & RK__WF_TEST_FAULTS) && h.type == RK_OP_FAULT && gen && getenv("RK_TEST_LOSE_RETRIES"))
+        return 0;
     /* not a trusted built-in: say which request runs, so a crash is
      * blamed on it (rk_abi.h, running slots) */
     *marked = len >= sizeof h && !rk__op_builtin(h.type);

@@ -169,32 +169,47 @@ int rk__take_over(rk__super *s, uint32_t kind, bool *served, bool *warm)
 
 /* Gives the requests a dead worker was running a strike; answers those
  * with two. Caller holds d2h_lock. Returns how many it blamed. */
-static uint32_t rk__blame_locked(rk__super *s, uint32_t kind)
+/* Gives the request named by running word w (rk_abi.h) a strike, if it
+ * is still owed; answers it -RK_EDEVICE at two. Caller holds d2h_lock. */
+static bool rk__strike_locked(rk__super *s, uint64_t w)
+{
+    rk_runtime *rt = s->rt;
+    rk_actor *a = (w & RK__RUN_BIT) ? rk__actor_at(rt, RK__RUN_ACTOR(w)) : NULL;
+    uint16_t tag = RK__RUN_TAG(w);
+    if (!a || tag >= a->window)
+        return false;
+    rk__pending *p = &a->pend[tag];
+    /* acquire: pairs with rk__post's store-release of SENT */
+    if (rk__ld_acquire(&p->state) != RK__P_SENT || (uint32_t)(p->id & 0x7fffffffu) != RK__RUN_ID31(w))
+        return false;
+    p->strikes++;
+    s->last.actor = a->index;
+    s->last.type = p->type;
+    s->last.request_id = p->id;
+    if (p->strikes >= 2) {
+        s->poisoned++;
+        rk__log(RK__LOG_ERROR, "request %llu (type %u) of actor %u faulted its worker twice: answered RK_EDEVICE",
+                (unsigned long long)p->id, p->type, a->index);
+        rk__answer_locked(rt, a, tag, -RK_EDEVICE);
+    }
+    return true;
+}
+
+/* Gives the requests a dead worker was running a strike (and `extra`, a
+ * running word the supervisor blames itself); answers those with two.
+ * Caller holds d2h_lock. Returns how many it blamed. */
+static uint32_t rk__blame_locked(rk__super *s, uint32_t kind, uint64_t extra)
 {
     rk_runtime *rt = s->rt;
     uint32_t blamed = 0;
     for (uint32_t i = 0; i < RK__RUNNING_SLOTS; i++) {
         uint64_t w = rk__ld_relaxed(&rt->view.hdr->running[i]);
-        rk_actor *a = (w & RK__RUN_BIT) ? rk__actor_at(rt, RK__RUN_ACTOR(w)) : NULL;
-        uint16_t tag = RK__RUN_TAG(w);
-        if (!a || tag >= a->window)
-            continue;
-        rk__pending *p = &a->pend[tag];
-        /* acquire: pairs with rk__post's store-release of SENT */
-        if (rk__ld_acquire(&p->state) != RK__P_SENT || (uint32_t)(p->id & 0x7fffffffu) != RK__RUN_ID31(w))
-            continue;
-        blamed++;
-        p->strikes++;
-        s->last.actor = a->index;
-        s->last.type = p->type;
-        s->last.request_id = p->id;
-        if (p->strikes >= 2) {
-            s->poisoned++;
-            rk__log(RK__LOG_ERROR, "request %llu (type %u) of actor %u faulted its worker twice: "
-                    "answered RK_EDEVICE", (unsigned long long)p->id, p->type, a->index);
-            rk__answer_locked(rt, a, tag, -RK_EDEVICE);
-        }
+        if (w == extra)
+            extra = 0;
+        blamed += rk__strike_locked(s, w);
     }
+    if (extra)
+        blamed += rk__strike_locked(s, extra);
     if (blamed || kind != RK__WB_CUDA)
         return blamed;
     /* a GPU fault that left no running word (the store did not reach host
@@ -265,7 +280,8 @@ void rk__degrade(rk__super *s, const char *why)
 
 /* Ends the failed worker, delivers its replies, blames what it ran, and
  * moves the rings and the generation on. */
-static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what, int64_t t0, bool dead)
+static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what, int64_t t0, bool dead,
+                         uint64_t blame)
 {
     rk_runtime *rt = s->rt;
     char how[200] = "";
@@ -290,7 +306,7 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
     pthread_mutex_lock(&rt->d2h_lock);
     rk__drain_locked(rt); /* replies it posted are good */
     s->last = (rk_fault_info){.at_ns = t0, .error = code, .actor = 0xffff};
-    uint32_t blamed = rk__blame_locked(s, kind);
+    uint32_t blamed = rk__blame_locked(s, kind, blame);
     if (blamed) /* a request's fault, not the worker's: no back-off for it */
         s->no_progress = 0;
     snprintf(s->last.detail, sizeof s->last.detail, "%.120s%s%.120s%s", what, how[0] ? " (" : "", how, how[0] ? ")" : "");
@@ -314,7 +330,7 @@ static void rk__release_suspects(rk__super *s, int64_t now)
 }
 
 /* The worker failed: replace it (see the top of the file). s->lock held. */
-static void rk__recover(rk__super *s, int code, const char *what, bool dead)
+static void rk__recover(rk__super *s, int code, const char *what, bool dead, uint64_t blame)
 {
     rk_runtime *rt = s->rt;
     const uint32_t kind = s->active.kind;
@@ -324,8 +340,9 @@ static void rk__recover(rk__super *s, int code, const char *what, bool dead)
         rk__note_first_reply(s, true); /* the last recovery's, before this one's entry */
         rk_recovery *h = &s->hist[s->n_hist++ % RK__HIST];
         *h = (rk_recovery){.detected_at = rk__now_ns(), .error = code};
-        h->blamed = rk__bury(s, kind, code, why, h->detected_at, dead);
+        h->blamed = rk__bury(s, kind, code, why, h->detected_at, dead, blame);
         dead = false;
+        blame = 0;
         h->teardown_ns = rk__now_ns() - h->detected_at;
         atomic_store(&rt->recover_t0, h->detected_at);
         if (rk__crash_loop(s, rk__now_ns())) {
@@ -414,7 +431,7 @@ static bool rk__watch(rk__super *s, int64_t now)
         char what[128];
         snprintf(what, sizeof what, "worker heartbeat silent for %lld ms (heartbeat_ms %u)",
                  (long long)((now - s->hb_change) / 1000000), rt->cfg.heartbeat_ms);
-        rk__recover(s, -RK_EDEVICE, what, false);
+        rk__recover(s, -RK_EDEVICE, what, false, 0);
         return true;
     }
     for (uint32_t i = 0; i < RK__RUNNING_SLOTS; i++) {
@@ -429,9 +446,27 @@ static bool rk__watch(rk__super *s, int64_t now)
             char what[160];
             snprintf(what, sizeof what, "request %u of actor %u ran past its deadline (request_deadline_ms %u)",
                      RK__RUN_ID31(w), RK__RUN_ACTOR(w), rt->cfg.request_deadline_ms);
-            rk__recover(s, -RK_ETIMEDOUT, what, false);
+            rk__recover(s, -RK_ETIMEDOUT, what, false, 0);
             return true;
         }
+    }
+    /* a suspect retried alone that gets no answer within the deadline is
+     * that request's fault too (it either hangs or its retry was lost:
+     * seen once per ~40 retries of a faulting actor on an H100, cause not
+     * found); either way it gets its second strike and one answer */
+    const uint64_t sw = atomic_load(&rt->suspect);
+    const int64_t since = atomic_load(&rt->suspect_since);
+    const int64_t limit = (int64_t)(rt->cfg.request_deadline_ms ? rt->cfg.request_deadline_ms : 10000) * 1000000;
+    bool running = false; /* then the request deadline above is its watch */
+    for (uint32_t i = 0; sw && i < RK__RUNNING_SLOTS; i++)
+        running |= rk__ld_relaxed(&rt->view.hdr->running[i]) == sw;
+    if (sw && since && !running && !atomic_load(&rt->suspect_hold) && now - since > limit) {
+        char what[160];
+        snprintf(what, sizeof what, "suspect request %u of actor %u was not answered within %lld ms of its retry",
+                 RK__RUN_ID31(sw), RK__RUN_ACTOR(sw), (long long)(limit / 1000000));
+        atomic_store(&rt->suspect_since, 0);
+        rk__recover(s, -RK_ETIMEDOUT, what, false, sw);
+        return true;
     }
     return false;
 }
@@ -444,11 +479,11 @@ static void rk__on_active(rk__super *s)
     if (rc == -RK_ETIMEDOUT)
         return;
     if (rc == 0 && m.kind == RK__WM_FAULT) {
-        rk__recover(s, m.rc ? m.rc : -RK_EDEVICE, m.text, true);
+        rk__recover(s, m.rc ? m.rc : -RK_EDEVICE, m.text, true, 0);
     } else if (rc == 0) {
         rk__log(RK__LOG_WARN, "worker %d: unexpected control message %u", (int)s->active.pid, m.kind);
     } else {
-        rk__recover(s, -RK_EDEVICE, "the worker exited", false);
+        rk__recover(s, -RK_EDEVICE, "the worker exited", false, 0);
     }
 }
 
