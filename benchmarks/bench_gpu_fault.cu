@@ -153,8 +153,18 @@ static int fault_row(bench_report *rep, int device, int n_poison, bool warm)
         lost += h[i].error == -RK_ETIMEDOUT; /* the supervisor's watch on a suspect's retry */
         if (!h[i].first_reply_ns) /* the next fault came before any reply (it was the retry) */
             continue;
-        /* the retry runs (and faults) as soon as its suspect is let go */
-        int64_t fault_at = i % 2 == 0 ? sent_at[i / 2] : h[i - 1].detected_at + h[i - 1].suspects_ns;
+        if (h[i].error == -RK_ETIMEDOUT)
+            continue;
+        /* the fault's moment: the latest of the last poison sent and the
+         * moment the last recovery let its suspect go (the retry runs, and
+         * faults, at once) */
+        int64_t fault_at = 0;
+        for (int k = 0; k < n_poison; k++)
+            if (sent_at[k] < h[i].detected_at && sent_at[k] > fault_at)
+                fault_at = sent_at[k];
+        if (i && h[i - 1].suspects_ns && h[i - 1].detected_at + h[i - 1].suspects_ns > fault_at &&
+            h[i - 1].detected_at + h[i - 1].suspects_ns < h[i].detected_at)
+            fault_at = h[i - 1].detected_at + h[i - 1].suspects_ns;
         int64_t reply_at = h[i].detected_at + h[i].first_reply_ns;
         smp[ns] = (uint64_t)(reply_at - fault_at);
         det[nd++] = h[i].detected_at - fault_at;
