@@ -101,7 +101,9 @@ int rk__go(rk__super *s, rk__proc *w, bool *served)
         return rc;
     *served = true;
     w->live = true;
-    rc = rk__proc_await(w, RK__WM_RUNNING, &m, rk__proc_start_ms());
+    /* a launch takes milliseconds: a third of the start budget (10 s) is
+     * plenty, and a worker stuck in it is treated as a fault, not waited on */
+    rc = rk__proc_await(w, RK__WM_RUNNING, &m, rk__proc_start_ms() / 3);
     if (rc)
         return rc;
     w->dev = m.dev;
@@ -288,14 +290,9 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
     if (dead && s->active.pid > 0) {
         /* it reported a sticky error: its context is torn down and its
          * kernel cannot write any more, so the fresh worker need not wait
-         * for the process to go (~60-80 ms of CUDA teardown); reaped later */
+         * for the process to go (~60-80 ms of CUDA teardown) */
         int pid = (int)s->active.pid;
-        pid_t z = rk__proc_abandon(&s->active);
-        for (int i = 0; i < RK__ZOMBIES && z; i++)
-            if (!s->zombies[i])
-                s->zombies[i] = z, z = 0;
-        if (z) /* the list is full: reap this one now */
-            waitpid(z, NULL, 0);
+        rk__proc_abandon(&s->active);
         snprintf(how, sizeof how, "worker %d (%s) killed", pid, rk__kind_name(kind));
     } else {
         rk__proc_end(&s->active, how, sizeof how);
@@ -410,12 +407,6 @@ void rk__note_first_reply(rk__super *s, bool wait)
     pthread_mutex_unlock(&rt->d2h_lock);
 }
 
-void rk__reap_zombies(rk__super *s, bool wait)
-{
-    for (int i = 0; i < RK__ZOMBIES; i++)
-        if (s->zombies[i] && (waitpid(s->zombies[i], NULL, wait ? 0 : WNOHANG) != 0 || wait))
-            s->zombies[i] = 0;
-}
 
 /* ---- watching ---- */
 
@@ -543,7 +534,7 @@ void *rk__super_main(void *arg)
         if (hold && now >= hold)
             rk__release_suspects(s, now);
         rk__note_first_reply(s, false);
-        rk__reap_zombies(s, false);
+        rk__proc_reap_deferred(0);
         pthread_mutex_unlock(&s->lock);
     }
     return NULL;

@@ -7,7 +7,6 @@
 #include "worker.h"
 
 #define RK__HIST 64     /* recoveries kept for rk_runtime_recoveries */
-#define RK__ZOMBIES 8   /* killed workers not yet reaped */
 
 typedef struct rk__super {
     rk_runtime *rt;
@@ -35,7 +34,6 @@ typedef struct rk__super {
     int64_t run_since[RK__RUNNING_SLOTS];
     rk_recovery hist[RK__HIST]; /* the last recoveries, a ring */
     uint32_t n_hist;
-    pid_t zombies[RK__ZOMBIES]; /* killed after a sticky error, reaped later */
 } rk__super;
 
 RK__HIDDEN extern const char *const rk__state_names[];
@@ -49,8 +47,6 @@ RK__HIDDEN int rk__take_over(rk__super *s, uint32_t kind, bool *served, bool *wa
 RK__HIDDEN void rk__rings_reset_locked(rk_runtime *rt);
 RK__HIDDEN void rk__degrade(rk__super *s, const char *why);
 RK__HIDDEN void *rk__super_main(void *arg);
-/* Reaps the killed workers that exited; with wait, all of them. */
-RK__HIDDEN void rk__reap_zombies(rk__super *s, bool wait);
 /* Completes the history's newest entry from what the router saw. */
 RK__HIDDEN void rk__note_first_reply(rk__super *s, bool wait);
 

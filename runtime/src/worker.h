@@ -47,13 +47,17 @@ RK__HIDDEN int rk__proc_recv(rk__proc *w, rk__wmsg *m, int timeout_ms);
  * the worker's words in the detail. */
 RK__HIDDEN int rk__proc_await(rk__proc *w, uint32_t kind, rk__wmsg *m, int timeout_ms);
 
-/* Ends the worker: SIGKILL unless it already exited, then reaps it.
- * Describes how it ended in why (may be NULL). */
+/* Ends the worker: SIGKILL unless it already exited, then reaps it,
+ * waiting at most RK_WORKER_REAP_MS (3 s; a process stuck in the driver
+ * is reaped later instead). Describes how it ended in why (may be NULL). */
 RK__HIDDEN void rk__proc_end(rk__proc *w, char *why, size_t cap);
 
 /* Kills the worker without waiting for it to go (its kernel is known to be
- * dead: it reported a sticky error); returns its pid for a later reap. */
-RK__HIDDEN pid_t rk__proc_abandon(rk__proc *w);
+ * dead: it reported a sticky error); it is reaped later. */
+RK__HIDDEN void rk__proc_abandon(rk__proc *w);
+/* Reaps the killed workers that have exited since, waiting up to wait_ms
+ * for the rest (0: only those already gone). Any thread. */
+RK__HIDDEN void rk__proc_reap_deferred(int wait_ms);
 
 /* Stops the worker cleanly (STOP, STOPPED, exit), ending it the hard way
  * after timeout_ms. */

@@ -124,7 +124,7 @@ static void rk__super_stop(rk_runtime *rt)
     rk__cpu_thread_stop(&s->cpu, rt);
     rk__proc_stop(&s->active, RK__STOP_MS);
     rk__proc_stop(&s->standby, RK__STOP_MS);
-    rk__reap_zombies(s, true);
+    rk__proc_reap_deferred(RK__STOP_MS);
     rt->backend_state = NULL;
     rk__super_free(s);
 }

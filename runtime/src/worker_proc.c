@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -189,6 +190,60 @@ static void rk__describe_exit(const rk__proc *w, int st, char *why, size_t cap)
         snprintf(why, cap, "worker %d (%s) ended", (int)w->pid, b);
 }
 
+/* Killed workers that had not exited yet (a CUDA worker can take a while
+ * in the driver tearing a faulted context down): reaped later, by any
+ * thread, so that no supervisor ever blocks on one. Process-wide, like
+ * child processes themselves. */
+static pthread_mutex_t rk__deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t rk__deferred[64];
+
+static void rk__defer_reap(pid_t pid)
+{
+    pthread_mutex_lock(&rk__deferred_lock);
+    for (int i = 0; i < 64 && pid; i++)
+        if (!rk__deferred[i])
+            rk__deferred[i] = pid, pid = 0;
+    pthread_mutex_unlock(&rk__deferred_lock);
+    if (pid) /* 64 stuck processes: wait for this one rather than lose it */
+        waitpid(pid, NULL, 0);
+}
+
+void rk__proc_reap_deferred(int wait_ms)
+{
+    int64_t deadline = rk__now_ns() + (int64_t)wait_ms * 1000000;
+    for (;;) {
+        int left = 0;
+        pthread_mutex_lock(&rk__deferred_lock);
+        for (int i = 0; i < 64; i++) {
+            if (!rk__deferred[i])
+                continue;
+            pid_t r = waitpid(rk__deferred[i], NULL, WNOHANG);
+            if (r == rk__deferred[i] || (r < 0 && errno == ECHILD))
+                rk__deferred[i] = 0;
+            else
+                left++;
+        }
+        pthread_mutex_unlock(&rk__deferred_lock);
+        if (!left || rk__now_ns() >= deadline)
+            return;
+        rk__sleep_ns(1000000);
+    }
+}
+
+/* Waits up to RK_WORKER_REAP_MS (default 3 s) for a killed worker to exit. */
+static pid_t rk__reap(pid_t pid, int *st)
+{
+    const int64_t deadline = rk__now_ns() + rk__env_ll("RK_WORKER_REAP_MS", 3000) * 1000000;
+    for (;;) {
+        pid_t r = waitpid(pid, st, WNOHANG);
+        if (r != 0 && !(r < 0 && errno == EINTR))
+            return r;
+        if (rk__now_ns() >= deadline)
+            return 0;
+        rk__sleep_ns(200000);
+    }
+}
+
 void rk__proc_end(rk__proc *w, char *why, size_t cap)
 {
     if (w->pid > 0) {
@@ -199,15 +254,20 @@ void rk__proc_end(rk__proc *w, char *why, size_t cap)
         }
         if (r == 0) {
             kill(w->pid, SIGKILL);
-            /* blocks until the process is gone: a CUDA worker's context is
-             * torn down on the way out */
-            while ((r = waitpid(w->pid, &st, 0)) < 0 && errno == EINTR) {
-            }
+            /* a CUDA worker's context is torn down on the way out */
+            r = rk__reap(w->pid, &st);
         }
-        if (why && r == w->pid)
+        if (r == 0) {
+            rk__defer_reap(w->pid);
+            if (why)
+                snprintf(why, cap, "worker %d (%s) killed; it had not exited %lld ms later (reaped later)",
+                         (int)w->pid, w->kind == RK__WB_CUDA ? "cuda" : "cpu",
+                         rk__env_ll("RK_WORKER_REAP_MS", 3000));
+        } else if (why && r == w->pid) {
             rk__describe_exit(w, st, why, cap);
-        else if (why) /* someone else reaped it (a SIGCHLD handler of the program) */
+        } else if (why) { /* someone else reaped it (a SIGCHLD handler of the program) */
             snprintf(why, cap, "worker %d (%s) ended", (int)w->pid, w->kind == RK__WB_CUDA ? "cuda" : "cpu");
+        }
     } else if (why && cap) {
         why[0] = '\0';
     }
@@ -216,15 +276,15 @@ void rk__proc_end(rk__proc *w, char *why, size_t cap)
     *w = RK__PROC_NONE;
 }
 
-pid_t rk__proc_abandon(rk__proc *w)
+void rk__proc_abandon(rk__proc *w)
 {
-    pid_t pid = w->pid;
-    if (pid > 0)
-        kill(pid, SIGKILL);
+    if (w->pid > 0) {
+        kill(w->pid, SIGKILL);
+        rk__defer_reap(w->pid);
+    }
     if (w->ctl >= 0)
         close(w->ctl);
     *w = RK__PROC_NONE;
-    return pid;
 }
 
 void rk__proc_stop(rk__proc *w, int timeout_ms)
@@ -252,5 +312,5 @@ void rk__proc_stop(rk__proc *w, int timeout_ms)
         }
         rk__sleep_ns(1000000);
     }
-    rk__proc_end(w, NULL, 0);
+    rk__proc_end(w, NULL, 0); /* SIGKILL, bounded wait, else reaped later */
 }
