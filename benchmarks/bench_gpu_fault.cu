@@ -85,6 +85,56 @@ static int64_t med64(int64_t *v, int n)
     return m;
 }
 
+/* The row from the recovery history: per fault, its moment -> the first
+ * reply of the fresh worker, and the medians of where the time went. */
+static void fault_stats(bench_report *rep, const char *name, const rk_recovery *h, int nh, const int64_t *sent_at,
+                        int n_poison, uint64_t ok)
+{
+    /* per fault: its moment -> the first reply of the fresh worker */
+    uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)nh);
+    int64_t det[64], tear[64], start[64], first[64];
+    int nd = 0, nw = 0, ns = 0, lost = 0;
+    for (int i = 0; i < nh; i++) {
+        lost += h[i].error == -RK_ETIMEDOUT; /* the supervisor's watch on a suspect's retry */
+        if (!h[i].first_reply_ns) /* the next fault came before any reply (it was the retry) */
+            continue;
+        if (h[i].error == -RK_ETIMEDOUT)
+            continue;
+        /* the fault's moment: the latest of the last poison sent and the
+         * moment the last recovery let its suspect go (the retry runs, and
+         * faults, at once) */
+        int64_t fault_at = 0;
+        for (int k = 0; k < n_poison; k++)
+            if (sent_at[k] < h[i].detected_at && sent_at[k] > fault_at)
+                fault_at = sent_at[k];
+        if (i && h[i - 1].suspects_ns && h[i - 1].detected_at + h[i - 1].suspects_ns > fault_at &&
+            h[i - 1].detected_at + h[i - 1].suspects_ns < h[i].detected_at)
+            fault_at = h[i - 1].detected_at + h[i - 1].suspects_ns;
+        int64_t reply_at = h[i].detected_at + h[i].first_reply_ns;
+        smp[ns] = (uint64_t)(reply_at - fault_at);
+        det[nd++] = h[i].detected_at - fault_at;
+        tear[ns] = h[i].teardown_ns;
+        start[ns] = h[i].start_ns;
+        first[ns] = h[i].first_reply_ns - h[i].teardown_ns - h[i].start_ns;
+        ns++;
+        nw += h[i].warm;
+    }
+    char extra[400];
+    snprintf(extra, sizeof extra,
+             "\"faults\": %d, \"measured\": %d, \"lost_retries\": %d, \"poisons\": %d, \"warm_takeovers\": %d, \"detect_p50_ns\": %lld, "
+             "\"teardown_p50_ns\": %lld, \"start_p50_ns\": %lld, \"repost_p50_ns\": %lld, \"echoes\": %llu",
+             nh, ns, lost, n_poison, nw, (long long)med64(det, nd), (long long)med64(tear, ns), (long long)med64(start, ns),
+             (long long)med64(first, ns), (unsigned long long)ok);
+    latency_row(rep, name, "cuda", smp, (size_t)ns, extra);
+    if (lost)
+        printf("    %s: %d suspect retries got no answer and were blamed by the supervisor's watch\n", name, lost);
+    printf("    %s: %d faults (%d warm take-overs): median detection %.1f ms, teardown %.1f ms, start %.1f ms, "
+           "re-post to first reply %.1f ms; %llu echoes alongside, all answered once\n",
+           name, ns, nw, (double)med64(det, nd) / 1e6, (double)med64(tear, ns) / 1e6, (double)med64(start, ns) / 1e6,
+           (double)med64(first, ns) / 1e6, (unsigned long long)ok);
+    free(smp);
+}
+
 /* One row: n_poison poisons under load with or without the standby. */
 static int fault_row(bench_report *rep, int device, int n_poison, bool warm)
 {
@@ -145,50 +195,7 @@ static int fault_row(bench_report *rep, int device, int n_poison, bool warm)
                 (unsigned long long)sent, (unsigned long long)bad, nh, 2 * n_poison);
         return 1;
     }
-    /* per fault: its moment -> the first reply of the fresh worker */
-    uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)nh);
-    int64_t det[64], tear[64], start[64], first[64];
-    int nd = 0, nw = 0, ns = 0, lost = 0;
-    for (int i = 0; i < nh; i++) {
-        lost += h[i].error == -RK_ETIMEDOUT; /* the supervisor's watch on a suspect's retry */
-        if (!h[i].first_reply_ns) /* the next fault came before any reply (it was the retry) */
-            continue;
-        if (h[i].error == -RK_ETIMEDOUT)
-            continue;
-        /* the fault's moment: the latest of the last poison sent and the
-         * moment the last recovery let its suspect go (the retry runs, and
-         * faults, at once) */
-        int64_t fault_at = 0;
-        for (int k = 0; k < n_poison; k++)
-            if (sent_at[k] < h[i].detected_at && sent_at[k] > fault_at)
-                fault_at = sent_at[k];
-        if (i && h[i - 1].suspects_ns && h[i - 1].detected_at + h[i - 1].suspects_ns > fault_at &&
-            h[i - 1].detected_at + h[i - 1].suspects_ns < h[i].detected_at)
-            fault_at = h[i - 1].detected_at + h[i - 1].suspects_ns;
-        int64_t reply_at = h[i].detected_at + h[i].first_reply_ns;
-        smp[ns] = (uint64_t)(reply_at - fault_at);
-        det[nd++] = h[i].detected_at - fault_at;
-        tear[ns] = h[i].teardown_ns;
-        start[ns] = h[i].start_ns;
-        first[ns] = h[i].first_reply_ns - h[i].teardown_ns - h[i].start_ns;
-        ns++;
-        nw += h[i].warm;
-    }
-    char extra[400];
-    snprintf(extra, sizeof extra,
-             "\"faults\": %d, \"measured\": %d, \"lost_retries\": %d, \"poisons\": %d, \"warm_takeovers\": %d, \"detect_p50_ns\": %lld, "
-             "\"teardown_p50_ns\": %lld, \"start_p50_ns\": %lld, \"repost_p50_ns\": %lld, \"echoes\": %llu",
-             nh, ns, lost, n_poison, nw, (long long)med64(det, nd), (long long)med64(tear, ns), (long long)med64(start, ns),
-             (long long)med64(first, ns), (unsigned long long)ok);
-    const char *name = warm ? "fault_recovery" : "fault_recovery_cold";
-    latency_row(rep, name, "cuda", smp, (size_t)ns, extra);
-    if (lost)
-        printf("    %s: %d suspect retries got no answer and were blamed by the supervisor's watch\n", name, lost);
-    printf("    %s: %d faults (%d warm take-overs): median detection %.1f ms, teardown %.1f ms, start %.1f ms, "
-           "re-post to first reply %.1f ms; %llu echoes alongside, all answered once\n",
-           name, ns, nw, (double)med64(det, nd) / 1e6, (double)med64(tear, ns) / 1e6, (double)med64(start, ns) / 1e6,
-           (double)med64(first, ns) / 1e6, (unsigned long long)ok);
-    free(smp);
+    fault_stats(rep, warm ? "fault_recovery" : "fault_recovery_cold", h, nh, sent_at, n_poison, ok);
     free(sent_at);
     return 0;
 }
