@@ -52,9 +52,6 @@ RK__HIDDEN int rk__proc_await(rk__proc *w, uint32_t kind, rk__wmsg *m, int timeo
  * is reaped later instead). Describes how it ended in why (may be NULL). */
 RK__HIDDEN void rk__proc_end(rk__proc *w, char *why, size_t cap);
 
-/* Kills the worker without waiting for it to go (its kernel is known to be
- * dead: it reported a sticky error); it is reaped later. */
-RK__HIDDEN void rk__proc_abandon(rk__proc *w);
 /* Reaps the killed workers that have exited since, waiting up to wait_ms
  * for the rest (0: only those already gone). Any thread. */
 RK__HIDDEN void rk__proc_reap_deferred(int wait_ms);

@@ -276,17 +276,6 @@ void rk__proc_end(rk__proc *w, char *why, size_t cap)
     *w = RK__PROC_NONE;
 }
 
-void rk__proc_abandon(rk__proc *w)
-{
-    if (w->pid > 0) {
-        kill(w->pid, SIGKILL);
-        rk__defer_reap(w->pid);
-    }
-    if (w->ctl >= 0)
-        close(w->ctl);
-    *w = RK__PROC_NONE;
-}
-
 void rk__proc_stop(rk__proc *w, int timeout_ms)
 {
     if (w->pid <= 0)
