@@ -569,11 +569,40 @@ static void test_bad_configurations(void **state)
     assert_no_children();
 }
 
+/* The in-process mode loads the CUDA engine module on demand: on a machine
+ * without a driver (CI) it fails with a clear code, and auto falls back to
+ * the CPU saying why; librk itself never needed the CUDA libraries. */
+static void test_inprocess_module(void **state)
+{
+    (void)state;
+    rk_config c;
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CUDA;
+    c.isolation = RK_ISOLATION_NONE;
+    rk_runtime *rt = NULL;
+    int rc = rk_runtime_open(&rt, &c);
+    if (rc == 0) { /* a GPU machine: nothing to check here */
+        rk_runtime_close(rt);
+        return;
+    }
+    print_message("in-process CUDA: %s: %s\n", rk_err_name(rc), rk_last_detail());
+    assert_true(rc == -RK_ENODRIVER || rc == -RK_ENOCUDA || rc == -RK_ENODEV);
+    assert_true(strlen(rk_last_detail()) > 20);
+    c.backend = RK_BACKEND_AUTO;
+    rt = open_rt(&c);
+    rk_info in;
+    rk_runtime_info(rt, &in);
+    assert_string_equal(in.backend_name, "cpu");
+    assert_non_null(strstr(in.why, "CUDA backend unavailable"));
+    rk_runtime_close(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worker_basics),
         cmocka_unit_test(test_bad_configurations),
+        cmocka_unit_test(test_inprocess_module),
         cmocka_unit_test(test_poison_and_crash_loop),
         cmocka_unit_test(test_poison_meets_warm_standby),
         cmocka_unit_test(test_endless_loop_deadline),
