@@ -51,6 +51,8 @@ static int rkb__split(rkb_port *p, zmq_msg_t *fr, int nf, uint32_t total, bool l
         return rkb__drop(p, fr, nf, "its envelope has more than 255 frames");
     if (!env_n)
         env_n = 1;
+    /* set either way: a ring slot holds what its last item left there */
+    env->more = NULL;
     if (env_n > RKB_ENV_INLINE) {
         env->more = malloc((size_t)(env_n - RKB_ENV_INLINE) * sizeof(zmq_msg_t));
         if (!env->more)
