@@ -111,10 +111,10 @@ static int rkb__read_head(const uint8_t *p, size_t len, size_t *off, rkb__head *
 {
     size_t at = *off;
     uint8_t b = p[(*off)++];
+    rkb__classify(b, h); /* first: *h is written on every path */
     if (b == 0xc1)
         return rkb_error_set(err, RKB_E_MALFORMED,
                              "the body is not msgpack (byte 0xc1 at offset %zu is never used)", at);
-    rkb__classify(b, h);
     if (h->hdr) {
         size_t rem = len - *off;
         if (rem < h->hdr)
@@ -209,7 +209,10 @@ static int rkb__check_first(const uint8_t *p, size_t len, rkb_error *err)
 int rkb__scan_frame(const uint8_t *p, size_t len, const rkb_limits *lim, rkb__scan *out,
                     rkb_error *err)
 {
-    rkb__walk w = {.declared = 1};
+    rkb__walk w; /* not zeroed as a whole: its stack is written as it grows */
+    w.sp = 0;
+    w.declared = 1;
+    w.id_key_seen = w.next_is_id = false;
     w.max_depth = lim->max_depth ? lim->max_depth : RKB_DEFAULT_MAX_DEPTH;
     w.max_elements = lim->max_elements ? lim->max_elements : RKB_DEFAULT_MAX_ELEMENTS;
     if (w.max_depth > RKB_MAX_DEPTH_CAP)
@@ -220,6 +223,7 @@ int rkb__scan_frame(const uint8_t *p, size_t len, const rkb_limits *lim, rkb__sc
     if (rc)
         return rc;
     w.stack[0].left = 1;
+    w.stack[0].is_map = false;
     for (;;) {
         while (w.sp > 0 && w.stack[w.sp].left == 0)
             w.sp--;
@@ -235,7 +239,7 @@ int rkb__scan_frame(const uint8_t *p, size_t len, const rkb_limits *lim, rkb__sc
             return rkb_error_set(err, RKB_E_MALFORMED,
                                  "the frame is truncated: it ends at byte %zu inside an unfinished %s",
                                  len, w.stack[w.sp].is_map ? "map" : "array");
-        rkb__head h = {0};
+        rkb__head h;
         if ((rc = rkb__read_head(p, len, &off, &h, err)))
             return rc;
         if (top_key && !rkb__is_str(h.b))

@@ -278,7 +278,7 @@ static rkb_counters rkb__totals(const rkb_shared *sh)
  * up to the rest of --drain-ms (at least 2 s). A client that reads gets
  * them; ZeroMQ cannot say which replies a client that stopped reading lost,
  * so the exit line says only whether the wait ran out. */
-static void rkb__close(rkb_shared *sh)
+static void rkb__close(rkb_shared *sh, bool served)
 {
     int64_t now = rkb_now_ns();
     int64_t end = sh->stop_at ? sh->stop_at : now;
@@ -294,6 +294,8 @@ static void rkb__close(rkb_shared *sh)
     rkb_zap_stop(sh->port.zap);
     sh->port.zap = NULL;
     zmq_ctx_term(sh->ctx);
+    if (!served)
+        return;
     int64_t took = rkb_now_ns() - now;
     rkb_counters t = rkb__totals(sh);
     uint64_t done = t.replies + t.dropped_replies + t.unroutable;
@@ -326,7 +328,7 @@ int rkb_run(const rkb_config *c)
     int rc = rkb__start(sh, nw);
     if (rc == 0)
         rkb__serve(sh, nw);
-    rkb__close(sh);
+    rkb__close(sh, rc == 0);
     if (sh->front) {
         for (int i = 0; i < sh->n_loops; i++)
             if (rkb_ring_discard(sh->loops[i]->reqq) + rkb_ring_discard(sh->loops[i]->repq))

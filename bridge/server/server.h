@@ -69,8 +69,7 @@ static inline zmq_msg_t *rkb_env_at(rkb_env *e, int k)
 {
     return k < RKB_ENV_INLINE ? &e->in[k] : &e->more[k - RKB_ENV_INLINE];
 }
-/* Closes every frame still held and frees the spill array. */
-void rkb_env_close(rkb_env *e);
+/* Closes every frame still held and frees the spill array (pool.h). */
 
 /* ---- the port: the client ROUTER ---------------------------------------- */
 
@@ -180,12 +179,9 @@ typedef struct rkb_pool {
 
 int rkb_pool_init(rkb_pool *p, uint32_t entries, uint32_t window);
 void rkb_pool_fini(rkb_pool *p);
-/* Takes the free entry at free_head (the caller filled its frames). */
-void rkb_pool_take(rkb_pool *p);
-/* Closes the entry's frames and frees it. */
-void rkb_pool_put(rkb_pool *p, int32_t i);
-void rkb_pool_map_put(rkb_pool *p, uint64_t key, uint32_t idx);
-int32_t rkb_pool_map_take(rkb_pool *p, uint64_t key);
+/* pool.h, inline: rkb_pool_take (the free entry at free_head, whose frames
+ * the caller filled), rkb_pool_put (closes an entry's frames and frees it),
+ * rkb_pool_map_put, rkb_pool_map_take (the runtime id -> entry map). */
 void rkb_pool_park(rkb_pool *p, int32_t idx, int64_t deadline);
 int32_t rkb_pool_unpark(rkb_pool *p);
 
@@ -332,5 +328,7 @@ void rkb_zap_stop(rkb_zap *z);
 
 /* notify.c: systemd's readiness protocol; a no-op without $NOTIFY_SOCKET. */
 void rkb_notify(const char *state);
+
+#include "pool.h"
 
 #endif
