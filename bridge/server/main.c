@@ -186,7 +186,7 @@ static int rkb__numeric(rkb_config *c, int id, const char *arg)
     case O_ARENA: NUM(0, SIZE_MAX); c->rk.arena_size = (size_t)v; break;
     case O_WINDOW: NUM(1, 32768); c->rk.actor_window = (uint32_t)v; break;
     case O_MAXMSG: NUM(1, (uint64_t)1 << 31); c->max_message_bytes = (size_t)v; break;
-    case O_QUEUE: NUM(0, 1u << 20); c->queue = (uint32_t)v; break;
+    case O_QUEUE: NUM(1, 1u << 20); c->queue = (uint32_t)v; break;
     case O_QUEUE_BYTES: NUM(1, SIZE_MAX); c->queue_bytes = (size_t)v; break;
     case O_ADMISSION: NUM(0, 3600000); c->admission_ms = (uint32_t)v; break;
     case O_SNDHWM: NUM(0, INT32_MAX); c->sndhwm = (int)v; break;

@@ -43,7 +43,8 @@ static void child_exec(const char *const *argv, const bridge_opts *o, int out_fd
     dup2(out_fd, 1);
     dup2(err_fd, 2);
     if (o->nofile > 0) {
-        struct rlimit rl = {(rlim_t)o->nofile, (rlim_t)o->nofile};
+        struct rlimit rl = {(rlim_t)(o->nofile_soft > 0 ? o->nofile_soft : o->nofile),
+                            (rlim_t)o->nofile};
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     if (o->umask >= 0)

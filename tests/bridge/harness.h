@@ -53,7 +53,8 @@ extern char *g_last_err;
 typedef struct bridge_opts {
     const char *bind;        /* NULL: ipc://DIR/b.sock */
     const char *const *env;  /* extra "K=V" entries, NULL-terminated */
-    int nofile;              /* > 0: RLIMIT_NOFILE soft and hard */
+    int nofile;              /* > 0: RLIMIT_NOFILE hard limit (and soft) */
+    int nofile_soft;         /* > 0: ... but this soft limit */
     int umask;               /* >= 0: the bridge's umask */
     bool no_extra;           /* leave out g_extra */
     bool may_fail;           /* return -1 instead of failing when it does not start */
