@@ -515,6 +515,17 @@ void test_curve(void **state)
     assert_int_equal(rkc_connect(&c, b.ep, NULL), 0);
     assert_int_equal(rkc_call(c, &rq, &r, 2000), -ETIMEDOUT);
     rkc_close(c);
+    /* 200 unlisted clients at once (each retries its handshake): the
+     * refusals are logged at most 10 lines a second, the rest summed up */
+    int64_t t0 = now_ms();
+    static rkc *many[200];
+    for (int i = 0; i < 200; i++) {
+        assert_int_equal(rkc_connect(&many[i], b.ep, &om), 0);
+        assert_int_equal(rkc_send(many[i], &rq, NULL, TMO), 0);
+    }
+    usleep(1500000);
+    for (int i = 0; i < 200; i++)
+        rkc_close(many[i]);
     /* and the listed one still works */
     assert_int_equal(rkc_connect(&c, b.ep, &oa), 0);
     assert_int_equal(rkc_call(c, &rq, &r, TMO), 0);
@@ -522,6 +533,12 @@ void test_curve(void **state)
     rkc_reply_free(&r);
     rkc_close(c);
     assert_int_equal(bridge_stop(&b), 0);
+    int secs = (int)((now_ms() - t0) / 1000);
+    int lines = count_str(g_last_err, "refused a client key");
+    fprintf(stderr, "  %d CURVE refusal lines in %d s, %d summaries\n", lines, secs,
+            count_str(g_last_err, "more \"CURVE key refused\" lines"));
+    assert_true(lines >= 1 && lines <= 10 * (secs + 2));
+    assert_true(count_str(g_last_err, "more \"CURVE key refused\" lines") >= 1);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
 }
