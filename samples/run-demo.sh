@@ -16,7 +16,8 @@ for f in "$bridge" "$client"; do
 done
 endpoint=${RK_DEMO_ENDPOINT:-tcp://127.0.0.1:*}
 log=$(mktemp /tmp/rk-demo.XXXXXX)
-"$bridge" --backend auto --bind "$endpoint" >"$log" 2>&1 &
+# --allow-admin-ops: the demo relaunches the kernel (an admin operation)
+"$bridge" --backend auto --bind "$endpoint" --allow-admin-ops >"$log" 2>&1 &
 pid=$!
 stop() {
     if kill -0 "$pid" 2>/dev/null; then

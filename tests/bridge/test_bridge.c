@@ -1,12 +1,14 @@
-/* tests/bridge/test_bridge.c - rk-bridge over real sockets (suite 'bridge').
- *
- *   test_bridge PATH-TO-rk-bridge [GROUP]
+/* tests/bridge/test_bridge.c - rk-bridge over real sockets (suite 'bridge'):
+ * the protocol's error rows, envelopes, pipelining, launch/status, BUSY,
+ * SIGTERM with requests in flight, CURVE, the 100-client flood, start-up
+ * validation. The other groups are in test_limits.c (sizes, proxies,
+ * shutdown under load, logging, counters) and test_operator.c (ipc files,
+ * remote binds, keys, file descriptors, admin operations, the command
+ * line, systemd). main.c runs one group per meson test.
  *
  * Each group starts its own rk-bridge (--backend cpu) on an ipc:// endpoint
  * in a fresh temporary directory (no port clashes), drives it with the rkc
- * client library or raw ZeroMQ, and stops it with SIGTERM expecting exit 0.
- * Timeouts are generous and nothing asserts on timing: a loaded 2-core
- * machine must pass. */
+ * client library or raw ZeroMQ, and stops it with SIGTERM expecting exit 0. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,185 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-#include <msgpack.h>
-#include <zmq.h>
-
-#include "client.h"
-
-#define TMO 20000 /* ms: any reply that takes longer is a failure */
-
-static const char *g_bridge_path;
-/* extra rk-bridge options for every bridge a group starts (argv[3..]),
- * e.g. --io-threads 3 */
-static const char *g_extra[16];
-static int g_n_extra;
-
-typedef struct bridge {
-    pid_t pid;
-    char dir[64];
-    char ep[128];
-} bridge;
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Starts rk-bridge with extra args (NULL-terminated); waits for its
- * start-up line. */
-static void bridge_start(bridge *b, const char *extra, ...)
-{
-    snprintf(b->dir, sizeof b->dir, "/tmp/rkbt-XXXXXX");
-    assert_non_null(mkdtemp(b->dir));
-    snprintf(b->ep, sizeof b->ep, "ipc://%s/b.sock", b->dir);
-    const char *argv[64] = {g_bridge_path, "--backend", "cpu", "--bind", b->ep, "--log-level", "warn"};
-    int n = 7;
-    for (int i = 0; i < g_n_extra; i++)
-        argv[n++] = g_extra[i];
-    va_list ap;
-    va_start(ap, extra);
-    for (const char *a = extra; a && n < 62; a = va_arg(ap, const char *))
-        argv[n++] = a;
-    va_end(ap);
-    argv[n] = NULL;
-    int pfd[2];
-    assert_int_equal(pipe(pfd), 0);
-    b->pid = fork();
-    assert_true(b->pid >= 0);
-    if (b->pid == 0) {
-        dup2(pfd[1], 1);
-        close(pfd[0]);
-        close(pfd[1]);
-        execv(g_bridge_path, (char *const *)argv);
-        _exit(127);
-    }
-    close(pfd[1]);
-    char buf[4096];
-    size_t len = 0;
-    int64_t deadline = now_ms() + 60000;
-    while (!memchr(buf, '\n', len) && now_ms() < deadline && len < sizeof buf - 1) {
-        struct pollfd p = {pfd[0], POLLIN, 0};
-        if (poll(&p, 1, 1000) <= 0)
-            continue;
-        ssize_t r = read(pfd[0], buf + len, sizeof buf - 1 - len);
-        if (r <= 0)
-            break;
-        len += (size_t)r;
-    }
-    buf[len] = 0;
-    close(pfd[0]); /* the bridge writes nothing more to stdout */
-    if (!strstr(buf, "listening on")) {
-        fprintf(stderr, "rk-bridge did not start: \"%s\"\n", buf);
-        fail();
-    }
-}
-
-/* SIGTERM, then the exit status (-1: did not exit within 60 s). */
-static int bridge_stop(bridge *b)
-{
-    kill(b->pid, SIGTERM);
-    int st = 0;
-    int64_t deadline = now_ms() + 60000;
-    pid_t r;
-    while ((r = waitpid(b->pid, &st, WNOHANG)) == 0 && now_ms() < deadline)
-        usleep(10000);
-    if (r == 0) {
-        kill(b->pid, SIGKILL);
-        waitpid(b->pid, &st, 0);
-        return -1;
-    }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", b->dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", b->dir);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static rkc *client(const bridge *b)
-{
-    rkc *c;
-    assert_int_equal(rkc_connect(&c, b->ep, NULL), 0);
-    return c;
-}
-
-/* The bridge still answers another client correctly: echo and vadd. */
-static void assert_alive(const bridge *b)
-{
-    rkc *c = client(b);
-    rkc_reply r;
-    rkc_request rq = {.op = RKC_ECHO, .data = "still here", .len = 10};
-    assert_int_equal(rkc_call(c, &rq, &r, TMO), 0);
-    assert_true(r.ok);
-    assert_int_equal(r.len, 10);
-    assert_memory_equal(r.data, "still here", 10);
-    rkc_reply_free(&r);
-    float a[3] = {1.5f, -2.0f, 1e30f}, bb[3] = {2.25f, 0.5f, 1e30f};
-    rkc_request vq = {.op = RKC_VADD, .a = a, .b = bb, .n = 3};
-    assert_int_equal(rkc_call(c, &vq, &r, TMO), 0);
-    assert_true(r.ok);
-    assert_int_equal(r.len, 12);
-    for (int i = 0; i < 3; i++) {
-        float want = a[i] + bb[i], got;
-        memcpy(&got, r.data + 4 * i, 4);
-        assert_memory_equal(&got, &want, 4);
-    }
-    rkc_reply_free(&r);
-    rkc_close(c);
-}
+#include "harness.h"
 
 /* ---- every error row ------------------------------------------------ */
-
-typedef struct buf {
-    uint8_t *p;
-    size_t n, cap;
-} buf;
-
-static void put(buf *b, const void *d, size_t n)
-{
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2;
-        b->p = realloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-static void put_s(buf *b, const char *s) /* fixstr */
-{
-    uint8_t h = (uint8_t)(0xa0 | strlen(s));
-    put(b, &h, 1);
-    put(b, s, strlen(s));
-}
-static void put_byte(buf *b, uint8_t x) { put(b, &x, 1); }
-static void put_head(buf *b, int nkeys, int with_v, int with_id, uint64_t id, const char *op)
-{
-    put_byte(b, (uint8_t)(0x80 | nkeys));
-    if (with_v)
-        put_s(b, "v"), put_byte(b, 1);
-    if (with_id) {
-        put_s(b, "id");
-        put_byte(b, 0xcf);
-        for (int i = 7; i >= 0; i--)
-            put_byte(b, (uint8_t)(id >> (8 * i)));
-    }
-    if (op)
-        put_s(b, "op"), put_s(b, op);
-}
-static void put_bin(buf *b, const char *key, size_t n)
-{
-    put_s(b, key);
-    if (n < 256) {
-        put_byte(b, 0xc4), put_byte(b, (uint8_t)n);
-    } else {
-        put_byte(b, 0xc6);
-        for (int i = 3; i >= 0; i--)
-            put_byte(b, (uint8_t)(n >> (8 * i)));
-    }
-    for (size_t i = 0; i < n; i++)
-        put_byte(b, (uint8_t)i);
-}
 
 typedef struct bad_case {
     const char *name;
@@ -333,7 +159,7 @@ static const bad_case bad_cases[] = {
     {"launch_grid_str", "INVALID_ARGUMENT", "`grid`", 1, 1},
 };
 
-static void test_error_rows(void **state)
+void test_error_rows(void **state)
 {
     (void)state;
     bridge b;
@@ -375,7 +201,7 @@ static void test_error_rows(void **state)
 
 /* ---- envelopes ------------------------------------------------------- */
 
-static void test_envelopes(void **state)
+void test_envelopes(void **state)
 {
     (void)state;
     bridge b;
@@ -434,15 +260,7 @@ static void test_envelopes(void **state)
 
 /* ---- many in flight, out of order ------------------------------------ */
 
-static uint32_t rng(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return (uint32_t)(*s >> 11);
-}
-
-static void test_pipeline(void **state)
+void test_pipeline(void **state)
 {
     (void)state;
     bridge b;
@@ -502,19 +320,11 @@ static void test_pipeline(void **state)
 
 /* ---- launch and status ------------------------------------------------ */
 
-static uint64_t map_uint(const msgpack_object *m, const char *k)
-{
-    const msgpack_object *o = rkc_map_get(m, k);
-    assert_non_null(o);
-    assert_int_equal(o->type, MSGPACK_OBJECT_POSITIVE_INTEGER);
-    return o->via.u64;
-}
-
-static void test_launch_status(void **state)
+void test_launch_status(void **state)
 {
     (void)state;
     bridge b;
-    bridge_start(&b, NULL);
+    bridge_start(&b, "--allow-admin-ops", NULL);
     rkc *c = client(&b);
     rkc_reply r;
     rkc_request rq = {.op = RKC_LAUNCH, .grid = 8, .block = 128, .smem = 1024};
@@ -559,7 +369,7 @@ static void test_launch_status(void **state)
 
 /* ---- back-pressure: BUSY ---------------------------------------------- */
 
-static void test_busy(void **state)
+void test_busy(void **state)
 {
     (void)state;
     bridge b;
@@ -606,7 +416,7 @@ static void test_busy(void **state)
 
 /* ---- SIGTERM: in flight answered, SHUTTING_DOWN, exit 0 --------------- */
 
-static void test_shutdown(void **state)
+void test_shutdown(void **state)
 {
     (void)state;
     bridge b;
@@ -649,17 +459,7 @@ static void test_shutdown(void **state)
     rkc_close(c);
     free(a);
     free(bb);
-    int st = 0;
-    int64_t deadline = now_ms() + 60000;
-    pid_t w;
-    while ((w = waitpid(b.pid, &st, WNOHANG)) == 0 && now_ms() < deadline)
-        usleep(10000);
-    assert_int_equal(w, b.pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", b.dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(bridge_reap(&b, 60000), 0);
 }
 
 /* ---- CURVE allow-list ------------------------------------------------- */
@@ -673,7 +473,7 @@ static void read_z85(const char *path, char out[41])
     out[40] = 0;
 }
 
-static void test_curve(void **state)
+void test_curve(void **state)
 {
     (void)state;
     char dir[] = "/tmp/rkbk-XXXXXX";
@@ -715,6 +515,17 @@ static void test_curve(void **state)
     assert_int_equal(rkc_connect(&c, b.ep, NULL), 0);
     assert_int_equal(rkc_call(c, &rq, &r, 2000), -ETIMEDOUT);
     rkc_close(c);
+    /* 200 unlisted clients at once (each retries its handshake): the
+     * refusals are logged at most 10 lines a second, the rest summed up */
+    int64_t t0 = now_ms();
+    static rkc *many[200];
+    for (int i = 0; i < 200; i++) {
+        assert_int_equal(rkc_connect(&many[i], b.ep, &om), 0);
+        assert_int_equal(rkc_send(many[i], &rq, NULL, TMO), 0);
+    }
+    usleep(1500000);
+    for (int i = 0; i < 200; i++)
+        rkc_close(many[i]);
     /* and the listed one still works */
     assert_int_equal(rkc_connect(&c, b.ep, &oa), 0);
     assert_int_equal(rkc_call(c, &rq, &r, TMO), 0);
@@ -722,23 +533,22 @@ static void test_curve(void **state)
     rkc_reply_free(&r);
     rkc_close(c);
     assert_int_equal(bridge_stop(&b), 0);
+    int secs = (int)((now_ms() - t0) / 1000);
+    int lines = count_str(g_last_err, "refused a client key");
+    fprintf(stderr, "  %d CURVE refusal lines in %d s, %d summaries\n", lines, secs,
+            count_str(g_last_err, "more \"CURVE key refused\" lines"));
+    assert_true(lines >= 1 && lines <= 10 * (secs + 2));
+    assert_true(count_str(g_last_err, "more \"CURVE key refused\" lines") >= 1);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
 }
 
 /* ---- flood: >= 100 clients pipelining --------------------------------- */
 
-#ifndef __has_feature /* clang spells the sanitizers this way, gcc with macros */
-#define __has_feature(x) 0
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#if RKBT_SANITIZER
 #define RSS_BOUND_KB (768 * 1024) /* sanitizer shadow memory and quarantine */
 #else
 #define RSS_BOUND_KB (96 * 1024)  /* the bound the bridge states: 96 MiB */
-#endif
-#ifndef __has_feature
-#define __has_feature(x) 0
 #endif
 
 enum { FLOOD_CLIENTS = 100, FLOOD_PER = 400, FLOOD_WINDOW = 32 };
@@ -824,21 +634,7 @@ static void *flood_main(void *p)
     return NULL;
 }
 
-static long proc_kb(pid_t pid, const char *key)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long v = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, strlen(key)))
-            v = strtol(line + strlen(key) + 1, NULL, 10);
-    if (f)
-        fclose(f);
-    return v;
-}
-
-static void test_flood(void **state)
+void test_flood(void **state)
 {
     (void)state;
     bridge b;
@@ -877,7 +673,7 @@ static void test_flood(void **state)
 
 /* ---- start-up validation ---------------------------------------------- */
 
-static void test_startup(void **state)
+void test_startup(void **state)
 {
     (void)state;
     /* bad options exit non-zero before binding */
@@ -893,37 +689,3 @@ static void test_startup(void **state)
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
 }
 
-int main(int argc, char **argv)
-{
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH-TO-rk-bridge [errors|envelopes|pipeline|launch|busy|"
-                "shutdown|curve|flood|startup] [EXTRA rk-bridge OPTIONS...]\n", argv[0]);
-        return 2;
-    }
-    g_bridge_path = argv[1];
-    const char *only = argc > 2 ? argv[2] : NULL;
-    for (int i = 3; i < argc && g_n_extra < 16; i++)
-        g_extra[g_n_extra++] = argv[i];
-    signal(SIGPIPE, SIG_IGN);
-    struct { const char *name; struct CMUnitTest t; } all[] = {
-        {"errors", cmocka_unit_test(test_error_rows)},
-        {"envelopes", cmocka_unit_test(test_envelopes)},
-        {"pipeline", cmocka_unit_test(test_pipeline)},
-        {"launch", cmocka_unit_test(test_launch_status)},
-        {"busy", cmocka_unit_test(test_busy)},
-        {"shutdown", cmocka_unit_test(test_shutdown)},
-        {"curve", cmocka_unit_test(test_curve)},
-        {"flood", cmocka_unit_test(test_flood)},
-        {"startup", cmocka_unit_test(test_startup)},
-    };
-    struct CMUnitTest sel[16];
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        if (!only || !strcmp(only, all[i].name))
-            sel[n++] = all[i].t;
-    if (!n) {
-        fprintf(stderr, "no test group %s\n", only);
-        return 2;
-    }
-    return _cmocka_run_group_tests("bridge", sel, n, NULL, NULL);
-}

@@ -787,6 +787,8 @@ static void t_code_names(void **state)
         {RKB_E_DEVICE_FAULT, "DEVICE_FAULT"},
         {RKB_E_SHUTTING_DOWN, "SHUTTING_DOWN"},
         {RKB_E_INTERNAL, "INTERNAL"},
+        {RKB_E_ACTOR_FAILED, "ACTOR_FAILED"},
+        {RKB_E_PERMISSION_DENIED, "PERMISSION_DENIED"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         assert_true(want[i].code < 0);
@@ -794,9 +796,88 @@ static void t_code_names(void **state)
     }
     assert_string_equal(rkb_op_name(RKB_OP_VADD), "vadd");
     assert_string_equal(rkb_op_name(RKB_OP_NONE), "");
+    /* only launch changes the bridge for everyone */
+    for (int op = RKB_OP_NONE; op < RKB_OP_COUNT; op++)
+        assert_int_equal(rkb_op_is_admin((rkb_op)op), op == RKB_OP_LAUNCH);
 }
 
-int main(void)
+/* The status encoder: every field of status.h, every counter, and the map
+ * sizes msgpack-c reads back (nothing counted by hand can be off). */
+static void t_status_roundtrip(void **state)
+{
+    (void)state;
+    static const char *const in[] = {"a", "b", NULL}, *const out[] = {"c", NULL};
+    static const rkb_status_actor act = {"vadd", in, out, true, true};
+    static const char *const warn[] = {"careful"};
+    rkb_status st = {.backend = "cpu", .backend_why = "asked", .grid = 4, .block = 64,
+                     .endpoints = "ipc:///x", .ring_count = 10, .actors = &act, .n_actors = 1,
+                     .warnings = warn, .n_warnings = 1};
+    uint64_t k = 1;
+#define FILL(name, doc) st.counters.name = k++;
+    RKB_STATUS_COUNTERS(FILL)
+#undef FILL
+    rkb_encoder enc;
+    assert_int_equal(rkb_encoder_init(&enc), 0);
+    assert_int_equal(rkb_encode_status(&enc, true, 99, &st), 0);
+    msgpack_unpacked up;
+    size_t off = 0;
+    msgpack_unpacked_init(&up);
+    assert_int_equal(msgpack_unpack_next(&up, rkb_encoder_data(&enc), rkb_encoder_size(&enc), &off),
+                     MSGPACK_UNPACK_SUCCESS);
+    assert_int_equal(off, rkb_encoder_size(&enc));
+    const msgpack_object *o = &up.data, *f;
+#define ONE(key, put) +1
+    assert_int_equal(o->via.map.size, 3 RKB_STATUS_FIELDS(ONE));
+#undef ONE
+    assert_non_null(f = get(o, "device"));
+    assert_int_equal(f->type, MSGPACK_OBJECT_NIL);
+    assert_non_null(f = get(o, "actors"));
+    assert_int_equal(f->via.array.size, 1);
+    assert_non_null(f = get(o, "warnings"));
+    assert_int_equal(f->via.array.size, 1);
+    const msgpack_object *c = get(o, "counters");
+    assert_non_null(c);
+    k = 1;
+#define CHECK(name, doc)                                                       \
+    assert_non_null(f = get(c, #name));                                        \
+    assert_int_equal(f->via.u64, k++);
+    RKB_STATUS_COUNTERS(CHECK)
+#undef CHECK
+    assert_int_equal(c->via.map.size, k - 1);
+    msgpack_unpacked_destroy(&up);
+    rkb_encoder_destroy(&enc);
+}
+
+/* bridge/PROTOCOL.md names every error code and every counter (its path is
+ * the program's first argument). */
+static const char *g_protocol_md;
+static void t_protocol_md_in_step(void **state)
+{
+    (void)state;
+    if (!g_protocol_md)
+        skip();
+    FILE *fp = fopen(g_protocol_md, "r");
+    assert_non_null(fp);
+    static char text[1 << 17];
+    size_t n = fread(text, 1, sizeof text - 1, fp);
+    fclose(fp);
+    text[n] = 0;
+    char want[64];
+#define CODE(name, num)                                                        \
+    snprintf(want, sizeof want, "`%s`", #name);                               \
+    if (!strstr(text, want))                                                   \
+        fail_msg("PROTOCOL.md does not name the code %s", #name);
+    RKB_CODE_MAP(CODE)
+#undef CODE
+#define COUNTER(name, doc)                                                     \
+    snprintf(want, sizeof want, "`%s`", #name);                               \
+    if (!strstr(text, want))                                                   \
+        fail_msg("PROTOCOL.md does not describe the counter %s", #name);
+    RKB_STATUS_COUNTERS(COUNTER)
+#undef COUNTER
+}
+
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(t_malformed_garbage),
@@ -842,6 +923,9 @@ int main(void)
         cmocka_unit_test(t_reply_ok_roundtrip),
         cmocka_unit_test(t_reply_error_roundtrip),
         cmocka_unit_test(t_code_names),
+        cmocka_unit_test(t_status_roundtrip),
+        cmocka_unit_test(t_protocol_md_in_step),
     };
+    g_protocol_md = argc > 1 ? argv[1] : NULL;
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

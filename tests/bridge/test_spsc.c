@@ -1,5 +1,5 @@
 /* tests/bridge/test_spsc.c - the bridge's single-producer/single-consumer
- * ring (bridge/spsc.h): sizes, full/empty, in-place slots, 32-bit index
+ * ring (bridge/server/spsc.h): sizes, full/empty, in-place slots, 32-bit index
  * wrap-around, and two threads moving millions of items (no loss, no
  * duplicate, no reordering) plus real zmq_msg_t frames moved by struct copy
  * and closed on the other thread (what rk-bridge does). Runs under the

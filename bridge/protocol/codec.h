@@ -1,12 +1,12 @@
-/* bridge/codec.h - protocol v1 codec of the bridge daemon (rkb_ = bridge
- * internal). The wire contract is /work/shared/design/protocol.md; the
- * client-facing description is bridge/PROTOCOL.md.
+/* bridge/protocol/codec.h - the protocol v1.1 codec (rkb_ = bridge
+ * internal): every msgpack byte the bridge reads or writes goes through
+ * here. The wire contract is bridge/PROTOCOL.md.
  *
  * Decoding: rkb_decode_request() turns ONE ZeroMQ body frame into an
  * rkb_request, or into an rkb_error carrying the protocol error code and a
  * sentence naming the offending field or limit. It never trusts a declared
- * length: a bounded header pre-scan (see codec.c) refuses hostile frames
- * before msgpack-c allocates anything.
+ * length: a bounded header pre-scan (scan.c) refuses hostile frames before
+ * msgpack-c allocates anything.
  *
  * Order of checks (the first failing one decides the reply):
  *   1. TOO_LARGE            frame longer than lim->max_frame (when non-zero)
@@ -18,14 +18,16 @@
  *   3. UNSUPPORTED_VERSION  `v` missing or not the integer 1
  *   4. INVALID_ARGUMENT     `id` missing or not a uint64
  *   5. UNKNOWN_OP           `op` missing, not a string, or unknown
- *   6. INVALID_ARGUMENT     per-op arguments, in the order of protocol.md
+ *   6. INVALID_ARGUMENT     per-op arguments, in the order of PROTOCOL.md
  * The request id is reported (req->has_id) whenever the frame starts with a
  * map whose first top-level `id` key holds a uint64 that the scan reached,
  * even when a later check fails: error replies then echo it.
  *
- * Encoding: rkb_reply_begin_ok() / rkb_reply_error() pack through a
- * msgpack_packer, so a reply can go straight into whatever buffer the
- * packer's callback writes to (an sbuffer, a zmq_msg, a ring slot).
+ * Encoding: an rkb_encoder (one per thread) packs whole replies into its
+ * buffer (errors, ping, launch, status), or the head of a data reply into
+ * a caller's small array (the payload then follows it in the same frame,
+ * copied once). Thread-safety: none inside; one decoder state and one
+ * encoder per thread.
  */
 #ifndef RKB_CODEC_H
 #define RKB_CODEC_H
@@ -37,6 +39,8 @@
 
 #include <msgpack.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,7 +49,8 @@ extern "C" {
 
 /* Protocol error codes: negative values (0 is success), and the exact
  * strings that go on the wire in `error.code`. One X-macro generates the
- * enum and rkb_code_name() (libuv style). */
+ * enum and rkb_code_name() (libuv style). ACTOR_FAILED and
+ * PERMISSION_DENIED are v1.1. */
 #define RKB_CODE_MAP(X)                                                        \
     X(MALFORMED, 1)                                                            \
     X(UNSUPPORTED_VERSION, 2)                                                  \
@@ -56,7 +61,9 @@ extern "C" {
     X(LAUNCH_INVALID, 7)                                                       \
     X(DEVICE_FAULT, 8)                                                         \
     X(SHUTTING_DOWN, 9)                                                        \
-    X(INTERNAL, 10)
+    X(INTERNAL, 10)                                                            \
+    X(ACTOR_FAILED, 11)                                                        \
+    X(PERMISSION_DENIED, 12)
 
 typedef enum rkb_code {
     RKB_OK = 0,
@@ -80,23 +87,34 @@ typedef struct rkb_limits {
 
 #define RKB_DEFAULT_MAX_DEPTH 16u
 #define RKB_DEFAULT_MAX_ELEMENTS 4096u
-#define RKB_DEFAULT_MAX_FRAME ((size_t)64 << 20) /* 64 MiB */
+/* 129 MiB: a vadd of 2^24 float32 elements (two 64 MiB operands) and its
+ * map, with 1 MiB to spare for keys a client adds */
+#define RKB_DEFAULT_MAX_FRAME ((size_t)129 << 20)
 #define RKB_MAX_DEPTH_CAP 32u
 #define RKB_LIMITS_DEFAULT                                                     \
     ((rkb_limits){RKB_DEFAULT_MAX_DEPTH, RKB_DEFAULT_MAX_ELEMENTS,             \
                   RKB_DEFAULT_MAX_FRAME})
 
+/* Operations: wire name, and whether only an admin may call it. */
+#define RKB_OP_MAP(X)                                                          \
+    X(PING, "ping", false)                                                     \
+    X(ECHO, "echo", false)                                                     \
+    X(VADD, "vadd", false)                                                     \
+    X(STATUS, "status", false)                                                 \
+    X(LAUNCH, "launch", true)
+
 typedef enum rkb_op {
     RKB_OP_NONE = 0, /* not decoded (error before the op was known) */
-    RKB_OP_PING,
-    RKB_OP_ECHO,
-    RKB_OP_VADD,
-    RKB_OP_STATUS,
-    RKB_OP_LAUNCH,
+#define RKB__OP_ENUM(name, wire, admin) RKB_OP_##name,
+    RKB_OP_MAP(RKB__OP_ENUM)
+#undef RKB__OP_ENUM
+    RKB_OP_COUNT
 } rkb_op;
 
 /* Wire name of an op ("vadd"), "" for RKB_OP_NONE. Never NULL. */
 const char *rkb_op_name(rkb_op op);
+/* True for operations that change the bridge for every client (launch). */
+bool rkb_op_is_admin(rkb_op op);
 
 /* A byte range BORROWED from the caller's frame: valid only while that
  * frame's buffer is. Never NULL when len is 0 (it then points into the
@@ -133,7 +151,7 @@ typedef struct rkb_error {
 } rkb_error;
 
 /* Fill err with code and a printf-style sentence (truncated to fit).
- * Returns code, so callers can `return rkb_error_set(...)`. */
+ * Returns code, so callers can `return rkb_error_set(...)`. err may be NULL. */
 int rkb_error_set(rkb_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -175,22 +193,60 @@ int rkb_decode_request(const void *buf, size_t len, const rkb_limits *lim,
  * frame size is accepted: the scan reads headers, not payloads. */
 int rkb_peek_id(const void *buf, size_t len, uint64_t *id);
 
-/* Start an OK reply: a map of 3 + nfields entries with `v`: 1,
- * `id` (nil when !has_id) and `ok`: true. The caller then packs exactly
- * nfields key/value pairs. Returns 0, or RKB_E_INTERNAL when the packer's
- * write callback failed. */
+/* ---- encoding ---------------------------------------------------------- */
+
+/* The low-level pieces (tests and the fuzzer use them; the daemon uses the
+ * whole-reply encoders below). Each returns 0, or RKB_E_INTERNAL when the
+ * packer's write callback failed. */
+/* Start an OK reply: a map of 3 + nfields entries with `v`: 1, `id` (nil
+ * when !has_id) and `ok`: true; the caller packs exactly nfields pairs. */
 int rkb_reply_begin_ok(msgpack_packer *pk, bool has_id, uint64_t id,
                        uint32_t nfields);
-
-/* Write a complete error reply: `v`: 1, `id` (or nil), `ok`: false,
- * `error`: {`code`: rkb_code_name(code), `message`: message}. message NULL
- * is sent as "". Returns 0 or RKB_E_INTERNAL (write callback failed). */
+/* A complete error reply: `v`: 1, `id` (or nil), `ok`: false, `error`:
+ * {`code`: rkb_code_name(code), `message`: message}. NULL message is "". */
 int rkb_reply_error(msgpack_packer *pk, bool has_id, uint64_t id, int code,
                     const char *message);
-
-/* Pack a str key (a C string) - for callers adding fields after
- * rkb_reply_begin_ok(). Returns 0 or RKB_E_INTERNAL. */
+/* A str (a C string): a key, or a short value. */
 int rkb_pack_key(msgpack_packer *pk, const char *key);
+
+/* Largest head of a data reply: map, v, id, ok, key, bin header. */
+#define RKB_DATA_HEAD_MAX 40
+
+/* One thread's reply encoder: a growable buffer for whole replies and the
+ * constant bytes of a data reply, packed once by msgpack-c at init.
+ * Caller storage: _init (0 or RKB_E_INTERNAL), then _destroy once. */
+typedef struct rkb_encoder {
+    msgpack_sbuffer sbuf;
+    msgpack_packer pk;
+    uint8_t pre[16], suf[2][16]; /* {v: 1, id: | ok: true, data:/c: */
+    uint8_t pre_len, suf_len[2];
+} rkb_encoder;
+
+int rkb_encoder_init(rkb_encoder *enc);
+void rkb_encoder_destroy(rkb_encoder *enc);
+
+/* The reply the last rkb_encode_* call packed: enc->sbuf.data[0..size).
+ * It stays there until the next call; rkb_encoder_release hands the
+ * malloc'd buffer to the caller (free() it) and leaves the encoder empty. */
+static inline const void *rkb_encoder_data(const rkb_encoder *enc) { return enc->sbuf.data; }
+static inline size_t rkb_encoder_size(const rkb_encoder *enc) { return enc->sbuf.size; }
+void *rkb_encoder_release(rkb_encoder *enc);
+
+/* Whole replies into enc (replacing what it held). Each returns 0 or
+ * RKB_E_INTERNAL (out of memory). */
+int rkb_encode_error(rkb_encoder *enc, bool has_id, uint64_t id, int code,
+                     const char *message);
+int rkb_encode_ping(rkb_encoder *enc, bool has_id, uint64_t id, const char *backend);
+int rkb_encode_launch(rkb_encoder *enc, bool has_id, uint64_t id, const char *backend,
+                      uint32_t grid, uint32_t block, uint32_t smem);
+int rkb_encode_status(rkb_encoder *enc, bool has_id, uint64_t id, const rkb_status *st);
+
+/* The head of a data reply to `op` (echo: `data`, vadd: `c`) whose payload
+ * is len bytes: {v: 1, id, ok: true, data|c: bin header}. Writes at most
+ * RKB_DATA_HEAD_MAX bytes to out and returns how many; the payload follows
+ * them in the same frame. */
+size_t rkb_encode_data_head(const rkb_encoder *enc, uint8_t *out, bool has_id, uint64_t id,
+                            rkb_op op, size_t len);
 
 #ifdef __cplusplus
 }

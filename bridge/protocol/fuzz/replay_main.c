@@ -1,4 +1,4 @@
-/* bridge/fuzz/replay_main.c - run LLVMFuzzerTestOneInput over files, so the
+/* bridge/protocol/fuzz/replay_main.c - run LLVMFuzzerTestOneInput over files, so the
  * seed corpus and every saved crash are replayed by any compiler as a plain
  * test. Arguments: files or directories (not recursive; names starting with
  * '.' and README* are skipped). Exit 0 when all ran, 1 on an I/O problem; a

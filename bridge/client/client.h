@@ -1,4 +1,4 @@
-/* bridge/client.h - rkc: a C client of rk-bridge (protocol v1, see
+/* bridge/client/client.h - rkc: a C client of rk-bridge (protocol v1.1, see
  * bridge/PROTOCOL.md), msgpack via msgpack-c, ZeroMQ underneath.
  *
  *   rkc *c;
@@ -41,8 +41,13 @@ typedef struct rkc_options {
 
 /* Connects (ZeroMQ connects in the background: a bridge that is not up
  * yet is reached when it comes up). opt may be NULL. Returns 0 and *out,
- * or a negative errno. */
+ * or a negative errno with *out NULL; rkc_last_error() then says why.
+ * Prints nothing. */
 int rkc_connect(rkc **out, const char *endpoint, const rkc_options *opt);
+
+/* Why the calling thread's last rkc_connect failed, as a sentence (empty
+ * when it did not). Thread-local; never NULL. */
+const char *rkc_last_error(void);
 
 /* Closes the socket; replies still in flight are discarded. NULL is a no-op. */
 void rkc_close(rkc *c);

@@ -1,4 +1,4 @@
-/* bridge/fuzz/fuzz_request.c - libFuzzer target for the protocol codec.
+/* bridge/protocol/fuzz/fuzz_request.c - libFuzzer target for the protocol codec.
  *
  * Runs the decoder (default and tight limits), rkb_peek_id, and encodes the
  * reply the daemon would send, then checks invariants that must hold for ANY

@@ -1,4 +1,4 @@
-/* bridge/client.c - rkc, the C client library of rk-bridge. */
+/* bridge/client/client.c - rkc, the C client library of rk-bridge. */
 #include "client.h"
 
 #include <errno.h>
@@ -47,30 +47,42 @@ static int64_t rkc__now_ns(void)
 }
 
 const char *rkc_errmsg(const rkc *c) { return c ? c->err : "no client"; }
+
+static _Thread_local char rkc__connect_err[256];
+const char *rkc_last_error(void) { return rkc__connect_err; }
+
+static int rkc__connect_fail(rkc *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int rkc__connect_fail(rkc *c, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rkc__connect_err, sizeof rkc__connect_err, fmt, ap);
+    va_end(ap);
+    rkc_close(c);
+    return code;
+}
 void *rkc_socket(rkc *c) { return c->sock; }
 
 int rkc_connect(rkc **out, const char *endpoint, const rkc_options *opt)
 {
     static const rkc_options def = {0};
+    rkc__connect_err[0] = 0;
     if (!out || !endpoint)
-        return -EINVAL;
+        return rkc__connect_fail(NULL, -EINVAL, "no endpoint");
     *out = NULL;
     if (!opt)
         opt = &def;
     rkc *c = calloc(1, sizeof *c);
     if (!c)
-        return -ENOMEM;
+        return rkc__connect_fail(NULL, -ENOMEM, "out of memory");
     c->type = opt->socket_type;
     c->next_id = 1;
     msgpack_sbuffer_init(&c->sbuf);
     msgpack_packer_init(&c->pk, &c->sbuf, msgpack_sbuffer_write);
     c->ctx = zmq_ctx_new();
     c->sock = c->ctx ? zmq_socket(c->ctx, c->type == RKC_REQ ? ZMQ_REQ : ZMQ_DEALER) : NULL;
-    if (!c->sock) {
-        fprintf(stderr, "rkc_connect: zmq_socket: %s\n", zmq_strerror(errno));
-        rkc_close(c);
-        return -EIO;
-    }
+    if (!c->sock)
+        return rkc__connect_fail(c, -EIO, "zmq_socket: %s", zmq_strerror(errno));
     int linger = 0;
     zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
     int hwm = 100000;
@@ -81,18 +93,13 @@ int rkc_connect(rkc **out, const char *endpoint, const rkc_options *opt)
         if (!opt->secret_key || zmq_curve_public(pub, opt->secret_key) != 0 ||
             zmq_setsockopt(c->sock, ZMQ_CURVE_SERVERKEY, opt->server_public_key, 40) != 0 ||
             zmq_setsockopt(c->sock, ZMQ_CURVE_PUBLICKEY, pub, 40) != 0 ||
-            zmq_setsockopt(c->sock, ZMQ_CURVE_SECRETKEY, opt->secret_key, 40) != 0) {
-            fprintf(stderr, "rkc_connect: CURVE keys refused: %s\n",
-                    opt->secret_key ? zmq_strerror(errno) : "no client secret key");
-            rkc_close(c);
-            return -EINVAL;
-        }
+            zmq_setsockopt(c->sock, ZMQ_CURVE_SECRETKEY, opt->secret_key, 40) != 0)
+            return rkc__connect_fail(c, -EINVAL, "CURVE keys refused: %s",
+                                     opt->secret_key ? zmq_strerror(errno) : "no client secret key");
     }
-    if (zmq_connect(c->sock, endpoint) != 0) {
-        fprintf(stderr, "rkc_connect: cannot connect to %s: %s\n", endpoint, zmq_strerror(errno));
-        rkc_close(c);
-        return -EINVAL;
-    }
+    if (zmq_connect(c->sock, endpoint) != 0)
+        return rkc__connect_fail(c, -EINVAL, "cannot connect to %s: %s", endpoint,
+                                 zmq_strerror(errno));
     *out = c;
     return 0;
 }

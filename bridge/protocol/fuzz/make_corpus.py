@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Write the seed corpus for fuzz_request into bridge/fuzz/corpus/.
+"""Write the seed corpus for fuzz_request into bridge/protocol/fuzz/corpus/.
 
 Valid requests for every op, each protocol error row the codec decides, and
 the hostile frames the bounded pre-scan must refuse. Run from anywhere:
-    /usr/bin/python3 bridge/fuzz/make_corpus.py
+    /usr/bin/python3 bridge/protocol/fuzz/make_corpus.py
 The generated files are committed; rerun after editing this script.
 """
 import os

@@ -1,4 +1,4 @@
-/* bridge/spsc.h - a bounded single-producer/single-consumer ring of
+/* bridge/server/spsc.h - a bounded single-producer/single-consumer ring of
  * fixed-size items (rkb_spsc_ = bridge internal). rk-bridge hands request
  * and reply frames between its frontend and each worker through two of
  * them (--io-threads > 1); nothing here knows about ZeroMQ.
@@ -27,7 +27,7 @@
  *       in rkb_spsc_sp_slot: the consumer has finished reading a slot before
  *       the producer writes it again.
  * Nothing here sleeps; a caller that blocks when its ring is empty adds its
- * own wake-up handshake (rk-bridge: bridge.c, rkb__wake / rkb__sleep_prepare).
+ * own wake-up handshake (rk-bridge: server/handoff.c, rkb_wake / rkb_sleep_prepare).
  */
 #ifndef RKB_SPSC_H
 #define RKB_SPSC_H

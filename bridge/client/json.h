@@ -1,0 +1,13 @@
+/* bridge/client/json.h - rk-client's JSON output (see json.c). */
+#ifndef RKC_JSON_H
+#define RKC_JSON_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+/* Writes o as one JSON value (no newline). */
+void rkc_print_json(FILE *f, const msgpack_object *o);
+
+#endif

@@ -1,0 +1,337 @@
+/* bridge/client/rk_client.c - rk-client: talk to rk-bridge from the command
+ * line. Exit status: 0 every reply ok and correct, 1 a failure (no reply,
+ * an error reply, a wrong result: said on stderr), 2 a bad command line. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "json.h"
+
+static const char rkc__usage[] =
+"usage: rk-client [options] COMMAND [ARGS]\n"
+"Commands\n"
+"  ping                   round trip without the runtime; prints the backend\n"
+"  echo [TEXT]            echo TEXT (or --size random bytes) and check the bytes\n"
+"  vadd                   add two random float32 vectors of --n elements and\n"
+"                         check c against a local computation (bit for bit)\n"
+"  status                 print the bridge's status map (--json: as JSON)\n"
+"  launch                 relaunch the ring kernel with --grid/--block/--smem\n"
+"                         (an admin operation)\n"
+"Options\n"
+"  -e, --endpoint E       bridge endpoint (default tcp://127.0.0.1:5555)\n"
+"  -c, --count N          repeat N times and print latency percentiles (default 1)\n"
+"  -s, --size BYTES       echo payload size when no TEXT (default 64)\n"
+"  -n, --n N              vadd elements (default 1024)\n"
+"      --grid N, --block N, --smem BYTES   for launch\n"
+"  -t, --timeout MS       per request (default 5000)\n"
+"      --req              use a REQ socket instead of DEALER\n"
+"      --server-key FILE  CURVE: the bridge's public key file (Z85)\n"
+"      --secret-key FILE  CURVE: this client's secret key file (Z85)\n"
+"      --json             status: print the reply as JSON\n"
+"  -q, --quiet            print only the summary line\n"
+"  -V, --version          print the version and exit\n"
+"  -h, --help\n"
+"Exit status: 0 when every reply was ok and correct, 1 when something failed\n"
+"(the reason goes to stderr), 2 for a bad command line.\n";
+
+#define RKC_HINT "(see rk-client --help)"
+
+typedef struct rkc__args {
+    const char *endpoint, *skey, *ckey, *cmd, *text;
+    long count, size, n, timeout;
+    uint32_t grid, block, smem;
+    bool quiet, json, help, version;
+    rkc_options o;
+} rkc__args;
+
+static int rkc__num(const char *opt, const char *s, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 0);
+    if (errno || end == s || *end || v < min || v > max) {
+        fprintf(stderr, "rk-client: %s %s: expected a whole number from %ld to %ld " RKC_HINT "\n",
+                opt, s, min, max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+enum { O_GRID = 256, O_BLOCK, O_SMEM, O_REQ, O_SKEY, O_CKEY, O_JSON };
+
+static const struct option rkc__opts[] = {
+    {"endpoint", required_argument, 0, 'e'}, {"count", required_argument, 0, 'c'},
+    {"size", required_argument, 0, 's'},     {"n", required_argument, 0, 'n'},
+    {"grid", required_argument, 0, O_GRID},  {"block", required_argument, 0, O_BLOCK},
+    {"smem", required_argument, 0, O_SMEM},  {"timeout", required_argument, 0, 't'},
+    {"req", no_argument, 0, O_REQ},          {"server-key", required_argument, 0, O_SKEY},
+    {"secret-key", required_argument, 0, O_CKEY}, {"quiet", no_argument, 0, 'q'},
+    {"json", no_argument, 0, O_JSON},        {"version", no_argument, 0, 'V'},
+    {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+};
+
+static int rkc__option(rkc__args *a, int ch, const char *arg)
+{
+    long v;
+    switch (ch) {
+    case 'e': a->endpoint = arg; return 0;
+    case 'c': return rkc__num("--count", arg, 1, 100000000, &a->count);
+    case 's': return rkc__num("--size", arg, 0, 1L << 32, &a->size);
+    case 'n': return rkc__num("--n", arg, 1, 1L << 30, &a->n);
+    case 't': return rkc__num("--timeout", arg, 1, 86400000, &a->timeout);
+    case O_GRID: if (rkc__num("--grid", arg, 0, UINT32_MAX, &v)) return -1; a->grid = (uint32_t)v; return 0;
+    case O_BLOCK: if (rkc__num("--block", arg, 0, UINT32_MAX, &v)) return -1; a->block = (uint32_t)v; return 0;
+    case O_SMEM: if (rkc__num("--smem", arg, 0, UINT32_MAX, &v)) return -1; a->smem = (uint32_t)v; return 0;
+    case O_REQ: a->o.socket_type = RKC_REQ; return 0;
+    case O_SKEY: a->skey = arg; return 0;
+    case O_CKEY: a->ckey = arg; return 0;
+    case O_JSON: a->json = true; return 0;
+    case 'q': a->quiet = true; return 0;
+    case 'V': a->version = true; return 0;
+    case 'h': a->help = true; return 0;
+    default: return -1;
+    }
+}
+
+static int rkc__parse(rkc__args *a, int argc, char **argv)
+{
+    int ch;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":e:c:s:n:t:qhV", rkc__opts, NULL)) != -1) {
+        if (ch == ':') {
+            fprintf(stderr, "rk-client: option %s needs a value " RKC_HINT "\n", argv[optind - 1]);
+            return -1;
+        }
+        if (ch == '?') {
+            if (optopt && optopt < 256)
+                fprintf(stderr, "rk-client: unknown option -%c " RKC_HINT "\n", optopt);
+            else
+                fprintf(stderr, "rk-client: unknown option %s " RKC_HINT "\n", argv[optind - 1]);
+            return -1;
+        }
+        if (rkc__option(a, ch, optarg))
+            return -1;
+    }
+    if (a->help || a->version)
+        return 0;
+    if (optind >= argc) {
+        fprintf(stderr, "rk-client: no command: ping, echo, vadd, status or launch " RKC_HINT "\n");
+        return -1;
+    }
+    a->cmd = argv[optind];
+    a->text = optind + 1 < argc ? argv[optind + 1] : NULL;
+    if (optind + 2 < argc || (a->text && strcmp(a->cmd, "echo"))) {
+        fprintf(stderr, "rk-client: unexpected argument %s " RKC_HINT "\n", argv[argc - 1]);
+        return -1;
+    }
+    if (!!a->skey != !!a->ckey) {
+        fprintf(stderr, "rk-client: CURVE needs both --server-key and --secret-key " RKC_HINT "\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int rkc__read_key(const char *path, char out[41])
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "rk-client: cannot read key file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[128] = "";
+    int ok = fgets(line, sizeof line, f) && strcspn(line, " \t\r\n") == 40;
+    fclose(f);
+    if (!ok) {
+        fprintf(stderr, "rk-client: %s does not start with a 40-character Z85 key\n", path);
+        return -1;
+    }
+    memcpy(out, line, 40);
+    out[40] = 0;
+    return 0;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+/* The request and what its reply must be. */
+typedef struct rkc__work {
+    rkc_request rq;
+    uint8_t *buf;
+    float *a, *b, *want;
+} rkc__work;
+
+static int rkc__build(const rkc__args *a, rkc__work *w)
+{
+    static const struct { const char *name; rkc_op op; } cmds[] = {
+        {"ping", RKC_PING}, {"echo", RKC_ECHO}, {"vadd", RKC_VADD},
+        {"status", RKC_STATUS}, {"launch", RKC_LAUNCH},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+        if (!strcmp(a->cmd, cmds[i].name))
+            w->rq.op = cmds[i].op;
+    if (!w->rq.op) {
+        fprintf(stderr, "rk-client: unknown command %s: expected ping, echo, vadd, status or launch "
+                RKC_HINT "\n", a->cmd);
+        return -1;
+    }
+    w->rq.grid = a->grid, w->rq.block = a->block, w->rq.smem = a->smem;
+    if (w->rq.op == RKC_ECHO && a->text) {
+        w->rq.data = a->text;
+        w->rq.len = strlen(a->text);
+    } else if (w->rq.op == RKC_ECHO) {
+        w->buf = malloc((size_t)a->size + 1);
+        for (long i = 0; w->buf && i < a->size; i++)
+            w->buf[i] = (uint8_t)rnd();
+        w->rq.data = w->buf;
+        w->rq.len = (size_t)a->size;
+    } else if (w->rq.op == RKC_VADD) {
+        w->a = malloc((size_t)a->n * 4);
+        w->b = malloc((size_t)a->n * 4);
+        w->want = malloc((size_t)a->n * 4);
+        for (long i = 0; w->want && w->a && w->b && i < a->n; i++) {
+            w->a[i] = (float)((int32_t)rnd() % 100000) / 64.0f;
+            w->b[i] = (float)((int32_t)rnd() % 100000) / 1024.0f;
+            w->want[i] = w->a[i] + w->b[i];
+        }
+        w->rq.a = w->a, w->rq.b = w->b, w->rq.n = (size_t)a->n;
+    }
+    if ((w->rq.op == RKC_ECHO && !a->text && !w->buf) || (w->rq.op == RKC_VADD && (!w->a || !w->b || !w->want))) {
+        fprintf(stderr, "rk-client: out of memory for the request\n");
+        return -2;
+    }
+    return 0;
+}
+
+/* Checks one reply; prints what the first one says. Returns 0 or 1. */
+static int rkc__check(const rkc__args *a, const rkc__work *w, const rkc_reply *r, bool first)
+{
+    if (!r->ok) {
+        fprintf(stderr, "rk-client: %s: %s: %s\n", a->cmd, r->code, r->message);
+        return 1;
+    }
+    bool show = first && !a->quiet;
+    if (w->rq.op == RKC_ECHO) {
+        if (r->len != w->rq.len || (r->len && memcmp(r->data, w->rq.data, r->len))) {
+            fprintf(stderr, "rk-client: echo: MISMATCH: %zu bytes back for %zu sent\n", r->len, w->rq.len);
+            return 1;
+        }
+        if (show && a->text)
+            printf("echo: \"%.*s\" (%zu B) back intact in %.1f us\n", (int)r->len,
+                   (const char *)r->data, r->len, r->rtt_us);
+        else if (show)
+            printf("echo: %zu random bytes back intact in %.1f us\n", r->len, r->rtt_us);
+    } else if (w->rq.op == RKC_VADD) {
+        size_t wrong = r->len != (size_t)a->n * 4 ? (size_t)a->n : 0;
+        for (long k = 0; !wrong && k < a->n; k++)
+            wrong += memcmp(r->data + 4 * k, &w->want[k], 4) != 0;
+        if (wrong) {
+            fprintf(stderr, "rk-client: vadd: MISMATCH: %zu of %ld elements differ from the local sum\n",
+                    wrong, a->n);
+            return 1;
+        }
+        if (show) {
+            float c0, cl;
+            memcpy(&c0, r->data, 4);
+            memcpy(&cl, r->data + 4 * (a->n - 1), 4);
+            printf("vadd: %ld float32 elements, c[0] = %g + %g = %g ... c[%ld] = %g; all equal "
+                   "to the local sum, in %.1f us\n", a->n, w->a[0], w->b[0], c0, a->n - 1, cl, r->rtt_us);
+        }
+    } else if (show && w->rq.op == RKC_PING) {
+        printf("ping: backend %s, %.1f us\n", r->backend, r->rtt_us);
+    } else if (first && a->json) {
+        rkc_print_json(stdout, r->root);
+        printf("\n");
+    } else if (show) {
+        printf("%s (%.1f us): ", a->cmd, r->rtt_us);
+        msgpack_object_print(stdout, *r->root);
+        printf("\n");
+    }
+    return 0;
+}
+
+static int cmp_d(const void *x, const void *y)
+{
+    double p = *(const double *)x, q = *(const double *)y;
+    return p < q ? -1 : p > q;
+}
+
+static int rkc__run(const rkc__args *a, rkc__work *w, rkc *c)
+{
+    double *lat = calloc((size_t)a->count, sizeof *lat);
+    int bad = !lat;
+    for (long i = 0; i < a->count && !bad; i++) {
+        rkc_reply r;
+        int rc = rkc_call(c, &w->rq, &r, (int)a->timeout);
+        if (rc) {
+            fprintf(stderr, "rk-client: %s %s: %s%s\n", a->cmd, a->endpoint, rkc_errmsg(c),
+                    rc == -ETIMEDOUT ? " (is rk-bridge running there? With CURVE on, a client "
+                                       "whose key is not allowed gets no reply either)" : "");
+            bad = 1;
+            break;
+        }
+        lat[i] = r.rtt_us;
+        bad = rkc__check(a, w, &r, i == 0);
+        rkc_reply_free(&r);
+    }
+    if (!bad && a->count > 1) {
+        long n = a->count;
+        qsort(lat, (size_t)n, sizeof *lat, cmp_d);
+        printf("%s x %ld: round trip p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n", a->cmd,
+               n, lat[n / 2], lat[n * 9 / 10], lat[n * 99 / 100], lat[n - 1]);
+    } else if (!bad && a->quiet) {
+        printf("%s: ok, %.1f us\n", a->cmd, lat[0]);
+    }
+    free(lat);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    rkc__args a = {.endpoint = "tcp://127.0.0.1:5555", .count = 1, .size = 64, .n = 1024,
+                   .timeout = 5000, .block = 256};
+    if (rkc__parse(&a, argc, argv))
+        return 2;
+    if (a.help) {
+        fputs(rkc__usage, stdout);
+        return 0;
+    }
+    if (a.version) {
+        printf("rk-client %s (protocol v1.1)\n", RKB_VERSION);
+        return 0;
+    }
+    rkc__work w = {0};
+    char skey_z[41], ckey_z[41];
+    int rc = rkc__build(&a, &w);
+    rc = rc == -1 ? 2 : rc ? 1 : 0;
+    if (!rc && a.skey) {
+        rc = rkc__read_key(a.skey, skey_z) || rkc__read_key(a.ckey, ckey_z);
+        a.o.server_public_key = skey_z;
+        a.o.secret_key = ckey_z;
+    }
+    rkc *c = NULL;
+    if (!rc && rkc_connect(&c, a.endpoint, &a.o)) {
+        fprintf(stderr, "rk-client: %s\n", rkc_last_error());
+        rc = 1;
+    }
+    if (!rc)
+        rc = rkc__run(&a, &w, c);
+    rkc_close(c);
+    free(w.buf);
+    free(w.a);
+    free(w.b);
+    free(w.want);
+    return rc;
+}

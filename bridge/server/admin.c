@@ -1,0 +1,137 @@
+/* bridge/server/admin.c - the operations about the bridge itself: `status`
+ * (anyone) and `launch` (an admin operation: it changes the kernel every
+ * client shares). Who is an admin: with --allow-admin-ops every client;
+ * with CURVE, the clients whose key is in --curve-admin-dir (curve.c marks
+ * their connection "admin"); nobody else. */
+#include "server.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <sys/resource.h>
+
+bool rkb_is_admin(const rkb_loop *l, rkb_entry *e)
+{
+    if (l->cfg->allow_admin_ops)
+        return true;
+    if (!l->cfg->curve_secret_file || !e->body_open)
+        return false;
+    const char *user = zmq_msg_gets(&e->body, "User-Id");
+    return user && !strcmp(user, "admin");
+}
+
+bool rkb_is_launch_error(int rc)
+{
+    rc = rc < 0 ? -rc : rc;
+    return rc == RK_EBLOCK || rc == RK_ESMEM || rc == RK_EGRID || rc == RK_ENOCOOP ||
+           rc == RK_EINVAL;
+}
+
+void rkb_do_launch(rkb_loop *l, rkb_entry *e)
+{
+    uint64_t g = e->req.u.launch.grid, bl = e->req.u.launch.block, sm = e->req.u.launch.smem;
+    if (g > UINT32_MAX || bl > UINT32_MAX || sm > UINT32_MAX) {
+        const char *what = g > UINT32_MAX ? "grid" : bl > UINT32_MAX ? "block" : "smem";
+        uint64_t v = g > UINT32_MAX ? g : bl > UINT32_MAX ? bl : sm;
+        rkb_answer_error(l, e, RKB_E_LAUNCH_INVALID, "%s %" PRIu64 " exceeds %u", what, v, UINT32_MAX);
+        return;
+    }
+    int rc = rk_runtime_relaunch(l->sh->rt, (uint32_t)g, (uint32_t)bl, (uint32_t)sm);
+    if (rc) {
+        const char *d = rk_last_detail();
+        if (rkb_is_launch_error(rc))
+            rkb_answer_error(l, e, RKB_E_LAUNCH_INVALID, "%s", d[0] ? d : rk_strerror(rc));
+        else if (-rc == RK_EDEVICE)
+            rkb_answer_error(l, e, RKB_E_DEVICE_FAULT, "relaunch failed: %s", d[0] ? d : rk_strerror(rc));
+        else
+            rkb_answer_error(l, e, RKB_E_INTERNAL, "relaunch failed (%s): %s", rk_err_name(rc), d);
+        return;
+    }
+    rk_runtime_info(l->sh->rt, &l->info);
+    rkb_logk(RKB_LK_LAUNCH, RKB_LOG_INFO, "launch: kernel now grid %u block %u smem %u on the %s backend",
+             l->info.grid, l->info.block, l->info.smem, l->info.backend_name);
+    rkb_encode_launch(&l->enc, e->req.has_id, e->req.id, l->info.backend_name, l->info.grid,
+                      l->info.block, l->info.smem);
+    rkb_answer_encoded(l, e);
+}
+
+/* ---- status ---------------------------------------------------------------- */
+
+static const char *const rkb__data[] = {"data", NULL};
+static const char *const rkb__ab[] = {"a", "b", NULL};
+static const char *const rkb__c[] = {"c", NULL};
+/* The operations that run as actors: the built-ins, on either backend. */
+static const rkb_status_actor rkb__actors[] = {
+    {"echo", rkb__data, rkb__data, true, true},
+    {"vadd", rkb__ab, rkb__c, true, true},
+};
+
+/* Every thread's counters and gauges into c. */
+static void rkb__sum(const rkb_shared *sh, rkb_status_counters *c)
+{
+    for (int i = 0; i <= sh->n_loops; i++) {
+        const rkb_counters *t = i < sh->n_loops ? &sh->loops[i]->n : sh->front ? &sh->front->n : NULL;
+        if (!t)
+            continue;
+#define RKB__TC_SUM(name) c->name += RKB_LD(t->name);
+        RKB_THREAD_COUNTERS(RKB__TC_SUM)
+#undef RKB__TC_SUM
+        if (i < sh->n_loops) {
+            const rkb_pool *p = &sh->loops[i]->pool;
+            c->in_flight += RKB_LD(p->n_inflight);
+            c->queued += RKB_LD(p->n_parked);
+            c->queued_bytes += RKB_LD(p->parked_bytes);
+        }
+    }
+    c->connections = c->accepted > c->disconnects ? c->accepted - c->disconnects : 0;
+}
+
+static void rkb__counters(const rkb_loop *l, rkb_status_counters *c)
+{
+    const rkb_shared *sh = l->sh;
+    rk_stats st;
+    rk_runtime_stats(sh->rt, &st);
+    rkb__sum(sh, c);
+    c->restarts = st.restarts;
+    c->log_suppressed = rkb_log_suppressed();
+    c->ring_requests = st.requests;
+    c->ring_replies = st.replies;
+    c->ring_errors = st.errors;
+    c->arena_used = st.arena_used;
+    c->arena_peak = st.arena_peak;
+    c->max_message_bytes = l->cfg->max_message_bytes;
+    c->transport_cap_bytes = (uint64_t)l->cfg->max_message_bytes * 4;
+    c->window = l->cfg->rk.actor_window;
+    c->io_threads = (uint64_t)sh->n_loops;
+    c->zmq_io_threads = (uint64_t)l->cfg->zmq_io_threads;
+    c->fd_limit = sh->fd_limit;
+    /* the whole process (I/O threads, ZeroMQ's threads, the CPU backend's
+     * worker): rk-bench bridge divides its growth by the messages */
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    c->cpu_user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec;
+    c->cpu_sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+}
+
+void rkb_do_status(rkb_loop *l, rkb_entry *e)
+{
+    const rkb_shared *sh = l->sh;
+    rk_runtime_info(sh->rt, &l->info); /* another thread may have relaunched the kernel */
+    const rk_info *in = &l->info;
+    rkb_status s = {
+        .backend = in->backend_name, .backend_why = in->why,
+        .has_device = in->has_device, .device_name = in->device_name,
+        .sm_count = (uint64_t)in->sm_count, .cc_major = in->cc_major, .cc_minor = in->cc_minor,
+        .grid = in->grid, .block = in->block, .smem = in->smem,
+        .max_grid = in->max_grid, .max_block = in->max_block, .max_smem = in->max_smem,
+        .endpoints = sh->endpoints,
+        .ring_p50_ns = sh->ring_p50_ns, .ring_p99_ns = sh->ring_p99_ns, .ring_count = sh->ring_count,
+        .actors = rkb__actors, .n_actors = sizeof rkb__actors / sizeof *rkb__actors,
+        .warnings = sh->warnings, .n_warnings = (size_t)sh->n_warnings,
+    };
+    rkb__counters(l, &s.counters);
+    if (rkb_encode_status(&l->enc, e->req.has_id, e->req.id, &s) != 0) {
+        rkb_answer_error(l, e, RKB_E_INTERNAL, "out of memory encoding the status");
+        return;
+    }
+    rkb_answer_encoded(l, e);
+}

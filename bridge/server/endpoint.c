@@ -1,0 +1,220 @@
+/* bridge/server/endpoint.c - where the bridge listens, and the safety rules
+ * for it:
+ *  - a bind that other hosts can reach needs CURVE, or the operator's
+ *    explicit --allow-insecure-remote (then a warning at start-up and in
+ *    `status`);
+ *  - an ipc:// path is bound only when nothing is there, or when a socket
+ *    is there that nobody answers on (left by a bridge that was killed):
+ *    never over a regular file or a symlink, never over a live bridge;
+ *    libzmq would unlink either without asking;
+ *  - its socket file gets --ipc-mode (0600) whatever the umask, and is
+ *    removed at exit when it is still the file this bridge created. */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* ---- who can reach an endpoint -------------------------------------------- */
+
+/* True when only this host can reach ep: ipc, inproc, or tcp on a loopback
+ * address (127.0.0.0/8, ::1, localhost, the interface lo). Any other tcp
+ * host (0.0.0.0, *, an interface, a name) and any other transport reach
+ * further. */
+static bool rkb__host_only(const char *ep)
+{
+    if (!strncmp(ep, "ipc://", 6) || !strncmp(ep, "inproc://", 9))
+        return true;
+    if (strncmp(ep, "tcp://", 6))
+        return false;
+    const char *h = ep + 6, *colon = strrchr(h, ':');
+    char host[128];
+    size_t n = colon ? (size_t)(colon - h) : strlen(h);
+    if (n >= sizeof host)
+        return false;
+    memcpy(host, h, n);
+    host[n] = 0;
+    char *hp = host;
+    if (hp[0] == '[' && n >= 2 && hp[n - 1] == ']') {
+        hp[n - 1] = 0;
+        hp++;
+    }
+    if (!strcmp(hp, "localhost") || !strcmp(hp, "lo"))
+        return true;
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, hp, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, hp, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6) ||
+               (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+    return false;
+}
+
+int rkb_endpoints_check(rkb_shared *sh)
+{
+    const rkb_config *c = sh->cfg;
+    if (c->curve_secret_file)
+        return 0;
+    for (int i = 0; i < c->n_binds; i++) {
+        if (rkb__host_only(c->binds[i]))
+            continue;
+        if (!c->allow_insecure_remote) {
+            fprintf(stderr,
+                    "rk-bridge: --bind %s can be reached from other hosts and CURVE is off: "
+                    "anyone who reaches it could use the bridge; serve it with "
+                    "--curve-secret-key-file (see --gen-keys), bind a loopback address, or "
+                    "accept that with --allow-insecure-remote\n",
+                    c->binds[i]);
+            return RKB_EXIT_USAGE;
+        }
+        rkb_warn_operator(sh, "%s is reachable from other hosts without CURVE "
+                          "(--allow-insecure-remote): anyone who reaches it can use the bridge",
+                          c->binds[i]);
+    }
+    return 0;
+}
+
+/* ---- ipc files ------------------------------------------------------------ */
+
+/* 0 when path may be bound: nothing is there, or a socket nobody answers
+ * on. Else -1 and why in msg. */
+static int rkb__ipc_check(const char *path, char *msg, size_t cap)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(msg, cap, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(msg, cap, "%s exists and is not a socket (%s); refusing to replace it",
+                 path, S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISREG(st.st_mode) ? "a regular file" : "another kind of file");
+        return -1;
+    }
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        snprintf(msg, cap, "%s is longer than a socket path may be (%zu bytes)", path,
+                 sizeof sa.sun_path - 1);
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(msg, cap, "socket: %s", strerror(errno));
+        return -1;
+    }
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    int err = errno;
+    close(fd);
+    if (rc != 0 && err == ECONNREFUSED)
+        return 0; /* left behind by a process that is gone */
+    if (rc == 0)
+        snprintf(msg, cap, "another process (a running rk-bridge?) answers on %s", path);
+    else
+        snprintf(msg, cap, "cannot tell whether a process answers on %s: %s", path, strerror(err));
+    return -1;
+}
+
+/* Binds an ipc:// path: checked, created with no access for group and
+ * others (umask 077 around the bind; umask is process-wide, and no other
+ * thread creates files), then given the configured mode. */
+static int rkb__bind_ipc(rkb_port *p, rkb_endpoint *e, const char *ep, char *msg, size_t cap)
+{
+    const char *path = ep + 6;
+    bool file = path[0] != '@' && strcmp(path, "*") != 0; /* abstract, or a temporary name */
+    if (file && rkb__ipc_check(path, msg, cap))
+        return -1;
+    mode_t old = umask(077);
+    int rc = zmq_bind(p->router, ep);
+    int err = errno;
+    umask(old);
+    if (rc != 0) {
+        snprintf(msg, cap, "%s", zmq_strerror(err));
+        return -1;
+    }
+    size_t sz = sizeof e->bound;
+    if (zmq_getsockopt(p->router, ZMQ_LAST_ENDPOINT, e->bound, &sz) != 0)
+        snprintf(e->bound, sizeof e->bound, "%s", ep);
+    const char *real = e->bound + 6;
+    struct stat st;
+    if (real[0] == '@' || lstat(real, &st) != 0)
+        return 0;
+    if (chmod(real, (mode_t)p->sh->cfg->ipc_mode) != 0) {
+        snprintf(msg, cap, "chmod %04o %s: %s", p->sh->cfg->ipc_mode, real, strerror(errno));
+        zmq_unbind(p->router, e->bound);
+        return -1;
+    }
+    if (file) {
+        e->ipc_file = true;
+        snprintf(e->path, sizeof e->path, "%s", real);
+        e->dev = st.st_dev;
+        e->ino = st.st_ino;
+    }
+    return 0;
+}
+
+int rkb_endpoint_bind(rkb_port *p, rkb_endpoint *e, char *msg, size_t cap)
+{
+    /* again after a pause: the address it had (a tcp://HOST:* port stays) */
+    const char *ep = e->bound[0] ? e->bound : e->asked;
+    char again[sizeof e->bound];
+    snprintf(again, sizeof again, "%s", ep);
+    if (!strncmp(again, "ipc://", 6)) {
+        if (rkb__bind_ipc(p, e, again, msg, cap))
+            return -1;
+    } else {
+        if (zmq_bind(p->router, again) != 0) {
+            snprintf(msg, cap, "%s", zmq_strerror(errno));
+            return -1;
+        }
+        size_t sz = sizeof e->bound;
+        if (zmq_getsockopt(p->router, ZMQ_LAST_ENDPOINT, e->bound, &sz) != 0)
+            snprintf(e->bound, sizeof e->bound, "%s", again);
+    }
+    e->listening = true;
+    return 0;
+}
+
+void rkb_endpoint_unbind(rkb_port *p, rkb_endpoint *e)
+{
+    if (e->listening && zmq_unbind(p->router, e->bound) != 0)
+        rkb_logk(RKB_LK_SYSTEM, RKB_LOG_ERROR, "zmq_unbind %s: %s", e->bound, zmq_strerror(errno));
+    e->listening = false;
+}
+
+void rkb_endpoint_remove_file(rkb_endpoint *e)
+{
+    struct stat st;
+    if (e->ipc_file && lstat(e->path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+        (uint64_t)st.st_dev == e->dev && (uint64_t)st.st_ino == e->ino)
+        unlink(e->path);
+    e->ipc_file = false;
+}
+
+/* ---- file descriptors --------------------------------------------------- */
+
+uint64_t rkb_raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    rlim_t want = rl.rlim_max == RLIM_INFINITY ? (rlim_t)1 << 20 : rl.rlim_max;
+    if (rl.rlim_cur < want) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            rkb_log(RKB_LOG_DEBUG, "file descriptor limit raised from %llu to %llu",
+                    (unsigned long long)was, (unsigned long long)want);
+        else
+            rl.rlim_cur = was;
+    }
+    return (uint64_t)rl.rlim_cur;
+}

@@ -1,0 +1,344 @@
+/* bridge/server/main.c - rk-bridge: the command line, signals, then
+ * rkb_run(). Exit status: 0 clean shutdown, 1 run-time failure, 2 a command
+ * line that cannot or must not run (config.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+
+static const char rkb__usage[] =
+"usage: rk-bridge [options]\n"
+"Relays protocol v1.1 requests (msgpack over a ZeroMQ ROUTER socket, see\n"
+"bridge/PROTOCOL.md) into the ringkernel runtime and the replies back.\n"
+"\n"
+"Endpoints\n"
+"  -b, --bind ENDPOINT        bind here; repeatable (default tcp://127.0.0.1:5555,\n"
+"                             loopback only). tcp://HOST:*, ipc://PATH and\n"
+"                             inproc:// work too; the start-up line names the\n"
+"                             endpoints actually bound. An ipc:// path is never\n"
+"                             bound over a file that is not a socket, nor over a\n"
+"                             socket a live process answers on; it is removed at exit\n"
+"      --ipc-mode MODE        permission bits of ipc:// socket files, octal\n"
+"                             (default 0600: only this user may connect)\n"
+"Runtime and kernel (an invalid kernel configuration prints LAUNCH_INVALID and\n"
+"exits with status 2 before binding anything)\n"
+"      --backend auto|cuda|cpu  auto (default) uses a GPU that passes launch\n"
+"                             validation and the self-test, else the CPU backend\n"
+"      --device N             CUDA device ordinal (default 0)\n"
+"      --grid N               blocks of the ring kernel; 0 = as many as can be\n"
+"                             co-resident (default 0)\n"
+"      --block N              threads per block (default 256)\n"
+"      --smem BYTES           dynamic shared memory per block (default 0)\n"
+"      --ring-slots N         slots per ring, power of two (default 1024)\n"
+"      --slot-size BYTES      bytes per ring slot, power of two 128..4096 (default 256)\n"
+"      --arena-bytes BYTES    data arena for payloads that do not fit a slot\n"
+"                             (default 256M: a request and its reply live there)\n"
+"      --window N             requests in flight per I/O thread, 1..32768 (default 4096)\n"
+"Limits and back-pressure\n"
+"      --max-message-bytes BYTES  largest request frame (default 129M: a vadd of\n"
+"                             2^24 float32 elements). Larger frames up to the\n"
+"                             transport cap, 4 times this, get TOO_LARGE; ZeroMQ\n"
+"                             closes the connection of a frame above the cap\n"
+"      --queue N              requests that may wait for ring/arena room (default 4096)\n"
+"      --queue-bytes BYTES    bytes of frames that may wait (default 512M); when\n"
+"                             either is full the bridge stops reading its socket\n"
+"      --admission-ms MS      how long a request may wait for room before BUSY\n"
+"                             (default 100)\n"
+"      --sndhwm N, --rcvhwm N ZeroMQ high-water marks in messages per client\n"
+"                             (default 10000 and 1000)\n"
+"Threads\n"
+"      --io-threads N|auto    auto (default): 1 on up to 4 cores, 2 on up to 8,\n"
+"                             else 3. 1: one thread owns the socket and the\n"
+"                             runtime actor and does all the work. N > 1 (up to\n"
+"                             64): a frontend thread owns the socket and hands\n"
+"                             requests to N worker threads through lock-free\n"
+"                             rings, each worker with its own actor\n"
+"      --zmq-io-threads N     ZeroMQ's background I/O threads (default 1)\n"
+"Shutdown (SIGINT or SIGTERM: every request read is answered, then exit 0)\n"
+"      --shutdown-quiet-ms MS after the signal, keep reading (answering\n"
+"                             SHUTTING_DOWN) until no request came for this long\n"
+"                             (default 200): requests sent before the signal get\n"
+"                             their reply\n"
+"      --shutdown-grace-ms MS ... and at least this long (default 0)\n"
+"      --drain-ms MS          exit at most this long after the signal, whatever is\n"
+"                             still in flight (default 10000)\n"
+"Security (default: loopback, no encryption, no admin operations)\n"
+"      --curve-secret-key-file FILE  serve CURVE-encrypted with this server secret\n"
+"                             key (a file only its owner may read)\n"
+"      --curve-allow-dir DIR  clients whose public key is in DIR/*.pub may connect\n"
+"      --curve-admin-dir DIR  ... and those in DIR/*.pub may connect and use admin\n"
+"                             operations (launch)\n"
+"      --allow-admin-ops      every client may use admin operations (without\n"
+"                             CURVE the only way to allow them)\n"
+"      --allow-insecure-remote  allow a bind other hosts can reach without CURVE\n"
+"                             (refused otherwise; then warned about)\n"
+"      --allow-insecure-key   use a secret key file that group or others may read\n"
+"      --gen-keys PREFIX      write a keypair to PREFIX.key (secret, 0600) and\n"
+"                             PREFIX.pub, then exit; never replaces a file\n"
+"      --force                with --gen-keys: replace existing key files\n"
+"Other\n"
+"      --log-level LEVEL      error, warn, info (default) or debug (stderr); lines\n"
+"                             a client can cause are limited to 10 a second per kind\n"
+"  -V, --version              print the version and exit\n"
+"  -h, --help                 this text\n"
+"\n"
+"Sizes take a K, M or G suffix (powers of 1024). Exit status: 0 after a clean\n"
+"shutdown, 1 when something failed at run time, 2 for a bad command line.\n";
+
+enum {
+    O_BACKEND = 256, O_DEVICE, O_GRID, O_BLOCK, O_SMEM, O_RING_SLOTS, O_SLOT_SIZE, O_ARENA,
+    O_WINDOW, O_MAXMSG, O_QUEUE, O_QUEUE_BYTES, O_ADMISSION, O_SNDHWM, O_RCVHWM, O_GRACE,
+    O_QUIET, O_DRAIN, O_LOG, O_CURVE_KEY, O_CURVE_ALLOW, O_CURVE_ADMIN, O_GEN_KEYS, O_FORCE,
+    O_IO_THREADS, O_ZMQ_IO_THREADS, O_IPC_MODE, O_INSECURE_KEY, O_INSECURE_REMOTE, O_ADMIN_OPS,
+};
+
+static const struct option rkb__opts[] = {
+    {"bind", required_argument, 0, 'b'},
+    {"backend", required_argument, 0, O_BACKEND},
+    {"device", required_argument, 0, O_DEVICE},
+    {"grid", required_argument, 0, O_GRID},
+    {"block", required_argument, 0, O_BLOCK},
+    {"smem", required_argument, 0, O_SMEM},
+    {"ring-slots", required_argument, 0, O_RING_SLOTS},
+    {"slot-size", required_argument, 0, O_SLOT_SIZE},
+    {"arena-bytes", required_argument, 0, O_ARENA},
+    {"window", required_argument, 0, O_WINDOW},
+    {"max-message-bytes", required_argument, 0, O_MAXMSG},
+    {"queue", required_argument, 0, O_QUEUE},
+    {"queue-bytes", required_argument, 0, O_QUEUE_BYTES},
+    {"admission-ms", required_argument, 0, O_ADMISSION},
+    {"sndhwm", required_argument, 0, O_SNDHWM},
+    {"rcvhwm", required_argument, 0, O_RCVHWM},
+    {"shutdown-grace-ms", required_argument, 0, O_GRACE},
+    {"shutdown-quiet-ms", required_argument, 0, O_QUIET},
+    {"drain-ms", required_argument, 0, O_DRAIN},
+    {"log-level", required_argument, 0, O_LOG},
+    {"curve-secret-key-file", required_argument, 0, O_CURVE_KEY},
+    {"curve-allow-dir", required_argument, 0, O_CURVE_ALLOW},
+    {"curve-admin-dir", required_argument, 0, O_CURVE_ADMIN},
+    {"gen-keys", required_argument, 0, O_GEN_KEYS},
+    {"force", no_argument, 0, O_FORCE},
+    {"io-threads", required_argument, 0, O_IO_THREADS},
+    {"zmq-io-threads", required_argument, 0, O_ZMQ_IO_THREADS},
+    {"ipc-mode", required_argument, 0, O_IPC_MODE},
+    {"allow-insecure-key", no_argument, 0, O_INSECURE_KEY},
+    {"allow-insecure-remote", no_argument, 0, O_INSECURE_REMOTE},
+    {"allow-admin-ops", no_argument, 0, O_ADMIN_OPS},
+    {"version", no_argument, 0, 'V'},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
+#define RKB_HINT "(see rk-bridge --help)"
+
+/* Parses a number with an optional K/M/G suffix in [min, max]. */
+static int rkb__num(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    unsigned shift = 0;
+    if (!errno && end != s && *s != '-') {
+        switch (*end) {
+        case 'k': case 'K': shift = 10; end++; break;
+        case 'm': case 'M': shift = 20; end++; break;
+        case 'g': case 'G': shift = 30; end++; break;
+        default: break;
+        }
+        if (!*end && v <= (max >> shift) && (v << shift) >= min) {
+            *out = v << shift;
+            return 0;
+        }
+    }
+    fprintf(stderr, "rk-bridge: --%s %s: expected a number from %" PRIu64 " to %" PRIu64 " " RKB_HINT "\n",
+            opt, s, min, max);
+    return -1;
+}
+
+static const char *rkb__name(int id)
+{
+    for (const struct option *o = rkb__opts; o->name; o++)
+        if (o->val == id)
+            return o->name;
+    return "?";
+}
+
+/* The options with a number: where it goes and its range. */
+static int rkb__numeric(rkb_config *c, int id, const char *arg)
+{
+    uint64_t v;
+#define NUM(lo, hi) do { if (rkb__num(rkb__name(id), arg, (lo), (hi), &v)) return -1; } while (0)
+    switch (id) {
+    case O_DEVICE: NUM(0, 1024); c->rk.device = (int)v; break;
+    case O_GRID: NUM(0, UINT32_MAX); c->rk.grid = (uint32_t)v; break;
+    case O_BLOCK: NUM(0, UINT32_MAX); c->rk.block = (uint32_t)v; break;
+    case O_SMEM: NUM(0, UINT32_MAX); c->rk.smem = (uint32_t)v; break;
+    case O_RING_SLOTS: NUM(0, UINT32_MAX); c->rk.ring_slots = (uint32_t)v; break;
+    case O_SLOT_SIZE: NUM(0, UINT32_MAX); c->rk.slot_size = (uint32_t)v; break;
+    case O_ARENA: NUM(0, SIZE_MAX); c->rk.arena_size = (size_t)v; break;
+    case O_WINDOW: NUM(1, 32768); c->rk.actor_window = (uint32_t)v; break;
+    case O_MAXMSG: NUM(1, (uint64_t)1 << 31); c->max_message_bytes = (size_t)v; break;
+    case O_QUEUE: NUM(1, 1u << 20); c->queue = (uint32_t)v; break;
+    case O_QUEUE_BYTES: NUM(1, SIZE_MAX); c->queue_bytes = (size_t)v; break;
+    case O_ADMISSION: NUM(0, 3600000); c->admission_ms = (uint32_t)v; break;
+    case O_SNDHWM: NUM(0, INT32_MAX); c->sndhwm = (int)v; break;
+    case O_RCVHWM: NUM(0, INT32_MAX); c->rcvhwm = (int)v; break;
+    case O_GRACE: NUM(0, 3600000); c->shutdown_grace_ms = (uint32_t)v; break;
+    case O_QUIET: NUM(0, 3600000); c->shutdown_quiet_ms = (uint32_t)v; break;
+    case O_DRAIN: NUM(0, 3600000); c->drain_ms = (uint32_t)v; break;
+    case O_ZMQ_IO_THREADS: NUM(1, 64); c->zmq_io_threads = (int)v; break;
+    case O_IO_THREADS:
+        if (!strcmp(arg, "auto")) {
+            c->io_threads = 0;
+            break;
+        }
+        NUM(1, 64);
+        c->io_threads = (int)v;
+        break;
+    default: return 1;
+    }
+#undef NUM
+    return 0;
+}
+
+static int rkb__word(rkb_config *c, int id, const char *arg)
+{
+    static const char *levels[] = {"error", "warn", "info", "debug"};
+    switch (id) {
+    case O_BACKEND:
+        if (rk_backend_parse(arg, &c->rk.backend) == 0)
+            return 0;
+        fprintf(stderr, "rk-bridge: --backend %s: expected auto, cuda or cpu " RKB_HINT "\n", arg);
+        return -1;
+    case O_LOG:
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(arg, levels[i])) {
+                c->log_level = i;
+                return 0;
+            }
+        fprintf(stderr, "rk-bridge: --log-level %s: expected error, warn, info or debug " RKB_HINT "\n", arg);
+        return -1;
+    case O_IPC_MODE: {
+        char *end;
+        unsigned long m = strtoul(arg, &end, 8);
+        if (*arg && !*end && m <= 0777) {
+            c->ipc_mode = (unsigned)m;
+            return 0;
+        }
+        fprintf(stderr, "rk-bridge: --ipc-mode %s: expected octal permission bits like 0600 or 0660 " RKB_HINT "\n", arg);
+        return -1;
+    }
+    default: return 1;
+    }
+}
+
+typedef struct rkb__cli {
+    rkb_config c;
+    const char *gen_keys;
+    bool force, help, version;
+} rkb__cli;
+
+static int rkb__option(rkb__cli *a, int id, const char *arg)
+{
+    rkb_config *c = &a->c;
+    switch (id) {
+    case 'b':
+        if (c->n_binds == RKB_MAX_BINDS) {
+            fprintf(stderr, "rk-bridge: at most %d --bind options " RKB_HINT "\n", RKB_MAX_BINDS);
+            return -1;
+        }
+        c->binds[c->n_binds++] = arg;
+        return 0;
+    case O_CURVE_KEY: c->curve_secret_file = arg; return 0;
+    case O_CURVE_ALLOW: c->curve_allow_dir = arg; return 0;
+    case O_CURVE_ADMIN: c->curve_admin_dir = arg; return 0;
+    case O_INSECURE_KEY: c->allow_insecure_key = true; return 0;
+    case O_INSECURE_REMOTE: c->allow_insecure_remote = true; return 0;
+    case O_ADMIN_OPS: c->allow_admin_ops = true; return 0;
+    case O_GEN_KEYS: a->gen_keys = arg; return 0;
+    case O_FORCE: a->force = true; return 0;
+    case 'V': a->version = true; return 0;
+    case 'h': a->help = true; return 0;
+    default: break;
+    }
+    int rc = rkb__numeric(c, id, arg);
+    return rc <= 0 ? rc : rkb__word(c, id, arg);
+}
+
+/* One line naming what was wrong with the command line. */
+static void rkb__bad_option(int ch, char **argv)
+{
+    const char *opt = argv[optind - 1];
+    if (ch == ':')
+        fprintf(stderr, "rk-bridge: option %s needs a value " RKB_HINT "\n", opt);
+    else if (optopt && optopt < 256)
+        fprintf(stderr, "rk-bridge: unknown option -%c " RKB_HINT "\n", optopt);
+    else
+        fprintf(stderr, "rk-bridge: unknown option %s " RKB_HINT "\n", opt);
+}
+
+static int rkb__parse(rkb__cli *a, int argc, char **argv)
+{
+    int ch;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":b:hV", rkb__opts, NULL)) != -1) {
+        if (ch == '?' || ch == ':') {
+            rkb__bad_option(ch, argv);
+            return -1;
+        }
+        if (rkb__option(a, ch, optarg))
+            return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rk-bridge: unexpected argument %s " RKB_HINT "\n", argv[optind]);
+        return -1;
+    }
+    const rkb_config *c = &a->c;
+    if ((c->curve_allow_dir || c->curve_admin_dir) && !c->curve_secret_file) {
+        fprintf(stderr, "rk-bridge: --curve-allow-dir and --curve-admin-dir need "
+                "--curve-secret-key-file " RKB_HINT "\n");
+        return -1;
+    }
+    if (a->force && !a->gen_keys) {
+        fprintf(stderr, "rk-bridge: --force goes with --gen-keys " RKB_HINT "\n");
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    rkb__cli a = {0};
+    rkb_config_init(&a.c);
+    if (rkb__parse(&a, argc, argv))
+        return RKB_EXIT_USAGE;
+    if (a.help) {
+        fputs(rkb__usage, stdout);
+        return RKB_EXIT_OK;
+    }
+    if (a.version) {
+        printf("rk-bridge %s (protocol v1.1)\n", RKB_VERSION);
+        return RKB_EXIT_OK;
+    }
+    if (a.gen_keys)
+        return rkb_keys_generate(a.gen_keys, a.force);
+    if (!a.c.n_binds)
+        a.c.binds[a.c.n_binds++] = "tcp://127.0.0.1:5555";
+    /* SIGINT/SIGTERM are blocked in every thread (threads inherit the
+     * mask) and read from a signalfd by the thread that owns the socket. */
+    sigset_t ss;
+    sigemptyset(&ss);
+    sigaddset(&ss, SIGINT);
+    sigaddset(&ss, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &ss, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return rkb_run(&a.c);
+}

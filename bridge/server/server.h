@@ -1,0 +1,334 @@
+/* bridge/server/server.h - rk-bridge's parts and how they fit (rkb_ =
+ * bridge internal; not installed).
+ *
+ * One struct per role:
+ *   rkb_port   the client-facing ROUTER socket: binding (endpoint.c),
+ *              reading a request's frames and sending a reply's (port.c),
+ *              its socket monitor, signals and start/stop (watch.c);
+ *   rkb_loop   a request loop: decode, answer or admit into its runtime
+ *              actor, turn runtime replies into protocol replies (loop.c,
+ *              reply.c, admin.c, pool.c); it talks to the port directly
+ *              (--io-threads 1) or through two rings (a worker);
+ *   rkb_front  the frontend (--io-threads > 1): owns the port, moves
+ *              frames between it and the workers' rings (frontend.c);
+ *   rkb_shared what all of them share: config, runtime, stop state.
+ * Every message's frames are moved (struct copy of zmq_msg_t), never
+ * copied, from the socket to the entry that holds them until the reply. */
+#ifndef RKB_SERVER_H
+#define RKB_SERVER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rk/rk.h>
+#include <zmq.h>
+
+#include "codec.h"
+#include "config.h"
+#include "log.h"
+#include "spsc.h"
+
+/* ---- counters -------------------------------------------------------------
+ * Each thread keeps its own (one writer: relaxed atomic stores); `status`
+ * sums them with relaxed loads. Every name is also a status counter. */
+#define RKB_THREAD_COUNTERS(X)                                                 \
+    X(requests) X(replies) X(errors) X(busy) X(too_large) X(malformed)         \
+    X(shutting_down) X(device_fault) X(internal) X(permission_denied)          \
+    X(queued_total) X(dropped_replies) X(unroutable) X(accepted)               \
+    X(disconnects) X(accept_failures) X(listen_pauses)
+
+typedef struct rkb_counters {
+#define RKB__TC_FIELD(name) uint64_t name;
+    RKB_THREAD_COUNTERS(RKB__TC_FIELD)
+#undef RKB__TC_FIELD
+} rkb_counters;
+
+#define RKB_INC(n, f) __atomic_store_n(&(n)->f, (n)->f + 1, __ATOMIC_RELAXED)
+#define RKB_SET(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define RKB_LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+int64_t rkb_now_ns(void);
+
+/* ---- envelopes ------------------------------------------------------------
+ * The routing envelope of one message: the routing id, then every frame up
+ * to and including the first empty frame that is not the last (REQ's
+ * delimiter; ZeroMQ proxies add one routing id per hop in front). The
+ * first RKB_ENV_INLINE frames live in the struct, the rest (deep proxy
+ * chains) in a heap array. At most RKB_ENV_MAX frames. */
+#define RKB_ENV_INLINE 4
+#define RKB_ENV_MAX 255
+
+typedef struct rkb_env {
+    zmq_msg_t in[RKB_ENV_INLINE];
+    zmq_msg_t *more; /* frames RKB_ENV_INLINE..n-1, or NULL */
+    uint8_t n;
+} rkb_env;
+
+static inline zmq_msg_t *rkb_env_at(rkb_env *e, int k)
+{
+    return k < RKB_ENV_INLINE ? &e->in[k] : &e->more[k - RKB_ENV_INLINE];
+}
+/* Closes every frame still held and frees the spill array (pool.h). */
+
+/* ---- the port: the client ROUTER ---------------------------------------- */
+
+struct rkb_shared;
+
+/* An endpoint as bound, and its listening state (endpoint.c, watch.c). */
+typedef struct rkb_endpoint {
+    const char *asked;    /* as given to --bind */
+    char bound[256];      /* as ZeroMQ reports it (tcp://HOST:* -> the port) */
+    bool ipc_file;        /* an ipc:// path this bridge created */
+    char path[200];       /* ... its file */
+    uint64_t dev, ino;    /* ... which must still be this file to be removed */
+    bool listening;
+    int64_t resume_at;    /* paused after accept failures: listen again then */
+    int64_t backoff_ns;
+    int64_t last_failure;
+} rkb_endpoint;
+
+typedef struct rkb_zap rkb_zap;
+
+typedef struct rkb_port {
+    struct rkb_shared *sh;
+    void *router;
+    rkb_zap *zap;         /* CURVE's ZAP handler, or NULL */
+    void *monitor;        /* PAIR receiving the ROUTER's socket events */
+    int sfd;              /* signalfd for SIGINT/SIGTERM */
+    rkb_endpoint eps[RKB_MAX_BINDS];
+    int n_eps;
+    rkb_counters *n;      /* the owning thread's counters */
+    int64_t next_watch;   /* rkb_port_watch: next look at signals and events */
+    int64_t next_flush;   /* ... and at the log's summaries */
+} rkb_port;
+
+/* port.c: binds every endpoint, CURVE, socket options, the monitor.
+ * Returns 0 or an exit status (message printed). */
+int rkb_port_open(rkb_port *p, struct rkb_shared *sh, rkb_counters *n);
+/* Stops the monitor, waits up to linger_ms for queued replies to leave,
+ * closes the socket, removes ipc files. Safe on a port never opened. */
+void rkb_port_close(rkb_port *p, int linger_ms);
+
+/* Reads one message without waiting: its envelope into *env, its first
+ * body frame into *body, the number of body frames into *n_body (further
+ * ones are closed). Returns 1 (a message), 0 (none ready) or -1 (a message
+ * read and dropped, counted in unroutable: its envelope is deeper than
+ * RKB_ENV_MAX). Counts requests. */
+int rkb_port_recv(rkb_port *p, rkb_env *env, zmq_msg_t *body, uint32_t *n_body);
+/* Sends env's frames then *body (ZMQ_DONTWAIT): every frame is moved into
+ * ZeroMQ or closed, env->more freed. Counts replies, or why it was dropped. */
+void rkb_port_send(rkb_port *p, rkb_env *env, zmq_msg_t *body);
+
+/* watch.c: every millisecond or so while busy, and after every poll:
+ * reads the signalfd (returns 1 when a stop signal arrived now), the
+ * socket monitor (accept failures pause an endpoint, see RKB_PAUSE_*),
+ * resumes paused endpoints, flushes the log's summaries. */
+int rkb_port_watch(rkb_port *p, int64_t now);
+/* Poll items for the port's signalfd and monitor (2 entries). */
+void rkb_port_poll_items(rkb_port *p, zmq_pollitem_t *it);
+/* When the next paused endpoint wants to listen again (ms, -1 none). */
+long rkb_port_timeout(const rkb_port *p, int64_t now);
+
+/* endpoint.c */
+/* Refuses (RKB_EXIT_USAGE, message printed) a bind beyond loopback without
+ * CURVE unless allowed; appends a warning to sh when allowed. */
+int rkb_endpoints_check(struct rkb_shared *sh);
+/* Binds e (first time or again after a pause): ipc paths are checked and
+ * get their mode. Returns 0 or -1 with msg filled. */
+int rkb_endpoint_bind(rkb_port *p, rkb_endpoint *e, char *msg, size_t cap);
+void rkb_endpoint_unbind(rkb_port *p, rkb_endpoint *e);
+/* Removes the ipc file e created, if it is still that file. */
+void rkb_endpoint_remove_file(rkb_endpoint *e);
+/* Raises the soft file descriptor limit to the hard one; returns it. */
+uint64_t rkb_raise_fd_limit(void);
+
+/* ---- the request pool (pool.c) --------------------------------------------
+ * A request lives in an entry from the moment it is read until its reply is
+ * sent: envelope and body frame. Entries in flight are found by the
+ * runtime's request id (an open addressing table); entries waiting for
+ * admission form a FIFO. Memory: window + queue entries per loop, and at
+ * most queue_bytes of waiting frames. */
+enum { RKB_FREE = 0, RKB_PARKED = 1, RKB_INFLIGHT = 2 };
+
+typedef struct rkb_entry {
+    rkb_env env;
+    zmq_msg_t body;
+    rkb_request req;
+    int64_t deadline;
+    uint64_t parked_len;  /* the body's bytes while parked */
+    uint64_t rk_id;
+    int32_t next;
+    uint8_t state;
+    bool body_open;
+} rkb_entry;
+
+typedef struct rkb_pool {
+    rkb_entry *e;
+    uint32_t n;
+    int32_t free_head;
+    uint32_t n_free;
+    int32_t park_head, park_tail;
+    uint32_t n_parked;       /* atomic for status */
+    uint64_t parked_bytes;   /* atomic for status */
+    uint32_t n_inflight;     /* atomic for status */
+    uint64_t *map_key;       /* runtime id -> entry index + 1 (0 = empty) */
+    uint32_t *map_val;
+    uint32_t map_mask;
+} rkb_pool;
+
+int rkb_pool_init(rkb_pool *p, uint32_t entries, uint32_t window);
+void rkb_pool_fini(rkb_pool *p);
+/* pool.h, inline: rkb_pool_take (the free entry at free_head, whose frames
+ * the caller filled), rkb_pool_put (closes an entry's frames and frees it),
+ * rkb_pool_map_put, rkb_pool_map_take (the runtime id -> entry map). */
+void rkb_pool_park(rkb_pool *p, int32_t idx, int64_t deadline);
+int32_t rkb_pool_unpark(rkb_pool *p);
+
+/* ---- hand-off between the frontend and the workers (handoff.c) ------------ */
+
+/* What goes through a worker's rings, one message each way. The frames are
+ * MOVED in and out by struct copy, never copied: the side that takes an
+ * item out owns its frames. */
+typedef struct rkb_item {
+    zmq_msg_t body;   /* the first body frame; valid when n_body > 0 */
+    rkb_env env;
+    uint32_t n_body;  /* body frames the message had (replies: 1) */
+} rkb_item;
+
+#define RKB_REQ_RING 1024
+#define RKB_REP_RING 2048
+
+/* One thread that may block on its eventfd (a worker, or the frontend), on
+ * a line of its own: producers read `sleeping` after every burst. */
+typedef struct rkb_waker {
+    _Alignas(RKB_SPSC_ALIGN) int sleeping; /* 1: the owner is in, or about to enter, poll */
+    int efd;                               /* eventfd (EFD_NONBLOCK), -1 when unused */
+} rkb_waker;
+
+int rkb_waker_init(rkb_waker *w);
+void rkb_waker_fini(rkb_waker *w);
+void rkb_sleep_prepare(rkb_waker *w);
+void rkb_sleep_end(rkb_waker *w, bool readable);
+void rkb_wake(rkb_waker *w);
+void rkb_wake_after_fence(rkb_waker *w);
+/* Writes w's eventfd whether or not it sleeps (a stop). */
+void rkb_wake_always(rkb_waker *w);
+rkb_spsc *rkb_ring_new(uint32_t entries);
+/* Closes the frames of every item left in q (its only user now); returns
+ * how many there were. */
+uint32_t rkb_ring_discard(rkb_spsc *q);
+int64_t rkb_spin_ns(void);
+static inline void rkb_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+/* ---- the request loop ---------------------------------------------------- */
+
+typedef struct rkb_loop {
+    rkb_waker wk;           /* first: on its own line (a worker's eventfd) */
+    struct rkb_shared *sh;
+    const rkb_config *cfg;
+    int index;
+    pthread_t thread;
+    rkb_port *port;         /* --io-threads 1: the socket; NULL in a worker */
+    rkb_spsc *reqq, *repq;  /* a worker: fed by and replying to the frontend */
+    bool owe_wake;          /* a worker pushed replies since it last woke the frontend */
+    rk_actor *act;
+    rk_info info;
+    rkb_pool pool;
+    rkb_decode_state dec;
+    rkb_limits lim;
+    rkb_encoder enc;
+    rkb_counters n;
+    bool stopping;
+    int64_t stop_at;
+} rkb_loop;
+
+int rkb_loop_init(rkb_loop *l);
+void rkb_loop_fini(rkb_loop *l);
+/* Runs until the stop rules say so (see loop.c). */
+void rkb_loop_run(rkb_loop *l);
+void *rkb_worker_main(void *arg);
+
+/* reply.c: sending replies for the request in entry e (its envelope moves
+ * out with the reply; the caller then frees the entry). */
+void rkb_answer_encoded(rkb_loop *l, rkb_entry *e);
+void rkb_answer_error(rkb_loop *l, rkb_entry *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void rkb_answer_rk_error(rkb_loop *l, rkb_entry *e, int rc, const char *detail);
+void rkb_answer_data(rkb_loop *l, rkb_entry *e, rk_reply *r); /* releases r */
+/* The id a refused frame carries, if it can be read. */
+void rkb_peek_into(rkb_request *req, const zmq_msg_t *body);
+
+/* admin.c: status, launch, and who may use admin operations. */
+void rkb_do_status(rkb_loop *l, rkb_entry *e);
+void rkb_do_launch(rkb_loop *l, rkb_entry *e);
+bool rkb_is_admin(const rkb_loop *l, rkb_entry *e);
+bool rkb_is_launch_error(int rc);
+
+/* ---- the frontend (frontend.c) -------------------------------------------- */
+
+typedef struct rkb_front {
+    rkb_waker wk;           /* first: on its own line */
+    struct rkb_shared *sh;
+    uint64_t wake_mask;     /* workers that got requests in this burst */
+    int fill;               /* the worker being filled */
+    rkb_encoder enc;        /* SHUTTING_DOWN replies after a stop signal */
+    rkb_counters n;
+    bool stopping;
+} rkb_front;
+
+void rkb_front_run(rkb_front *f);
+/* A stop: the workers answer what they hold and leave. */
+void rkb_stop_workers(struct rkb_shared *sh);
+
+/* ---- what every thread shares ------------------------------------------ */
+
+#define RKB_MAX_WARNINGS 8
+
+typedef struct rkb_shared {
+    const rkb_config *cfg;
+    void *ctx;
+    rk_runtime *rt;
+    rkb_port port;
+    rkb_loop **loops;       /* every request loop */
+    int n_loops;
+    rkb_front *front;       /* --io-threads > 1; else NULL */
+    int stopping;           /* atomic: a signal arrived (worker mode) */
+    int64_t stop_at;        /* written before stopping is set (release) */
+    int live;               /* atomic: workers still running */
+    int exit_code;
+    uint64_t fd_limit;
+    char endpoints[1024];
+    /* the in-process ring's round trip (64-B echo), measured at start-up */
+    uint64_t ring_p50_ns, ring_p99_ns, ring_count;
+    char warning_text[RKB_MAX_WARNINGS][256];
+    const char *warnings[RKB_MAX_WARNINGS + 1];
+    int n_warnings;
+} rkb_shared;
+
+/* A sentence for the operator: stderr now, and `status` `warnings`. */
+void rkb_warn_operator(rkb_shared *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* keys.c and curve.c */
+/* Reads a Z85 key (first line, 40 characters). secret: refuse a file that
+ * group or others may access, unless allow_insecure. 0 or -1 (printed). */
+int rkb_key_read(const char *path, char z85[41], bool secret, bool allow_insecure);
+/* Starts the ZAP handler: clients whose key is in allow_dir or admin_dir
+ * may connect; those in admin_dir get the User-Id "admin". */
+int rkb_zap_start(rkb_zap **out, void *ctx, const char *allow_dir, const char *admin_dir);
+/* Call after zmq_ctx_shutdown. NULL is a no-op. */
+void rkb_zap_stop(rkb_zap *z);
+
+/* notify.c: systemd's readiness protocol; a no-op without $NOTIFY_SOCKET. */
+void rkb_notify(const char *state);
+
+#include "pool.h"
+
+#endif

@@ -1,0 +1,145 @@
+/* bridge/server/watch.c - what the thread that owns the port looks at
+ * besides requests: the stop signal, the ROUTER's socket events, paused
+ * endpoints, and the log's summaries.
+ *
+ * Accept failures: when the process runs out of file descriptors, the
+ * kernel keeps the listening socket readable and every accept() fails, so
+ * ZeroMQ's I/O thread would retry it in a loop, a whole core, for as long
+ * as it lasts (ZeroMQ reports each failure as ZMQ_EVENT_ACCEPT_FAILED and
+ * does nothing else). The bridge stops listening on that endpoint instead
+ * (zmq_unbind; connected clients are not touched, new ones are refused and
+ * ZeroMQ clients retry by themselves) and listens again after a pause that
+ * grows from RKB_PAUSE_MIN_NS to RKB_PAUSE_MAX_NS while failures go on. */
+#include "server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#define RKB_WATCH_NS 1000000LL          /* while busy: every 1 ms */
+#define RKB_PAUSE_MIN_NS 100000000LL    /* 100 ms */
+#define RKB_PAUSE_MAX_NS 2000000000LL   /* 2 s */
+#define RKB_PAUSE_RESET_NS 10000000000LL /* no failure for 10 s: back to the minimum */
+
+static int rkb__signal(rkb_port *p)
+{
+    struct signalfd_siginfo si;
+    if (p->sfd < 0 || read(p->sfd, &si, sizeof si) != (ssize_t)sizeof si)
+        return 0;
+    rkb_log(RKB_LOG_INFO, "signal %u (%s): shutting down", si.ssi_signo,
+            si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+    return 1;
+}
+
+static rkb_endpoint *rkb__find(rkb_port *p, const char *addr, size_t len)
+{
+    for (int i = 0; i < p->n_eps; i++)
+        if (strlen(p->eps[i].bound) == len && !memcmp(p->eps[i].bound, addr, len))
+            return &p->eps[i];
+    return p->n_eps == 1 ? &p->eps[0] : NULL;
+}
+
+static void rkb__pause(rkb_port *p, rkb_endpoint *e, int err, int64_t now)
+{
+    if (!e || !e->listening)
+        return; /* events queued before the pause */
+    bool recent = e->last_failure && now - e->last_failure < RKB_PAUSE_RESET_NS;
+    e->backoff_ns = !recent || !e->backoff_ns ? RKB_PAUSE_MIN_NS
+                    : e->backoff_ns * 2 > RKB_PAUSE_MAX_NS ? RKB_PAUSE_MAX_NS
+                                                           : e->backoff_ns * 2;
+    e->last_failure = now;
+    rkb_endpoint_unbind(p, e);
+    e->resume_at = now + e->backoff_ns;
+    RKB_INC(p->n, listen_pauses);
+    rkb_logk(RKB_LK_ACCEPT, RKB_LOG_WARN,
+             "cannot accept a connection on %s: %s (file descriptor limit %llu, %llu connections "
+             "open); not listening there for %lld ms",
+             e->bound, strerror(err), (unsigned long long)p->sh->fd_limit,
+             (unsigned long long)(RKB_LD(p->n->accepted) - RKB_LD(p->n->disconnects)),
+             (long long)(e->backoff_ns / 1000000));
+}
+
+/* One event: [uint16 event, uint32 value] then the endpoint's address. */
+static int rkb__event(rkb_port *p, int64_t now)
+{
+    zmq_msg_t a, b;
+    zmq_msg_init(&a);
+    if (zmq_msg_recv(&a, p->monitor, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&a);
+        return 0;
+    }
+    zmq_msg_init(&b);
+    if (zmq_msg_more(&a))
+        zmq_msg_recv(&b, p->monitor, 0);
+    uint16_t ev = 0;
+    uint32_t value = 0;
+    if (zmq_msg_size(&a) >= 6) {
+        memcpy(&ev, zmq_msg_data(&a), 2);
+        memcpy(&value, (const char *)zmq_msg_data(&a) + 2, 4);
+    }
+    if (ev == ZMQ_EVENT_ACCEPTED) {
+        RKB_INC(p->n, accepted);
+    } else if (ev == ZMQ_EVENT_DISCONNECTED) {
+        RKB_INC(p->n, disconnects);
+    } else if (ev == ZMQ_EVENT_ACCEPT_FAILED) {
+        RKB_INC(p->n, accept_failures);
+        rkb__pause(p, rkb__find(p, zmq_msg_data(&b), zmq_msg_size(&b)), (int)value, now);
+    }
+    zmq_msg_close(&a);
+    zmq_msg_close(&b);
+    return 1;
+}
+
+static void rkb__resume(rkb_port *p, int64_t now)
+{
+    for (int i = 0; i < p->n_eps; i++) {
+        rkb_endpoint *e = &p->eps[i];
+        if (e->listening || now < e->resume_at)
+            continue;
+        char msg[256];
+        if (rkb_endpoint_bind(p, e, msg, sizeof msg) == 0) {
+            rkb_logk(RKB_LK_ACCEPT, RKB_LOG_INFO, "listening on %s again", e->bound);
+        } else {
+            e->resume_at = now + RKB_PAUSE_MAX_NS;
+            rkb_logk(RKB_LK_ACCEPT, RKB_LOG_ERROR, "cannot listen on %s again: %s; next try in %lld ms",
+                     e->bound, msg, (long long)(RKB_PAUSE_MAX_NS / 1000000));
+        }
+    }
+}
+
+int rkb_port_watch(rkb_port *p, int64_t now)
+{
+    p->next_watch = now + RKB_WATCH_NS;
+    int sig = rkb__signal(p);
+    /* bounded: a flood of events must not starve the requests */
+    for (int k = 0; p->monitor && k < 4096 && rkb__event(p, now); k++)
+        ;
+    rkb__resume(p, now);
+    if (now >= p->next_flush) {
+        p->next_flush = now + 1000000000;
+        rkb_log_flush(0);
+    }
+    return sig;
+}
+
+void rkb_port_poll_items(rkb_port *p, zmq_pollitem_t *it)
+{
+    it[0] = (zmq_pollitem_t){NULL, p->sfd, ZMQ_POLLIN, 0};
+    it[1] = (zmq_pollitem_t){p->monitor, 0, ZMQ_POLLIN, 0};
+}
+
+long rkb_port_timeout(const rkb_port *p, int64_t now)
+{
+    long tmo = -1;
+    for (int i = 0; i < p->n_eps; i++) {
+        const rkb_endpoint *e = &p->eps[i];
+        if (e->listening)
+            continue;
+        long ms = e->resume_at > now ? (long)((e->resume_at - now) / 1000000) + 1 : 0;
+        if (tmo < 0 || ms < tmo)
+            tmo = ms;
+    }
+    return tmo;
+}

@@ -1,0 +1,70 @@
+/* tests/bridge/main.c - the rk-bridge test program (suite 'bridge'):
+ *
+ *   test_bridge PATH-TO-rk-bridge GROUP [EXTRA rk-bridge OPTIONS...]
+ *
+ * runs one group (harness.h lists them); rk-client is looked for next to
+ * rk-bridge. Returns 0 (pass) or 1 (fail). */
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "harness.h"
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        struct CMUnitTest t;
+    } all[] = {
+        {"errors", cmocka_unit_test(test_error_rows)},
+        {"envelopes", cmocka_unit_test(test_envelopes)},
+        {"pipeline", cmocka_unit_test(test_pipeline)},
+        {"launch", cmocka_unit_test(test_launch_status)},
+        {"busy", cmocka_unit_test(test_busy)},
+        {"shutdown", cmocka_unit_test(test_shutdown)},
+        {"curve", cmocka_unit_test(test_curve)},
+        {"flood", cmocka_unit_test(test_flood)},
+        {"startup", cmocka_unit_test(test_startup)},
+        {"large", cmocka_unit_test(test_large)},
+        {"cap", cmocka_unit_test(test_cap)},
+        {"proxies", cmocka_unit_test(test_proxies)},
+        {"sigterm", cmocka_unit_test(test_sigterm)},
+        {"logflood", cmocka_unit_test(test_logflood)},
+        {"counters", cmocka_unit_test(test_counters)},
+        {"ipc", cmocka_unit_test(test_ipc)},
+        {"remote", cmocka_unit_test(test_remote)},
+        {"keys", cmocka_unit_test(test_keys)},
+        {"fdlimit", cmocka_unit_test(test_fdlimit)},
+        {"admin", cmocka_unit_test(test_admin)},
+        {"cli", cmocka_unit_test(test_cli)},
+        {"notify", cmocka_unit_test(test_notify)},
+    };
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s PATH-TO-rk-bridge GROUP [EXTRA rk-bridge OPTIONS...]\n", argv[0]);
+        return 2;
+    }
+    g_bridge_path = argv[1];
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", argv[1]);
+    snprintf(g_client_path, sizeof g_client_path, "%s/rk-client", dirname(dir));
+    for (int i = 3; i < argc && g_n_extra < 16; i++)
+        g_extra[g_n_extra++] = argv[i];
+    signal(SIGPIPE, SIG_IGN);
+    /* the fdlimit group opens hundreds of sockets */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    int rc = 2;
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (!strcmp(argv[2], all[i].name))
+            rc = _cmocka_run_group_tests(argv[2], &all[i].t, 1, NULL, NULL);
+    if (rc == 2)
+        fprintf(stderr, "no test group %s\n", argv[2]);
+    free(g_last_err);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,196 @@
+/* tests/bridge/test_cli.c - admin operations, the command lines of
+ * rk-bridge and rk-client, and systemd's readiness protocol (suite
+ * 'bridge'). */
+#include <errno.h>
+#include <stddef.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* ---- admin operations --------------------------------------------------------- */
+
+static void launch_as(const char *ep, const rkc_options *o, const char *want_code)
+{
+    rkc *c;
+    assert_int_equal(rkc_connect(&c, ep, o), 0);
+    rkc_reply r;
+    rkc_request rq = {.op = RKC_LAUNCH, .grid = 2, .block = 64};
+    assert_int_equal(rkc_call(c, &rq, &r, TMO), 0);
+    fprintf(stderr, "  launch -> %s %s\n", r.ok ? "ok" : r.code, r.message);
+    if (want_code) {
+        assert_false(r.ok);
+        assert_string_equal(r.code, want_code);
+        assert_non_null(strstr(r.message, "admin"));
+    } else {
+        assert_true(r.ok);
+    }
+    rkc_reply_free(&r);
+    /* status is for everyone */
+    rkc_request sq = {.op = RKC_STATUS};
+    assert_int_equal(rkc_call(c, &sq, &r, TMO), 0);
+    assert_true(r.ok);
+    rkc_reply_free(&r);
+    rkc_close(c);
+}
+
+static void read_z85(const char *path, char out[41])
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(out, 41, f));
+    fclose(f);
+    out[40] = 0;
+}
+
+void test_admin(void **state)
+{
+    (void)state;
+    bridge b;
+    /* without CURVE: nobody, unless the operator says everybody */
+    bridge_start(&b, NULL);
+    launch_as(b.ep, NULL, "PERMISSION_DENIED");
+    assert_int_equal(bridge_stop(&b), 0);
+    bridge_start(&b, "--allow-admin-ops", NULL);
+    launch_as(b.ep, NULL, NULL);
+    assert_int_equal(bridge_stop(&b), 0);
+    /* with CURVE: the keys in --curve-admin-dir (they may connect without
+     * being in --curve-allow-dir too) */
+    char dir[] = "/tmp/rkba-XXXXXX", cmd[1024], p[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/allowed %s/admins && %s --gen-keys %s/server >/dev/null && "
+             "%s --gen-keys %s/allowed/alice >/dev/null && %s --gen-keys %s/admins/root >/dev/null",
+             dir, dir, g_bridge_path, dir, g_bridge_path, dir, g_bridge_path, dir);
+    assert_int_equal(system(cmd), 0);
+    char srv[41], alice[41], root[41], skey[256], adir[256], rdir[256];
+    snprintf(p, sizeof p, "%s/server.pub", dir);
+    read_z85(p, srv);
+    snprintf(p, sizeof p, "%s/allowed/alice.key", dir);
+    read_z85(p, alice);
+    snprintf(p, sizeof p, "%s/admins/root.key", dir);
+    read_z85(p, root);
+    snprintf(skey, sizeof skey, "%s/server.key", dir);
+    snprintf(adir, sizeof adir, "%s/allowed", dir);
+    snprintf(rdir, sizeof rdir, "%s/admins", dir);
+    bridge_start(&b, "--curve-secret-key-file", skey, "--curve-allow-dir", adir,
+                 "--curve-admin-dir", rdir, NULL);
+    rkc_options oa = {.server_public_key = srv, .secret_key = alice};
+    rkc_options orr = {.server_public_key = srv, .secret_key = root};
+    launch_as(b.ep, &oa, "PERMISSION_DENIED");
+    launch_as(b.ep, &orr, NULL);
+    assert_int_equal(bridge_stop(&b), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ---- command lines ---------------------------------------------------------------- */
+
+/* Runs a program; expects its exit status and, when `one_line` names
+ * something, exactly one line that names it and points to --help. */
+static void cli(const char *const *argv, int want, const char *one_line, char *out, size_t cap)
+{
+    int st = run_prog(argv, -1, NULL, out, cap);
+    fprintf(stderr, "  %s %s -> %d: %s", argv[0], argv[1] ? argv[1] : "", st, out);
+    assert_int_equal(st, want);
+    if (one_line) {
+        assert_int_equal(count_lines(out), 1);
+        assert_non_null(strstr(out, one_line));
+        assert_non_null(strstr(out, "--help"));
+    }
+}
+
+void test_cli(void **state)
+{
+    (void)state;
+    char out[65536], want[64];
+    const char *B = g_bridge_path, *C = g_client_path;
+    snprintf(want, sizeof want, "rk-bridge %s", RKBT_VERSION);
+    cli((const char *[]){B, "--version", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, want));
+    cli((const char *[]){B, "--bogus", NULL}, 2, "--bogus", out, sizeof out);
+    cli((const char *[]){B, "-x", NULL}, 2, "-x", out, sizeof out);
+    cli((const char *[]){B, "--window", "abc", NULL}, 2, "--window abc", out, sizeof out);
+    cli((const char *[]){B, "--window", NULL}, 2, "--window", out, sizeof out);
+    cli((const char *[]){B, "--ipc-mode", "999", NULL}, 2, "--ipc-mode", out, sizeof out);
+    cli((const char *[]){B, "stray", NULL}, 2, "stray", out, sizeof out);
+    cli((const char *[]){B, "--help", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "--allow-admin-ops"));
+    /* rk-client */
+    snprintf(want, sizeof want, "rk-client %s", RKBT_VERSION);
+    cli((const char *[]){C, "--version", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, want));
+    cli((const char *[]){C, "-c", "abc", "ping", NULL}, 2, "--count abc", out, sizeof out);
+    cli((const char *[]){C, "--bogus", "ping", NULL}, 2, "--bogus", out, sizeof out);
+    cli((const char *[]){C, "teleport", NULL}, 2, "teleport", out, sizeof out);
+    cli((const char *[]){C, NULL}, 2, "no command", out, sizeof out);
+    /* a run-time failure says why, with status 1 */
+    cli((const char *[]){C, "-e", "ipc:///tmp/rkbt-nobody-here", "-t", "300", "ping", NULL}, 1,
+        NULL, out, sizeof out);
+    assert_non_null(strstr(out, "no reply within 300 ms"));
+    bridge b;
+    bridge_start(&b, NULL);
+    cli((const char *[]){C, "-e", b.ep, "status", "--json", NULL}, 0, NULL, out, sizeof out);
+    assert_true(out[0] == '{');
+    assert_non_null(strstr(out, "\"counters\":{\"requests\":"));
+    assert_non_null(strstr(out, "\"device\":null"));
+    cli((const char *[]){C, "-e", b.ep, "launch", NULL}, 1, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "PERMISSION_DENIED"));
+    assert_int_equal(bridge_stop(&b), 0);
+}
+
+/* ---- systemd --------------------------------------------------------------------- */
+
+static void expect_datagram(int fd, const char *want)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    assert_int_equal(poll(&p, 1, 30000), 1);
+    char got[256];
+    ssize_t n = recv(fd, got, sizeof got - 1, 0);
+    assert_true(n > 0);
+    got[n] = 0;
+    fprintf(stderr, "  NOTIFY_SOCKET got \"%s\"\n", got);
+    assert_non_null(strstr(got, want));
+}
+
+/* READY=1 once it listens, STOPPING=1 on SIGTERM; a path and an abstract
+ * name. */
+void test_notify(void **state)
+{
+    (void)state;
+    for (int abstract = 0; abstract < 2; abstract++) {
+        char dir[] = "/tmp/rkbn-XXXXXX", env[160];
+        assert_non_null(mkdtemp(dir));
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        socklen_t len = sizeof sa;
+        if (abstract) {
+            int n = snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "rkbt-notify-%d", (int)getpid());
+            len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+            snprintf(env, sizeof env, "NOTIFY_SOCKET=@%s", sa.sun_path + 1);
+        } else {
+            snprintf(sa.sun_path, sizeof sa.sun_path, "%s/notify", dir);
+            snprintf(env, sizeof env, "NOTIFY_SOCKET=%s", sa.sun_path);
+        }
+        int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+        assert_int_equal(bind(fd, (struct sockaddr *)&sa, len), 0);
+        bridge b;
+        snprintf(b.dir, sizeof b.dir, "%s", dir);
+        const char *envs[] = {env, NULL};
+        bridge_opts o = {.umask = -1, .env = envs, .keep_dir = true};
+        bridge_start_opts(&b, &o, NULL);
+        expect_datagram(fd, "READY=1");
+        assert_alive(&b);
+        kill(b.pid, SIGTERM);
+        expect_datagram(fd, "STOPPING=1");
+        assert_int_equal(bridge_reap(&b, 60000), 0);
+        close(fd);
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        assert_int_equal(system(cmd), 0);
+    }
+}
