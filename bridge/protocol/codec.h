@@ -83,6 +83,8 @@ typedef struct rkb_limits {
                               at RKB_MAX_DEPTH_CAP (msgpack-c's own stack) */
     uint32_t max_elements; /* msgpack objects in one request, all levels */
     size_t max_frame;      /* bytes per frame; 0 = no limit (TOO_LARGE) */
+    bool test_ops;         /* decode the test-only ops (fault, hang); otherwise
+                              they are unknown ops (rk-bridge --test-faults) */
 } rkb_limits;
 
 #define RKB_DEFAULT_MAX_DEPTH 16u
@@ -93,15 +95,19 @@ typedef struct rkb_limits {
 #define RKB_MAX_DEPTH_CAP 32u
 #define RKB_LIMITS_DEFAULT                                                     \
     ((rkb_limits){RKB_DEFAULT_MAX_DEPTH, RKB_DEFAULT_MAX_ELEMENTS,             \
-                  RKB_DEFAULT_MAX_FRAME})
+                  RKB_DEFAULT_MAX_FRAME, false})
 
-/* Operations: wire name, and whether only an admin may call it. */
+/* Operations: wire name, and whether only an admin may call it. FAULT and
+ * HANG are test-only (rkb_limits.test_ops). */
 #define RKB_OP_MAP(X)                                                          \
     X(PING, "ping", false)                                                     \
     X(ECHO, "echo", false)                                                     \
     X(VADD, "vadd", false)                                                     \
     X(STATUS, "status", false)                                                 \
-    X(LAUNCH, "launch", true)
+    X(LAUNCH, "launch", true)                                                  \
+    X(RETRY_GPU, "retry_gpu", true)                                            \
+    X(FAULT, "fault", false)                                                   \
+    X(HANG, "hang", false)
 
 typedef enum rkb_op {
     RKB_OP_NONE = 0, /* not decoded (error before the op was known) */

@@ -193,9 +193,9 @@ static int rkb__id(const msgpack_object_map *m, rkb_error *err)
     return RKB_OK;
 }
 
-#define RKB__KNOWN_OPS "ping, echo, vadd, status, launch"
+#define RKB__KNOWN_OPS "ping, echo, vadd, status, launch, retry_gpu"
 
-static int rkb__op(const msgpack_object_map *m, rkb_request *req, rkb_error *err)
+static int rkb__op(const msgpack_object_map *m, const rkb_limits *lim, rkb_request *req, rkb_error *err)
 {
     const msgpack_object *op = rkb__get(m, "op");
     if (!op)
@@ -207,6 +207,8 @@ static int rkb__op(const msgpack_object_map *m, rkb_request *req, rkb_error *err
                              rkb__type_name(op));
     for (int i = RKB_OP_NONE + 1; i < RKB_OP_COUNT; i++) {
         const char *name = rkb__ops[i].name;
+        if ((i == RKB_OP_FAULT || i == RKB_OP_HANG) && !lim->test_ops)
+            continue; /* test-only: not an operation unless the operator asked */
         if (op->via.str.size == strlen(name) && memcmp(op->via.str.ptr, name, op->via.str.size) == 0) {
             req->op = (rkb_op)i;
             return RKB_OK;
@@ -327,7 +329,7 @@ int rkb_decode_request(const void *buf, size_t len, const rkb_limits *lim,
         return rc;
     const msgpack_object_map *m = &st->obj.via.map;
     if ((rc = rkb__version(m, err)) != RKB_OK || (rc = rkb__id(m, err)) != RKB_OK ||
-        (rc = rkb__op(m, req, err)) != RKB_OK)
+        (rc = rkb__op(m, lim, req, err)) != RKB_OK)
         return rc;
     return rkb__args(m, req, err);
 }

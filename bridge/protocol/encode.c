@@ -177,6 +177,32 @@ static int rkb__put_backend_why(msgpack_packer *pk, const rkb_status *st)
     return rkb_pack_key(pk, st->backend_why);
 }
 
+static int rkb__put_last_fault(msgpack_packer *pk, const rkb_status *st)
+{
+    if (!st->has_last_fault)
+        return msgpack_pack_nil(pk);
+    return msgpack_pack_map(pk, 6) | rkb__kv_uint(pk, "actor", st->fault_actor) |
+           rkb__kv_uint(pk, "request", st->fault_request) | rkb__kv_uint(pk, "type", st->fault_type) |
+           rkb__kv_str(pk, "error", st->fault_error) | rkb__kv_str(pk, "detail", st->fault_detail) |
+           rkb__kv_uint(pk, "age_ms", st->fault_age_ms);
+}
+
+static int rkb__put_worker(msgpack_packer *pk, const rkb_status *st)
+{
+    if (!st->has_worker)
+        return msgpack_pack_nil(pk);
+    int e = msgpack_pack_map(pk, 10) | rkb__kv_uint(pk, "pid", st->worker_pid) |
+            rkb__kv_str(pk, "backend", st->worker_backend) | rkb__kv_str(pk, "state", st->worker_state) |
+            rkb__kv_uint(pk, "restarts", st->worker_restarts) | rkb__kv_uint(pk, "faults", st->worker_faults) |
+            rkb__kv_uint(pk, "poisoned", st->worker_poisoned);
+    e |= rkb_pack_key(pk, "standby") | msgpack_pack_map(pk, 2) | rkb_pack_key(pk, "ready") |
+         (st->standby_ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk)) |
+         rkb__kv_uint(pk, "pid", st->standby_pid);
+    e |= rkb__kv_uint(pk, "last_recovery_ns", st->last_recovery_ns);
+    e |= rkb_pack_key(pk, "last_fault") | rkb__put_last_fault(pk, st);
+    return e | rkb__kv_str(pk, "why", st->worker_why);
+}
+
 static int rkb__put_device(msgpack_packer *pk, const rkb_status *st)
 {
     if (!st->has_device)

@@ -77,6 +77,16 @@ typedef struct rkb_status_actor {
 
 typedef struct rkb_status {
     const char *backend, *backend_why;
+    /* `worker`: the supervised worker process; nil when the backend runs in
+     * the bridge's own process (--isolation none, or auto on the CPU) */
+    bool has_worker;
+    const char *worker_state, *worker_backend, *worker_why;
+    uint64_t worker_pid, worker_restarts, worker_faults, worker_poisoned;
+    bool standby_ready;
+    uint64_t standby_pid, last_recovery_ns;
+    bool has_last_fault;             /* false: `last_fault` is nil */
+    uint64_t fault_actor, fault_request, fault_type, fault_age_ms;
+    const char *fault_error, *fault_detail;
     bool has_device;                 /* false: `device` is nil */
     const char *device_name;
     uint64_t sm_count;
@@ -96,6 +106,7 @@ typedef struct rkb_status {
 #define RKB_STATUS_FIELDS(X)                                                   \
     X(backend, rkb__put_backend)                                               \
     X(backend_why, rkb__put_backend_why)                                       \
+    X(worker, rkb__put_worker)                                                 \
     X(device, rkb__put_device)                                                 \
     X(kernel, rkb__put_kernel)                                                 \
     X(limits, rkb__put_limits)                                                 \

@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 
 bool rkb_is_admin(const rkb_loop *l, rkb_entry *e)
@@ -112,6 +113,51 @@ static void rkb__counters(const rkb_loop *l, rkb_status_counters *c)
     c->cpu_sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
 }
 
+/* The `worker` map from the runtime's supervisor (w must outlive s). */
+static void rkb__worker(rkb_shared *sh, rk_worker_info *w, rkb_status *s)
+{
+    rk_runtime_worker(sh->rt, w);
+    if (w->state == RK_WORKER_NONE)
+        return;
+    s->has_worker = true;
+    s->worker_state = w->state_name;
+    s->worker_backend = w->backend;
+    s->worker_why = w->why;
+    s->worker_pid = (uint64_t)w->pid;
+    s->worker_restarts = w->restarts;
+    s->worker_faults = w->faults;
+    s->worker_poisoned = w->poisoned;
+    s->standby_ready = w->standby_ready;
+    s->standby_pid = (uint64_t)w->standby_pid;
+    s->last_recovery_ns = (uint64_t)(w->last_recovery_ns > 0 ? w->last_recovery_ns : 0);
+    if (w->last_fault.at_ns) {
+        s->has_last_fault = true;
+        s->fault_actor = w->last_fault.actor;
+        s->fault_request = w->last_fault.request_id;
+        s->fault_type = w->last_fault.type;
+        s->fault_error = rk_err_name(w->last_fault.error);
+        s->fault_detail = w->last_fault.detail;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+        s->fault_age_ms = (uint64_t)((now - w->last_fault.at_ns) / 1000000);
+    }
+}
+
+void rkb_do_retry_gpu(rkb_loop *l, rkb_entry *e)
+{
+    int rc = rk_runtime_retry_gpu(l->sh->rt);
+    if (rc) {
+        rkb_answer_error(l, e, -rc == RK_ENOTSUP ? RKB_E_INVALID_ARGUMENT : RKB_E_DEVICE_FAULT,
+                         "retry_gpu: %s", rk_last_detail());
+        return;
+    }
+    rk_runtime_info(l->sh->rt, &l->info);
+    rkb_logk(RKB_LK_LAUNCH, RKB_LOG_WARN, "retry_gpu: the %s backend serves again", l->info.backend_name);
+    rkb_encode_ping(&l->enc, e->req.has_id, e->req.id, l->info.backend_name);
+    rkb_answer_encoded(l, e);
+}
+
 void rkb_do_status(rkb_loop *l, rkb_entry *e)
 {
     const rkb_shared *sh = l->sh;
@@ -128,6 +174,8 @@ void rkb_do_status(rkb_loop *l, rkb_entry *e)
         .actors = rkb__actors, .n_actors = sizeof rkb__actors / sizeof *rkb__actors,
         .warnings = sh->warnings, .n_warnings = (size_t)sh->n_warnings,
     };
+    rk_worker_info w;
+    rkb__worker((rkb_shared *)sh, &w, &s);
     rkb__counters(l, &s.counters);
     if (rkb_encode_status(&l->enc, e->req.has_id, e->req.id, &s) != 0) {
         rkb_answer_error(l, e, RKB_E_INTERNAL, "out of memory encoding the status");

@@ -25,6 +25,7 @@ enum { RKB_LOG_ERROR = 0, RKB_LOG_WARN = 1, RKB_LOG_INFO = 2, RKB_LOG_DEBUG = 3 
     X(DENIED, "admin operation refused")                                       \
     X(INTERNAL, "internal error")                                              \
     X(RUNTIME, "runtime failure")                                              \
+    X(LIBRK, "runtime message")                                                \
     X(ACCEPT, "accept failed")                                                 \
     X(SYSTEM, "system call failed")
 

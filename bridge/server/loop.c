@@ -42,6 +42,9 @@ static int rkb__admit(rkb_loop *l, int32_t idx)
     uint16_t type = RK_OP_ECHO;
     if (e->req.op == RKB_OP_ECHO) {
         iov[0] = (rk_iov){e->req.u.echo.data.ptr, e->req.u.echo.data.len};
+    } else if (e->req.op == RKB_OP_FAULT || e->req.op == RKB_OP_HANG) {
+        type = e->req.op == RKB_OP_FAULT ? RK_OP_FAULT : RK_OP_HANG; /* --test-faults only */
+        n = 0;
     } else {
         type = RK_OP_VADD;
         iov[0] = (rk_iov){e->req.u.vadd.a.ptr, e->req.u.vadd.a.len};
@@ -117,7 +120,7 @@ static void rkb__on_reply(rkb_loop *l, rk_reply *r)
     if (r->status) {
         int st = r->status;
         rk_reply_release(l->act, r);
-        rkb_answer_rk_error(l, e, st, rk_strerror(st));
+        rkb_answer_rk_error(l, e, st, rk_last_detail()); /* set by the receive */
     } else {
         rkb_answer_data(l, e, r);
     }
@@ -183,6 +186,8 @@ static void rkb__answer_now(rkb_loop *l, rkb_entry *e)
         rkb_do_status(l, e);
     } else if (e->req.op == RKB_OP_LAUNCH) {
         rkb_do_launch(l, e);
+    } else if (e->req.op == RKB_OP_RETRY_GPU) {
+        rkb_do_retry_gpu(l, e);
     } else {
         rkb_answer_error(l, e, RKB_E_INTERNAL, "decoder returned op %d", (int)e->req.op);
     }
@@ -212,7 +217,8 @@ static inline __attribute__((always_inline)) void rkb__on_request(rkb_loop *l, i
                                     &e->req, &l->dec, &err);
         if (rc) {
             rkb_answer_error(l, e, err.code, "%s", err.message);
-        } else if (e->req.op != RKB_OP_ECHO && e->req.op != RKB_OP_VADD) {
+        } else if (e->req.op != RKB_OP_ECHO && e->req.op != RKB_OP_VADD && e->req.op != RKB_OP_FAULT &&
+                   e->req.op != RKB_OP_HANG) {
             rkb__answer_now(l, e);
         } else {
             /* FIFO: behind whatever already waits */
@@ -449,6 +455,7 @@ int rkb_loop_init(rkb_loop *l)
     }
     l->lim = RKB_LIMITS_DEFAULT;
     l->lim.max_frame = c->max_message_bytes;
+    l->lim.test_ops = c->rk.test_faults;
     return 0;
 }
 

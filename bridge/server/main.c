@@ -42,6 +42,25 @@ static const char rkb__usage[] =
 "      --arena-bytes BYTES    data arena for payloads that do not fit a slot\n"
 "                             (default 256M: a request and its reply live there)\n"
 "      --window N             requests in flight per I/O thread, 1..32768 (default 4096)\n"
+"When a worker faults (the runtime's backend runs in a supervised worker\n"
+"process; README.md, \"When a GPU actor faults\")\n"
+"      --isolation process|auto|none  process (default): every backend in a worker\n"
+"                             process; auto: only CUDA; none: all in this process (a\n"
+"                             GPU fault then fails the bridge's runtime for good)\n"
+"      --standby N            warm standby workers, 0 or 1 (default 1): a fault costs\n"
+"                             a take-over, not a cold CUDA start\n"
+"      --fault-limit K        after K faults within --fault-window-ms, stop\n"
+"                             restarting the GPU: built-ins run on the CPU, the rest\n"
+"                             gets DEVICE_FAULT until the admin op retry_gpu\n"
+"                             (default 10)\n"
+"      --fault-window-ms MS   (default 60000)\n"
+"      --request-deadline-ms MS  a user actor running longer is a fault (an endless\n"
+"                             loop); 0: none (default 10000)\n"
+"      --heartbeat-ms MS      a worker silent this long is replaced (default 1000)\n"
+"      --share-gpu            run even where another ring kernel holds the GPU\n"
+"                             (both slow down; refused by default, naming the holder)\n"
+"      --test-faults          TESTING ONLY: serve the ops `fault` (an illegal\n"
+"                             address on the GPU, SIGSEGV in a CPU worker) and `hang`\n"
 "Limits and back-pressure\n"
 "      --max-message-bytes BYTES  largest request frame (default 129M: a vadd of\n"
 "                             2^24 float32 elements). Larger frames up to the\n"
@@ -98,6 +117,8 @@ enum {
     O_WINDOW, O_MAXMSG, O_QUEUE, O_QUEUE_BYTES, O_ADMISSION, O_SNDHWM, O_RCVHWM, O_GRACE,
     O_QUIET, O_DRAIN, O_LOG, O_CURVE_KEY, O_CURVE_ALLOW, O_CURVE_ADMIN, O_GEN_KEYS, O_FORCE,
     O_IO_THREADS, O_ZMQ_IO_THREADS, O_IPC_MODE, O_INSECURE_KEY, O_INSECURE_REMOTE, O_ADMIN_OPS,
+    O_ISOLATION, O_STANDBY, O_FAULT_LIMIT, O_FAULT_WINDOW, O_DEADLINE, O_HEARTBEAT, O_SHARE_GPU,
+    O_TEST_FAULTS,
 };
 
 static const struct option rkb__opts[] = {
@@ -132,6 +153,14 @@ static const struct option rkb__opts[] = {
     {"allow-insecure-key", no_argument, 0, O_INSECURE_KEY},
     {"allow-insecure-remote", no_argument, 0, O_INSECURE_REMOTE},
     {"allow-admin-ops", no_argument, 0, O_ADMIN_OPS},
+    {"isolation", required_argument, 0, O_ISOLATION},
+    {"standby", required_argument, 0, O_STANDBY},
+    {"fault-limit", required_argument, 0, O_FAULT_LIMIT},
+    {"fault-window-ms", required_argument, 0, O_FAULT_WINDOW},
+    {"request-deadline-ms", required_argument, 0, O_DEADLINE},
+    {"heartbeat-ms", required_argument, 0, O_HEARTBEAT},
+    {"share-gpu", no_argument, 0, O_SHARE_GPU},
+    {"test-faults", no_argument, 0, O_TEST_FAULTS},
     {"version", no_argument, 0, 'V'},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
@@ -195,6 +224,11 @@ static int rkb__numeric(rkb_config *c, int id, const char *arg)
     case O_QUIET: NUM(0, 3600000); c->shutdown_quiet_ms = (uint32_t)v; break;
     case O_DRAIN: NUM(0, 3600000); c->drain_ms = (uint32_t)v; break;
     case O_ZMQ_IO_THREADS: NUM(1, 64); c->zmq_io_threads = (int)v; break;
+    case O_STANDBY: NUM(0, 1); c->rk.standby = (int)v; break;
+    case O_FAULT_LIMIT: NUM(1, 1000000); c->rk.fault_limit = (uint32_t)v; break;
+    case O_FAULT_WINDOW: NUM(1, UINT32_MAX); c->rk.fault_window_ms = (uint32_t)v; break;
+    case O_DEADLINE: NUM(0, UINT32_MAX); c->rk.request_deadline_ms = (uint32_t)v; break;
+    case O_HEARTBEAT: NUM(50, UINT32_MAX); c->rk.heartbeat_ms = (uint32_t)v; break;
     case O_IO_THREADS:
         if (!strcmp(arg, "auto")) {
             c->io_threads = 0;
@@ -226,6 +260,17 @@ static int rkb__word(rkb_config *c, int id, const char *arg)
             }
         fprintf(stderr, "rk-bridge: --log-level %s: expected error, warn, info or debug " RKB_HINT "\n", arg);
         return -1;
+    case O_ISOLATION: {
+        static const char *names[] = {"auto", "process", "none"};
+        static const rk_isolation modes[] = {RK_ISOLATION_AUTO, RK_ISOLATION_PROCESS, RK_ISOLATION_NONE};
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(arg, names[i])) {
+                c->rk.isolation = modes[i];
+                return 0;
+            }
+        fprintf(stderr, "rk-bridge: --isolation %s: expected process, auto or none " RKB_HINT "\n", arg);
+        return -1;
+    }
     case O_IPC_MODE: {
         char *end;
         unsigned long m = strtoul(arg, &end, 8);
@@ -263,6 +308,8 @@ static int rkb__option(rkb__cli *a, int id, const char *arg)
     case O_INSECURE_KEY: c->allow_insecure_key = true; return 0;
     case O_INSECURE_REMOTE: c->allow_insecure_remote = true; return 0;
     case O_ADMIN_OPS: c->allow_admin_ops = true; return 0;
+    case O_SHARE_GPU: c->rk.share_gpu = 1; return 0;
+    case O_TEST_FAULTS: c->rk.test_faults = 1; return 0;
     case O_GEN_KEYS: a->gen_keys = arg; return 0;
     case O_FORCE: a->force = true; return 0;
     case 'V': a->version = true; return 0;

@@ -20,6 +20,10 @@ void rkb_config_init(rkb_config *c)
     rk_config_init(&c->rk);
     c->rk.actor_window = 4096;
     c->rk.max_actors = 4;
+    /* a client's request must never cost the bridge: every backend in a
+     * supervised worker, with a warm standby (README.md) */
+    c->rk.isolation = RK_ISOLATION_PROCESS;
+    c->rk.standby = 1;
     c->max_message_bytes = RKB_DEFAULT_MAX_FRAME;
     c->queue = 4096;
     c->queue_bytes = (size_t)512 << 20;
@@ -106,11 +110,25 @@ static int rkb__io_threads(const rkb_config *c)
     return n > 8 ? 3 : n > 4 ? 2 : 1;
 }
 
+/* librk's own lines (a worker replaced, a fault blamed on a request) go
+ * into the bridge's log, under its level and its per-kind rate limit: a
+ * client sending poison requests cannot flood it through librk either. */
+static void rkb__librk_log(rk_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    int l = level <= RK_LOG_ERROR ? RKB_LOG_ERROR : level == RK_LOG_WARN ? RKB_LOG_WARN
+          : level == RK_LOG_INFO  ? RKB_LOG_INFO  : RKB_LOG_DEBUG;
+    rkb_logk(RKB_LK_LIBRK, l, "runtime: %s", msg);
+}
+
 /* A start-up configuration the CUDA backend refused as a launch error is
  * not silently served by the CPU fallback: the operator asked for a kernel
  * shape that cannot run. */
 static int rkb__open_runtime(rkb_shared *sh, int n_loops)
 {
+    static const rk_log_level levels[] = {RK_LOG_ERROR, RK_LOG_WARN, RK_LOG_INFO, RK_LOG_DEBUG};
+    rk_log_set_level(levels[sh->cfg->log_level]);
+    rk_log_set_handler(rkb__librk_log, NULL);
     rk_config rkc = sh->cfg->rk;
     if (rkc.max_actors < (uint32_t)n_loops + 2)
         rkc.max_actors = (uint32_t)n_loops + 2;

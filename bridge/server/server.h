@@ -269,6 +269,8 @@ void rkb_peek_into(rkb_request *req, const zmq_msg_t *body);
 /* admin.c: status, launch, and who may use admin operations. */
 void rkb_do_status(rkb_loop *l, rkb_entry *e);
 void rkb_do_launch(rkb_loop *l, rkb_entry *e);
+/* The operator's "try the GPU again" after a crash loop (admin). */
+void rkb_do_retry_gpu(rkb_loop *l, rkb_entry *e);
 bool rkb_is_admin(const rkb_loop *l, rkb_entry *e);
 bool rkb_is_launch_error(int rc);
 

@@ -147,10 +147,16 @@ static void rk__fill_reply(rk_actor *a, uint16_t tag, rk_reply *out)
     out->len = p->len;
     out->data = p->arena_len ? (const void *)(a->rt->arena.base + p->out_off) : p->inline_buf;
     out->tag_ = tag;
+    /* The receiving thread's detail says why a failed reply failed (the
+     * status alone cannot tell a poison request from a dead backend). */
     if (p->status == -RK_EDEVICE && p->strikes >= 2)
         rk__fail(RK_EDEVICE, "request %llu (type %u) of actor %u faulted its worker twice: answered "
                  "RK_EDEVICE instead of being retried again",
                  (unsigned long long)p->id, p->type, a->index);
+    else if (p->status)
+        rk__fail(p->status, "request %llu (type %u) of actor %u answered %s: %s",
+                 (unsigned long long)p->id, p->type, a->index, rk_err_name(p->status),
+                 rk_strerror(p->status));
 }
 
 /* After a fatal backend fault, the owner answers its own unanswered

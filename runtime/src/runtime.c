@@ -268,10 +268,12 @@ int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t 
             atomic_fetch_add(&rt->n_restarts, 1);
         return rc;
     }
-    /* CPU backend: nothing GPU-specific to validate; record what was asked */
+    /* CPU backend: nothing GPU-specific to validate; record what was asked
+     * (and count it, as every backend counts a relaunch) */
     rt->info.grid = rt->cfg.grid = grid;
     rt->info.block = rt->cfg.block = block;
     rt->info.smem = rt->cfg.smem = smem;
+    atomic_fetch_add(&rt->n_restarts, 1);
     return 0;
 }
 

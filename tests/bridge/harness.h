@@ -118,6 +118,8 @@ uint32_t rng(uint64_t *s);
 void test_error_rows(void **state);
 void test_envelopes(void **state);
 void test_pipeline(void **state);
+void test_worker_kill(void **state);
+void test_worker_faults(void **state);
 void test_launch_status(void **state);
 void test_busy(void **state);
 void test_shutdown(void **state);

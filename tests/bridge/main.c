@@ -41,6 +41,8 @@ int main(int argc, char **argv)
         {"admin", cmocka_unit_test(test_admin)},
         {"cli", cmocka_unit_test(test_cli)},
         {"notify", cmocka_unit_test(test_notify)},
+        {"worker_kill", cmocka_unit_test(test_worker_kill)},
+        {"worker_faults", cmocka_unit_test(test_worker_faults)},
     };
     if (argc < 3) {
         fprintf(stderr, "usage: %s PATH-TO-rk-bridge GROUP [EXTRA rk-bridge OPTIONS...]\n", argv[0]);

@@ -523,6 +523,37 @@ static void t_valid_ping_status(void **state)
     assert_int_equal(r.req.id, 12);
 }
 
+/* The test-only ops exist only when the operator asks (rk-bridge
+ * --test-faults): otherwise they are unknown, and the known list does not
+ * mention them; retry_gpu is an op for everyone to see (an admin's). */
+static void t_test_ops_gated(void **state)
+{
+    (void)state;
+    static const char *const test_ops[] = {"fault", "hang"};
+    for (int i = 0; i < 2; i++) {
+        buf b;
+        req_head(&b, 21, test_ops[i], 0);
+        result r = expect(&b, RKB_E_UNKNOWN_OP, "not an operation", "retry_gpu");
+        const char *known = strstr(r.err.message, "known:");
+        assert_non_null(known);
+        assert_null(strstr(known, "fault"));
+        assert_null(strstr(known, "hang"));
+        rkb_limits lim = RKB_LIMITS_DEFAULT;
+        lim.test_ops = true;
+        req_head(&b, 22, test_ops[i], 0);
+        r = decode_lim(b.sb.data, b.sb.size, &lim);
+        b_free(&b);
+        assert_int_equal(r.rc, RKB_OK);
+        assert_int_equal(r.req.op, i ? RKB_OP_HANG : RKB_OP_FAULT);
+    }
+    buf b;
+    req_head(&b, 23, "retry_gpu", 0);
+    result r = decode(b.sb.data, b.sb.size);
+    b_free(&b);
+    assert_int_equal(r.rc, RKB_OK);
+    assert_int_equal(r.req.op, RKB_OP_RETRY_GPU);
+}
+
 static void t_valid_echo_borrows(void **state)
 {
     (void)state;
@@ -796,9 +827,9 @@ static void t_code_names(void **state)
     }
     assert_string_equal(rkb_op_name(RKB_OP_VADD), "vadd");
     assert_string_equal(rkb_op_name(RKB_OP_NONE), "");
-    /* only launch changes the bridge for everyone */
+    /* only launch and retry_gpu change the bridge for everyone */
     for (int op = RKB_OP_NONE; op < RKB_OP_COUNT; op++)
-        assert_int_equal(rkb_op_is_admin((rkb_op)op), op == RKB_OP_LAUNCH);
+        assert_int_equal(rkb_op_is_admin((rkb_op)op), op == RKB_OP_LAUNCH || op == RKB_OP_RETRY_GPU);
 }
 
 /* The status encoder: every field of status.h, every counter, and the map
@@ -831,6 +862,8 @@ static void t_status_roundtrip(void **state)
 #undef ONE
     assert_non_null(f = get(o, "device"));
     assert_int_equal(f->type, MSGPACK_OBJECT_NIL);
+    assert_non_null(f = get(o, "worker")); /* the backend in the bridge's process */
+    assert_int_equal(f->type, MSGPACK_OBJECT_NIL);
     assert_non_null(f = get(o, "actors"));
     assert_int_equal(f->via.array.size, 1);
     assert_non_null(f = get(o, "warnings"));
@@ -845,10 +878,34 @@ static void t_status_roundtrip(void **state)
 #undef CHECK
     assert_int_equal(c->via.map.size, k - 1);
     msgpack_unpacked_destroy(&up);
+    /* a supervised worker with a last fault */
+    st.has_worker = true;
+    st.worker_state = "running", st.worker_backend = "cuda", st.worker_why = "";
+    st.worker_pid = 4242, st.worker_restarts = 3, st.worker_faults = 4, st.worker_poisoned = 1;
+    st.standby_ready = true, st.standby_pid = 4343, st.last_recovery_ns = 130000000;
+    st.has_last_fault = true, st.fault_actor = 1, st.fault_request = 77, st.fault_type = 3;
+    st.fault_error = "RK_EDEVICE", st.fault_detail = "illegal address", st.fault_age_ms = 5;
+    assert_int_equal(rkb_encode_status(&enc, true, 100, &st), 0);
+    msgpack_unpacked_init(&up);
+    off = 0;
+    assert_int_equal(msgpack_unpack_next(&up, rkb_encoder_data(&enc), rkb_encoder_size(&enc), &off),
+                     MSGPACK_UNPACK_SUCCESS);
+    assert_int_equal(off, rkb_encoder_size(&enc));
+    const msgpack_object *w = get(&up.data, "worker");
+    assert_non_null(w);
+    assert_int_equal(w->type, MSGPACK_OBJECT_MAP);
+    assert_int_equal(w->via.map.size, 10);
+    assert_int_equal(get(w, "pid")->via.u64, 4242);
+    assert_int_equal(get(w, "faults")->via.u64, 4);
+    assert_true(get(get(w, "standby"), "ready")->via.boolean);
+    const msgpack_object *lf = get(w, "last_fault");
+    assert_int_equal(lf->via.map.size, 6);
+    assert_int_equal(get(lf, "request")->via.u64, 77);
+    msgpack_unpacked_destroy(&up);
     rkb_encoder_destroy(&enc);
 }
 
-/* bridge/PROTOCOL.md names every error code and every counter (its path is
+/* bridge/PROTOCOL.md names every error code, counter and operation (its path is
  * the program's first argument). */
 static const char *g_protocol_md;
 static void t_protocol_md_in_step(void **state)
@@ -875,6 +932,12 @@ static void t_protocol_md_in_step(void **state)
         fail_msg("PROTOCOL.md does not describe the counter %s", #name);
     RKB_STATUS_COUNTERS(COUNTER)
 #undef COUNTER
+#define OP(name, wire, admin)                                                  \
+    snprintf(want, sizeof want, "`%s`", wire);                                \
+    if (!strstr(text, want))                                                   \
+        fail_msg("PROTOCOL.md does not describe the operation %s", wire);
+    RKB_OP_MAP(OP)
+#undef OP
 }
 
 int main(int argc, char **argv)
@@ -914,6 +977,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(t_launch_missing_smem),
         cmocka_unit_test(t_launch_float_block),
         cmocka_unit_test(t_valid_ping_status),
+        cmocka_unit_test(t_test_ops_gated),
         cmocka_unit_test(t_valid_echo_borrows),
         cmocka_unit_test(t_valid_vadd),
         cmocka_unit_test(t_valid_launch),

@@ -137,7 +137,7 @@ typedef struct rk_stats {
     uint64_t requests;   /* requests enqueued */
     uint64_t replies;    /* replies delivered to actors */
     uint64_t errors;     /* replies with a non-zero status, and failed sends */
-    uint64_t restarts;   /* backend relaunches */
+    uint64_t restarts;   /* relaunches: rk_runtime_relaunch, and each worker started after a fault */
     uint64_t arena_used; /* arena bytes allocated now */
     uint64_t arena_peak;
 } rk_stats;
@@ -268,7 +268,8 @@ typedef struct rk_iov {
 typedef struct rk_reply {
     uint64_t id;
     uint16_t type;
-    int status;        /* 0, or the negative code the actor (or the runtime) failed with */
+    int status;        /* 0, or the negative code the actor (or the runtime) failed with;
+                        * then rk_last_detail() on the receiving thread says why */
     const void *data;
     size_t len;
     uint32_t tag_;     /* internal */

@@ -1,0 +1,243 @@
+/* test_worker.c - the bridge through its backend's faults: its runtime's
+ * backend runs in a supervised worker process (rk-bridge's default). 8
+ * DEALER clients pipeline echoes while the worker is killed with SIGKILL
+ * 100 times: every request is answered exactly once and correctly, the
+ * bridge keeps serving, `status` reports each replacement in its `worker`
+ * map, and no process is left behind. A second group: the test-only ops
+ * (--test-faults) crash and hang a worker; each gets DEVICE_FAULT, the
+ * crash loop degrades the bridge to built-ins on the CPU, and the admin op
+ * retry_gpu restores the worker. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+enum { WK_CLIENTS = 8, WK_WINDOW = 64, WK_CAP = 1 << 22 };
+
+typedef struct wk_client {
+    const char *ep;
+    void *ctx;
+    int *stop;
+    uint64_t sent, answered, bad, dup;
+    uint8_t *seen;
+} wk_client;
+
+static void wk_take(wk_client *c, zmq_msg_t *m)
+{
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    if (msgpack_unpack_next(&up, zmq_msg_data(m), zmq_msg_size(m), NULL) == MSGPACK_UNPACK_SUCCESS) {
+        const msgpack_object *id = rkc_map_get(&up.data, "id");
+        const msgpack_object *ok = rkc_map_get(&up.data, "ok");
+        const msgpack_object *d = rkc_map_get(&up.data, "data");
+        /* the echo carries the bytes put_echo wrote: 0, 1, 2, ... */
+        bool right = ok && ok->type == MSGPACK_OBJECT_BOOLEAN && ok->via.boolean && d &&
+                     d->type == MSGPACK_OBJECT_BIN && d->via.bin.size == 64 &&
+                     d->via.bin.ptr[63] == 63;
+        if (!id || id->type != MSGPACK_OBJECT_POSITIVE_INTEGER || id->via.u64 < 1 || id->via.u64 > c->sent ||
+            !right)
+            c->bad++;
+        else if (c->seen[id->via.u64]++)
+            c->dup++;
+    } else {
+        c->bad++;
+    }
+    msgpack_unpacked_destroy(&up);
+    c->answered++;
+}
+
+static void *wk_main(void *p)
+{
+    wk_client *c = p;
+    void *s = zmq_socket(c->ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_connect(s, c->ep);
+    buf fb = {0};
+    int64_t idle_since = 0;
+    for (;;) {
+        bool stopping = __atomic_load_n(c->stop, __ATOMIC_ACQUIRE);
+        while (!stopping && c->sent - c->answered < WK_WINDOW && c->sent + 1 < WK_CAP) {
+            put_echo(&fb, c->sent + 1, 64);
+            if (zmq_send(s, fb.p, fb.n, ZMQ_DONTWAIT) < 0)
+                break;
+            c->sent++;
+        }
+        if (stopping && c->answered == c->sent)
+            break;
+        zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 100) > 0) {
+            zmq_msg_t m;
+            zmq_msg_init(&m);
+            while (zmq_msg_recv(&m, s, ZMQ_DONTWAIT) >= 0)
+                wk_take(c, &m);
+            zmq_msg_close(&m);
+            idle_since = 0;
+        } else if (stopping) {
+            if (!idle_since)
+                idle_since = now_ms();
+            else if (now_ms() - idle_since > TMO)
+                break; /* replies that never come: counted as missing below */
+        }
+    }
+    free(fb.p);
+    zmq_close(s);
+    return NULL;
+}
+
+/* The `worker` map of a status reply: pid, state, restarts, ... */
+static uint64_t worker_uint(const bridge *b, const char *key, char *state, size_t cap)
+{
+    rkc_reply r;
+    status_get(b, &r);
+    const msgpack_object *w = rkc_reply_get(&r, "worker");
+    assert_non_null(w);
+    assert_int_equal(w->type, MSGPACK_OBJECT_MAP);
+    if (state) {
+        const msgpack_object *s = rkc_map_get(w, "state");
+        snprintf(state, cap, "%.*s", (int)s->via.str.size, s->via.str.ptr);
+    }
+    uint64_t v = key ? map_uint(w, key) : 0;
+    rkc_reply_free(&r);
+    return v;
+}
+
+void test_worker_kill(void **state)
+{
+    (void)state;
+    const int kills = getenv("RK_TEST_KILLS") ? atoi(getenv("RK_TEST_KILLS")) : 100;
+    char limit[32];
+    snprintf(limit, sizeof limit, "%d", kills + 10);
+    bridge b;
+    bridge_start(&b, "--fault-limit", limit, NULL);
+    void *ctx = zmq_ctx_new();
+    int stop = 0;
+    wk_client c[WK_CLIENTS];
+    pthread_t t[WK_CLIENTS];
+    for (int i = 0; i < WK_CLIENTS; i++) {
+        c[i] = (wk_client){.ep = b.ep, .ctx = ctx, .stop = &stop, .seen = calloc(WK_CAP, 1)};
+        pthread_create(&t[i], NULL, wk_main, &c[i]);
+    }
+    int64_t t0 = now_ms();
+    for (int k = 0; k < kills; k++) {
+        /* replies between kills: each worker serves before it dies */
+        uint64_t r0 = status_counter(&b, "ring_replies");
+        while (status_counter(&b, "ring_replies") < r0 + 100)
+            usleep(1000);
+        char st[32];
+        uint64_t pid = worker_uint(&b, "pid", st, sizeof st);
+        assert_string_equal(st, "running");
+        assert_int_equal(kill((pid_t)pid, SIGKILL), 0);
+        for (int64_t w0 = now_ms(); worker_uint(&b, "pid", st, sizeof st) == pid || strcmp(st, "running");) {
+            if (now_ms() - w0 > TMO)
+                fail_msg("worker %llu not replaced within %d ms (state %s)", (unsigned long long)pid, TMO, st);
+            usleep(1000);
+        }
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    uint64_t sent = 0, answered = 0, bad = 0, dup = 0;
+    for (int i = 0; i < WK_CLIENTS; i++) {
+        pthread_join(t[i], NULL);
+        sent += c[i].sent, answered += c[i].answered, bad += c[i].bad, dup += c[i].dup;
+        free(c[i].seen);
+    }
+    uint64_t restarts = worker_uint(&b, "restarts", NULL, 0);
+    print_message("%d kills of the bridge's worker in %.1f s: %llu requests, %llu answered, %llu bad, "
+                  "%llu duplicated; %llu restarts\n",
+                  kills, (double)(now_ms() - t0) / 1e3, (unsigned long long)sent, (unsigned long long)answered,
+                  (unsigned long long)bad, (unsigned long long)dup, (unsigned long long)restarts);
+    zmq_ctx_term(ctx);
+    assert_int_equal(bad, 0);
+    assert_int_equal(dup, 0);
+    assert_int_equal(answered, sent);
+    assert_true(restarts >= (uint64_t)kills);
+    assert_alive(&b);
+    pid_t bpid = b.pid;
+    assert_int_equal(bridge_stop(&b), 0);
+    /* the bridge took its workers with it */
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "pgrep -P %d", (int)bpid);
+    assert_int_not_equal(system(cmd), 0);
+}
+
+/* One 64-byte echo through the bridge, checked byte for byte. */
+static void echo_ok(rkc *cl, uint64_t id)
+{
+    buf fb = {0};
+    put_echo(&fb, id, 64);
+    assert_int_equal(rkc_send_raw(cl, fb.p, fb.n, TMO), 0);
+    free(fb.p);
+    rkc_reply r;
+    assert_int_equal(rkc_recv(cl, &r, TMO), 0);
+    assert_int_equal(r.id, id);
+    assert_true(r.ok);
+    assert_int_equal(r.len, 64);
+    assert_int_equal(r.data[63], 63);
+    rkc_reply_free(&r);
+}
+
+/* Sends {v, id, op} and returns its reply (free it). */
+static void op_call(rkc *cl, uint64_t id, const char *op, rkc_reply *r)
+{
+    buf fb = {0};
+    put_head(&fb, 3, 1, 1, id, op);
+    assert_int_equal(rkc_send_raw(cl, fb.p, fb.n, TMO), 0);
+    free(fb.p);
+    assert_int_equal(rkc_recv(cl, r, TMO), 0);
+    assert_int_equal(r->id, id);
+}
+
+/* A crash and an endless loop in the worker cost their own requests; a
+ * crash loop degrades to the CPU; retry_gpu (an admin op) restores. */
+void test_worker_faults(void **state)
+{
+    (void)state;
+    bridge b;
+    bridge_start(&b, "--test-faults", "--fault-limit", "4", "--request-deadline-ms", "300",
+                 "--allow-admin-ops", NULL);
+    rkc *cl = client(&b);
+    rkc_reply r;
+    op_call(cl, 1, "fault", &r);
+    assert_false(r.ok);
+    assert_string_equal(r.code, "DEVICE_FAULT");
+    assert_non_null(strstr(r.message, "faulted its worker twice"));
+    rkc_reply_free(&r);
+    assert_alive(&b);
+    char st[32];
+    assert_int_equal(worker_uint(&b, "faults", st, sizeof st), 2);
+    assert_string_equal(st, "running");
+    op_call(cl, 2, "hang", &r);
+    assert_false(r.ok);
+    assert_string_equal(r.code, "DEVICE_FAULT");
+    rkc_reply_free(&r);
+    /* that made 4 faults: the crash loop; built-ins still work */
+    assert_int_equal(worker_uint(&b, "faults", st, sizeof st), 4);
+    assert_string_equal(st, "degraded");
+    assert_alive(&b);
+    echo_ok(cl, 10);
+    op_call(cl, 3, "fault", &r);
+    assert_string_equal(r.code, "DEVICE_FAULT");
+    rkc_reply_free(&r);
+    /* the operator's action */
+    op_call(cl, 4, "retry_gpu", &r);
+    assert_true(r.ok);
+    rkc_reply_free(&r);
+    assert_int_equal(worker_uint(&b, "faults", st, sizeof st), 4);
+    assert_string_equal(st, "running");
+    echo_ok(cl, 11);
+    assert_alive(&b);
+    rkc_close(cl);
+    assert_int_equal(bridge_stop(&b), 0);
+    /* without --test-faults the test ops are not operations at all */
+    bridge_start(&b, NULL);
+    cl = client(&b);
+    op_call(cl, 5, "fault", &r);
+    assert_string_equal(r.code, "UNKNOWN_OP");
+    rkc_reply_free(&r);
+    rkc_close(cl);
+    assert_int_equal(bridge_stop(&b), 0);
+}
