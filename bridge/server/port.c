@@ -289,4 +289,7 @@ void rkb_port_close(rkb_port *p, int linger_ms)
     }
     for (int i = 0; i < p->n_eps; i++)
         rkb_endpoint_remove_file(&p->eps[i]);
+    free(p->conn_fds);
+    p->conn_fds = NULL;
+    p->n_conn = p->cap_conn = 0;
 }

@@ -292,10 +292,12 @@ static rkb_counters rkb__totals(const rkb_shared *sh)
     return t;
 }
 
-/* Closes the socket, waiting for the replies ZeroMQ still holds to leave:
- * up to the rest of --drain-ms (at least 2 s). A client that reads gets
- * them; ZeroMQ cannot say which replies a client that stopped reading lost,
- * so the exit line says only whether the wait ran out. */
+/* Closes the socket, waiting until the clients have read the replies
+ * ZeroMQ holds or has written (rkb_port_settle), then for those still
+ * queued to leave: up to the rest of --drain-ms (at least 2 s) in all. A
+ * client that reads gets them; ZeroMQ cannot say which replies a client
+ * that stopped reading lost, so the exit line says only whether the wait
+ * ran out. */
 static void rkb__close(rkb_shared *sh, bool served)
 {
     int64_t now = rkb_now_ns();
@@ -305,7 +307,10 @@ static void rkb__close(rkb_shared *sh, bool served)
             end = sh->loops[i]->stop_at;
     int64_t left = end + (int64_t)sh->cfg->drain_ms * 1000000 - now;
     int linger = left > 2000000000 ? (int)(left / 1000000) : 2000;
-    rkb_port_close(&sh->port, linger);
+    int64_t deadline = now + (int64_t)linger * 1000000;
+    bool read_all = !served || rkb_port_settle(&sh->port, deadline);
+    int64_t rest = deadline - rkb_now_ns();
+    rkb_port_close(&sh->port, rest > 0 ? (int)(rest / 1000000) : 0);
     if (!sh->ctx)
         return;
     zmq_ctx_shutdown(sh->ctx);
@@ -314,7 +319,6 @@ static void rkb__close(rkb_shared *sh, bool served)
     zmq_ctx_term(sh->ctx);
     if (!served)
         return;
-    int64_t took = rkb_now_ns() - now;
     rkb_counters t = rkb__totals(sh);
     uint64_t done = t.replies + t.dropped_replies + t.unroutable;
     rkb_log_flush(1);
@@ -323,9 +327,9 @@ static void rkb__close(rkb_shared *sh, bool served)
             " unroutable (client gone), %" PRIu64 " unanswered; %s",
             t.requests, t.replies, t.errors, t.dropped_replies, t.unroutable,
             t.requests > done ? t.requests - done : 0,
-            took < (int64_t)linger * 1000000 - 50000000
-                ? "ZeroMQ wrote out every reply it held"
-                : "the wait for ZeroMQ to write out the replies it held ran out: clients that "
+            read_all && rkb_now_ns() < deadline - 50000000
+                ? "clients read every reply ZeroMQ held"
+                : "the wait for clients to read the replies ZeroMQ held ran out: clients that "
                   "stopped reading lost theirs");
 }
 

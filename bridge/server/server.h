@@ -101,11 +101,20 @@ typedef struct rkb_port {
     rkb_counters *n;      /* the owning thread's counters */
     int64_t next_watch;   /* rkb_port_watch: next look at signals and events */
     int64_t next_flush;   /* ... and at the log's summaries */
+    int *conn_fds;        /* open connections' descriptors (monitor events),
+                             for rkb_port_settle */
+    int n_conn, cap_conn;
 } rkb_port;
 
 /* port.c: binds every endpoint, CURVE, socket options, the monitor.
  * Returns 0 or an exit status (message printed). */
 int rkb_port_open(rkb_port *p, struct rkb_shared *sh, rkb_counters *n);
+/* Waits, up to deadline_ns (rkb_now_ns), until the clients have read
+ * every reply already written to their connections: closing a connection
+ * with unread bytes in it makes libzmq drop them at a client whose receive
+ * queue is full. Returns true when they did, false when the wait ran out.
+ * Called once the request loops have stopped. */
+bool rkb_port_settle(rkb_port *p, int64_t deadline_ns);
 /* Stops the monitor, waits up to linger_ms for queued replies to leave,
  * closes the socket, removes ipc files. Safe on a port never opened. */
 void rkb_port_close(rkb_port *p, int linger_ms);

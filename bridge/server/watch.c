@@ -9,13 +9,23 @@
  * does nothing else). The bridge stops listening on that endpoint instead
  * (zmq_unbind; connected clients are not touched, new ones are refused and
  * ZeroMQ clients retry by themselves) and listens again after a pause that
- * grows from RKB_PAUSE_MIN_NS to RKB_PAUSE_MAX_NS while failures go on. */
+ * grows from RKB_PAUSE_MIN_NS to RKB_PAUSE_MAX_NS while failures go on.
+ *
+ * Settling at exit: libzmq writes a reply into the connection and forgets
+ * it; a client whose receive queue is full (ZMQ_RCVHWM) reads no more
+ * until it catches up, and if the connection closes meanwhile its libzmq
+ * drops what is still in the socket. So before closing, the bridge waits
+ * (bounded by --drain-ms) until no connection holds unread bytes. */
 #include "server.h"
 
 #include <errno.h>
+#include <linux/sockios.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RKB_WATCH_NS 1000000LL          /* while busy: every 1 ms */
@@ -61,6 +71,30 @@ static void rkb__pause(rkb_port *p, rkb_endpoint *e, int err, int64_t now)
              (long long)(e->backoff_ns / 1000000));
 }
 
+/* The descriptors of open connections (the events' value), for
+ * rkb_port_settle; a set that cannot grow just loses the wait for that one. */
+static void rkb__conn_add(rkb_port *p, int fd)
+{
+    if (p->n_conn == p->cap_conn) {
+        int cap = p->cap_conn ? p->cap_conn * 2 : 64;
+        int *n = realloc(p->conn_fds, (size_t)cap * sizeof *n);
+        if (!n)
+            return;
+        p->conn_fds = n;
+        p->cap_conn = cap;
+    }
+    p->conn_fds[p->n_conn++] = fd;
+}
+
+static void rkb__conn_remove(rkb_port *p, int fd)
+{
+    for (int i = 0; i < p->n_conn; i++)
+        if (p->conn_fds[i] == fd) {
+            p->conn_fds[i] = p->conn_fds[--p->n_conn];
+            return;
+        }
+}
+
 /* One event: [uint16 event, uint32 value] then the endpoint's address. */
 static int rkb__event(rkb_port *p, int64_t now)
 {
@@ -81,8 +115,10 @@ static int rkb__event(rkb_port *p, int64_t now)
     }
     if (ev == ZMQ_EVENT_ACCEPTED) {
         RKB_INC(p->n, accepted);
+        rkb__conn_add(p, (int)value);
     } else if (ev == ZMQ_EVENT_DISCONNECTED) {
         RKB_INC(p->n, disconnects);
+        rkb__conn_remove(p, (int)value);
     } else if (ev == ZMQ_EVENT_ACCEPT_FAILED) {
         RKB_INC(p->n, accept_failures);
         rkb__pause(p, rkb__find(p, zmq_msg_data(&b), zmq_msg_size(&b)), (int)value, now);
@@ -142,4 +178,31 @@ long rkb_port_timeout(const rkb_port *p, int64_t now)
             tmo = ms;
     }
     return tmo;
+}
+
+/* Bytes written to a connection that its client has not yet read (unix
+ * sockets) or acknowledged (TCP); 0 for a descriptor that is no socket. */
+static int rkb__unread(int fd)
+{
+    int q = 0;
+    return ioctl(fd, SIOCOUTQ, &q) == 0 && q > 0 ? q : 0;
+}
+
+bool rkb_port_settle(rkb_port *p, int64_t deadline_ns)
+{
+    /* quiet twice 5 ms apart: ZeroMQ refills a connection as soon as its
+     * client reads, so one empty look may fall between two writes */
+    for (int quiet = 0;;) {
+        while (p->monitor && rkb__event(p, rkb_now_ns()))
+            ;
+        long unread = 0;
+        for (int i = 0; i < p->n_conn; i++)
+            unread += rkb__unread(p->conn_fds[i]);
+        quiet = unread ? 0 : quiet + 1;
+        if (quiet >= 2)
+            return true;
+        if (rkb_now_ns() >= deadline_ns)
+            return false;
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
 }
