@@ -7,7 +7,6 @@
 
 #include <inttypes.h>
 #include <string.h>
-#include <time.h>
 #include <sys/resource.h>
 
 bool rkb_is_admin(const rkb_loop *l, rkb_entry *e)
@@ -137,10 +136,8 @@ static void rkb__worker(rkb_shared *sh, rk_worker_info *w, rkb_status *s)
         s->fault_type = w->last_fault.type;
         s->fault_error = rk_err_name(w->last_fault.error);
         s->fault_detail = w->last_fault.detail;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-        s->fault_age_ms = (uint64_t)((now - w->last_fault.at_ns) / 1000000);
+        /* at_ns is the runtime's CLOCK_MONOTONIC, as rkb_now_ns */
+        s->fault_age_ms = (uint64_t)((rkb_now_ns() - w->last_fault.at_ns) / 1000000);
     }
 }
 

@@ -378,6 +378,41 @@ void put_echo(buf *b, uint64_t id, size_t n)
     put_bin(b, "data", n);
 }
 
+echo_kind echo_reply(const void *frame, size_t len, uint64_t max_id, uint64_t *id)
+{
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    echo_kind k = ECHO_BAD;
+    if (msgpack_unpack_next(&up, frame, len, NULL) == MSGPACK_UNPACK_SUCCESS) {
+        const msgpack_object *i = rkc_map_get(&up.data, "id");
+        const msgpack_object *ok = rkc_map_get(&up.data, "ok");
+        const msgpack_object *d = rkc_map_get(&up.data, "data");
+        const msgpack_object *er = rkc_map_get(&up.data, "error");
+        const msgpack_object *code = er ? rkc_map_get(er, "code") : NULL;
+        bool right = ok && ok->type == MSGPACK_OBJECT_BOOLEAN && ok->via.boolean && d &&
+                     d->type == MSGPACK_OBJECT_BIN && d->via.bin.size == 64 &&
+                     d->via.bin.ptr[63] == 63;
+        bool shut = code && code->type == MSGPACK_OBJECT_STR && code->via.str.size == 13 &&
+                    !memcmp(code->via.str.ptr, "SHUTTING_DOWN", 13);
+        if (i && i->type == MSGPACK_OBJECT_POSITIVE_INTEGER && i->via.u64 >= 1 && i->via.u64 <= max_id &&
+            (right || shut)) {
+            *id = i->via.u64;
+            k = right ? ECHO_OK : ECHO_SHUT;
+        }
+    }
+    msgpack_unpacked_destroy(&up);
+    return k;
+}
+
+void read_z85(const char *path, char out[41])
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(out, 41, f));
+    fclose(f);
+    out[40] = 0;
+}
+
 uint32_t rng(uint64_t *s)
 {
     *s ^= *s << 13;

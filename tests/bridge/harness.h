@@ -89,6 +89,8 @@ uint64_t map_uint(const msgpack_object *m, const char *k);
  * environment; its stdout and stderr go to out (NUL-terminated, cut at
  * cap). Returns the exit status (128 + signal when killed). */
 int run_prog(const char *const *argv, int umask_v, const char *const *env, char *out, size_t cap);
+/* The first line of a key file (a Z85 key, 40 characters) into out. */
+void read_z85(const char *path, char out[41]);
 /* Lines in s (counting a last line without a newline). */
 int count_lines(const char *s);
 /* Occurrences of needle in s. */
@@ -111,6 +113,12 @@ void put_head(buf *b, int nkeys, int with_v, int with_id, uint64_t id, const cha
 void put_bin(buf *b, const char *key, size_t n);  /* bytes 0, 1, 2, ... */
 /* {v: 1, id, op: "echo", data: bin of n bytes} */
 void put_echo(buf *b, uint64_t id, size_t n);
+/* One reply frame of a load of put_echo(b, id, 64) requests: ECHO_OK (ok,
+ * with the 64 bytes put_echo wrote), ECHO_SHUT (SHUTTING_DOWN) or ECHO_BAD
+ * (anything else, or an id outside 1..max_id); *id gets the id of a reply
+ * that is not ECHO_BAD. */
+typedef enum echo_kind { ECHO_BAD, ECHO_OK, ECHO_SHUT } echo_kind;
+echo_kind echo_reply(const void *frame, size_t len, uint64_t max_id, uint64_t *id);
 
 uint32_t rng(uint64_t *s);
 

@@ -464,15 +464,6 @@ void test_shutdown(void **state)
 
 /* ---- CURVE allow-list ------------------------------------------------- */
 
-static void read_z85(const char *path, char out[41])
-{
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(out, 41, f));
-    fclose(f);
-    out[40] = 0;
-}
-
 void test_curve(void **state)
 {
     (void)state;

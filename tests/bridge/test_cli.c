@@ -40,15 +40,6 @@ static void launch_as(const char *ep, const rkc_options *o, const char *want_cod
     rkc_close(c);
 }
 
-static void read_z85(const char *path, char out[41])
-{
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(out, 41, f));
-    fclose(f);
-    out[40] = 0;
-}
-
 void test_admin(void **state)
 {
     (void)state;

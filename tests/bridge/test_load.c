@@ -49,27 +49,14 @@ static int g_signalled, g_exited;
 /* One reply: counted by id; true when it was SHUTTING_DOWN. */
 static bool sc_take(sc_client *c, zmq_msg_t *m)
 {
-    msgpack_unpacked up;
-    msgpack_unpacked_init(&up);
-    bool shut = false;
-    if (msgpack_unpack_next(&up, zmq_msg_data(m), zmq_msg_size(m), NULL) == MSGPACK_UNPACK_SUCCESS) {
-        const msgpack_object *id = rkc_map_get(&up.data, "id");
-        const msgpack_object *ok = rkc_map_get(&up.data, "ok");
-        const msgpack_object *er = rkc_map_get(&up.data, "error");
-        const msgpack_object *code = er ? rkc_map_get(er, "code") : NULL;
-        shut = code && code->type == MSGPACK_OBJECT_STR && code->via.str.size == 13 &&
-               !memcmp(code->via.str.ptr, "SHUTTING_DOWN", 13);
-        if (!id || id->type != MSGPACK_OBJECT_POSITIVE_INTEGER || id->via.u64 < 1 ||
-            id->via.u64 > c->sent || !ok || (!ok->via.boolean && !shut))
-            c->bad++;
-        else if (c->seen[id->via.u64]++)
-            c->dup++;
-    } else {
+    uint64_t id = 0;
+    echo_kind k = echo_reply(zmq_msg_data(m), zmq_msg_size(m), c->sent, &id);
+    if (k == ECHO_BAD)
         c->bad++;
-    }
-    msgpack_unpacked_destroy(&up);
+    else if (c->seen[id]++)
+        c->dup++;
     c->answered++;
-    return shut;
+    return k == ECHO_SHUT;
 }
 
 static void *sc_main(void *p)

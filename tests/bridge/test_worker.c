@@ -28,25 +28,11 @@ typedef struct wk_client {
 
 static void wk_take(wk_client *c, zmq_msg_t *m)
 {
-    msgpack_unpacked up;
-    msgpack_unpacked_init(&up);
-    if (msgpack_unpack_next(&up, zmq_msg_data(m), zmq_msg_size(m), NULL) == MSGPACK_UNPACK_SUCCESS) {
-        const msgpack_object *id = rkc_map_get(&up.data, "id");
-        const msgpack_object *ok = rkc_map_get(&up.data, "ok");
-        const msgpack_object *d = rkc_map_get(&up.data, "data");
-        /* the echo carries the bytes put_echo wrote: 0, 1, 2, ... */
-        bool right = ok && ok->type == MSGPACK_OBJECT_BOOLEAN && ok->via.boolean && d &&
-                     d->type == MSGPACK_OBJECT_BIN && d->via.bin.size == 64 &&
-                     d->via.bin.ptr[63] == 63;
-        if (!id || id->type != MSGPACK_OBJECT_POSITIVE_INTEGER || id->via.u64 < 1 || id->via.u64 > c->sent ||
-            !right)
-            c->bad++;
-        else if (c->seen[id->via.u64]++)
-            c->dup++;
-    } else {
+    uint64_t id = 0;
+    if (echo_reply(zmq_msg_data(m), zmq_msg_size(m), c->sent, &id) != ECHO_OK)
         c->bad++;
-    }
-    msgpack_unpacked_destroy(&up);
+    else if (c->seen[id]++)
+        c->dup++;
     c->answered++;
 }
 
