@@ -85,7 +85,7 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 
 installed_files() {
   local missing=0
-  for f in include/rk/rk.h include/rk/version.h include/rk/log.h include/rk/error.h \
+  for f in include/rk/rk.h include/rk/version.h include/rk/log.h include/rk/error.h include/rk/module.h \
       bin/rk-bridge bin/rk-client bin/rk-bench share/man/man1/rk-bridge.1 \
       share/man/man1/rk-client.1 share/man/man1/rk-bench.1 share/man/man3/librk.3 \
       share/man/man3/rk_runtime_open.3 share/man/man3/rk_ring_init.3 \

@@ -19,6 +19,7 @@
 
 #include "barrier.h"
 #include "internal.h"
+#include "modules.h"
 #include "worker_proto.h"
 #ifdef RK_HAVE_CUDA
 #include "engine.h"
@@ -27,6 +28,8 @@
 #define RK__POLL_MS 1 /* how often a CUDA worker asks whether its kernel still runs */
 
 static int rk__ctl = RK__WORKER_CTL_FD;
+/* the actor modules librk loaded, loaded here in the same order */
+static rk__modset rk__mods;
 
 static void rk__say(rk__wmsg *m)
 {
@@ -89,7 +92,7 @@ static int rk__serve_cpu_worker(const rk__view *v, const rk__wmsg *init)
     rk__wmsg m;
     while (!rk__next(&m, -1) || m.kind != RK__WM_GO) {
     }
-    rk__wcpu c = {.s = {.v = *v, .flags = init->flags}};
+    rk__wcpu c = {.s = {.v = *v, .defs = rk__mods.defs, .n_defs = rk__mods.n, .flags = init->flags}};
     rk__st_relaxed(&v->hdr->stop, 0u);
     if (pthread_create(&c.thread, NULL, rk__cpu_main, &c.s) != 0) {
         rk__reply(RK__WM_RUNNING, -RK_ESYS, "the CPU worker could not start its thread", NULL);
@@ -128,7 +131,8 @@ static int rk__serve_cpu_worker(const rk__view *v, const rk__wmsg *init)
 static int rk__serve_cuda_worker(const rk__view *v, const rk__wmsg *init)
 {
     const rk__engine_api *api = &rk__engine_v1;
-    rk__engine_cfg cfg = {.device = init->device, .grid = init->grid, .block = init->block, .smem = init->smem};
+    rk__engine_cfg cfg = {.device = init->device, .grid = init->grid, .block = init->block, .smem = init->smem,
+                          .kernel = rk__mods.kernel};
     if (init->flags & RK__WF_TEST_FAULTS)
         cfg.kflags |= RK_KF_TEST_FAULTS;
     const char *fake = getenv("RK_CUDA_FAKE");
@@ -172,10 +176,31 @@ static int rk__serve_cuda_worker(const rk__view *v, const rk__wmsg *init)
 }
 #endif
 
+/* argv: --module FILE ... --actors-hash HEX (worker_proc.c). Loads the
+ * modules; 0, or a negative code with the reason in err. */
+static int rk__load_modules(int argc, char **argv, char *err, size_t cap)
+{
+    const char **files = calloc((size_t)argc, sizeof *files);
+    size_t n = 0;
+    unsigned long long want = 0;
+    for (int i = 1; files && i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--module") == 0)
+            files[n++] = argv[i + 1];
+        else if (strcmp(argv[i], "--actors-hash") == 0)
+            want = strtoull(argv[i + 1], NULL, 16);
+    }
+    int rc = files ? rk__modules_load(&rk__mods, files, n, 1) : rk__fail(RK_ENOMEM, "out of memory");
+    free(files);
+    if (rc == 0 && rk__mods.hash != want)
+        rc = rk__fail(RK_EINVAL, "the modules' actors differ from librk's (a module file changed between loads)");
+    if (rc)
+        snprintf(err, cap, "%s", rk_last_detail());
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 1) {
-        (void)argv;
+    if (argc > 1 && strcmp(argv[1], "--module") != 0) {
         fprintf(stderr, "rk-worker: started by librk (runtime/abi/worker_proto.h), not by hand\n");
         return 2;
     }
@@ -183,6 +208,12 @@ int main(int argc, char **argv)
     rk__wmsg init;
     if (!rk__next(&init, 30000) || init.kind != RK__WM_INIT)
         return 2;
+    char merr[512];
+    int mrc = argc > 1 ? rk__load_modules(argc, argv, merr, sizeof merr) : 0;
+    if (mrc) {
+        rk__reply(RK__WM_HELLO, mrc, merr, NULL);
+        return 2;
+    }
     rk_log_set_level((rk_log_level)init.level);
     rk_log_set_handler(rk__log_to_supervisor, NULL);
     if (init.abi != RK_ABI_VERSION) {

@@ -18,8 +18,8 @@ int rk__cpu_thread_start(rk__cpu_thread *c, rk_runtime *rt, uint32_t flags)
 {
     memset(c, 0, sizeof *c);
     c->s.v = rt->view;
-    c->s.defs = rt->cfg.actors;
-    c->s.n_defs = rt->cfg.n_actors;
+    c->s.defs = rt->defs;
+    c->s.n_defs = rt->n_defs;
     c->s.flags = flags;
     rk__st_relaxed(&rt->view.hdr->stop, 0u);
     int err = pthread_create(&c->thread, NULL, rk__cpu_main, &c->s);

@@ -12,6 +12,7 @@
 
 #include "barrier.h"
 #include "engine.h"
+#include "modules.h"
 #include "worker.h"
 #include "worker_proto.h"
 
@@ -63,7 +64,12 @@ static int rk__pick_kernel(const rk_runtime *rt, const rk_kernel_desc **out)
         kd = k;
         first = name;
     }
-    *out = kd;
+    /* a module's kernel (modules.c checked it serves its GPU actors) */
+    const rk_kernel_desc *mk = rt->mods ? rt->mods->kernel : NULL;
+    if (mk && kd && mk != kd)
+        return rk__fail(RK_EINVAL, "the GPU actors of rk_config.actors (%s) and of a module (%s) come from two "
+                        "ring kernels; a runtime runs one", kd->name, mk->name);
+    *out = mk ? mk : kd;
     return 0;
 }
 

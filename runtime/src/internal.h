@@ -187,6 +187,7 @@ RK__HIDDEN extern const rk__backend_ops rk__worker_backend; /* a supervised work
 RK__HIDDEN extern const rk__backend_ops rk__inproc_backend; /* CUDA in this process (module) */
 
 /* ---- the runtime ---- */
+struct rk__modset;
 struct rk_runtime {
     rk_config cfg;
     rk_info info;
@@ -228,7 +229,21 @@ struct rk_runtime {
     int64_t first_reply_t0, first_reply_at; /* under d2h_lock: that first reply, for the history */
 
     _Atomic uint64_t n_requests, n_replies, n_errors, n_restarts;
+
+    /* User actors: rk_config.actors, then those of the loaded modules
+     * (modules.h); defs is the merged table the consumers run. */
+    struct rk__modset *mods;
+    rk_actor_def *defs;
+    size_t n_defs;
 };
+
+/* The user actors (registry.c): loads rk_config.modules and merges them with
+ * rk_config.actors into rt->defs (types must not collide); and frees them. */
+RK__HIDDEN int rk__registry_load(rk_runtime *rt);
+RK__HIDDEN void rk__registry_free(rk_runtime *rt);
+/* Checks that the backend in use can run user type `type` (send path):
+ * 0, -RK_ENOTSUP (no such actor) or -RK_ENODEV (not on this backend). */
+RK__HIDDEN int rk__registry_check(const rk_runtime *rt, uint16_t type);
 
 /* Reply bytes to reserve for a request (reply_cap 0 = the type's default). */
 RK__HIDDEN size_t rk__reply_cap(const rk_runtime *rt, uint16_t type, size_t len, size_t reply_cap);

@@ -37,7 +37,7 @@ size_t rk__reply_cap(const rk_runtime *rt, uint16_t type, size_t len, size_t rep
     case RK_OP_HANG:
         return 0;
     default: {
-        const rk_actor_def *d = rk__find_def(rt->cfg.actors, rt->cfg.n_actors, type);
+        const rk_actor_def *d = rk__find_def(rt->defs, rt->n_defs, type);
         return d && d->reply_size ? d->reply_size(len) : len;
     }
     }
@@ -94,7 +94,12 @@ int rk__ops_execute(const rk_actor_def *defs, size_t n_defs, uint32_t flags, uin
     if (!d || !d->cpu)
         return -RK_ENOTSUP;
     int rc = d->cpu(in, in_len, out, out_cap, out_len, d->cpu_user);
-    if (rc == 0 && *out_len > out_cap)
+    rc = rc > 0 ? -rc : rc;
+    if ((rc == 0 || rc == -RK_EACTOR) && *out_len > out_cap) {
+        *out_len = 0;
         return -RK_EINTERNAL; /* the user actor overran its buffer */
-    return rc > 0 ? -rc : rc;
+    }
+    if (rc && rc != -RK_EACTOR)
+        *out_len = 0;
+    return rc;
 }

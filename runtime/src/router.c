@@ -153,6 +153,9 @@ static void rk__fill_reply(rk_actor *a, uint16_t tag, rk_reply *out)
         rk__fail(RK_EDEVICE, "request %llu (type %u) of actor %u faulted its worker twice: answered "
                  "RK_EDEVICE instead of being retried again",
                  (unsigned long long)p->id, p->type, a->index);
+    else if (p->status == -RK_EACTOR)
+        rk__fail(RK_EACTOR, "request %llu (type %u) of actor %u: the actor failed: %.*s", (unsigned long long)p->id,
+                 p->type, a->index, (int)(out->len < 200 ? out->len : 200), (const char *)out->data);
     else if (p->status)
         rk__fail(p->status, "request %llu (type %u) of actor %u answered %s: %s",
                  (unsigned long long)p->id, p->type, a->index, rk_err_name(p->status),

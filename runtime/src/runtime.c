@@ -111,6 +111,7 @@ static int rk__config_check(const rk_config *c)
 
 static void rk__free(rk_runtime *rt)
 {
+    rk__registry_free(rt);
     for (uint32_t i = 0; rt->actors && i < rt->n_actor_slots; i++)
         if (rt->actors[i])
             rk_actor_close(rt->actors[i]);
@@ -192,6 +193,8 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
             rc = rk__fail(RK_ENOMEM, "rk_runtime_open: out of memory for %u actors",
                           rt->n_actor_slots);
     }
+    if (rc == 0)
+        rc = rk__registry_load(rt);
     if (rc == 0)
         rc = rk__region_create(&rt->cfg, &rt->region_fd, &rt->view);
     if (rc == 0) {

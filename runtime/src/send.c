@@ -6,6 +6,7 @@
 
 #include "actor.h"
 #include "barrier.h"
+#include "modules.h"
 
 /* Part 1: validates, takes a pending record and reserves where the payload
  * goes: the record's staging buffer when it travels inline, the arena
@@ -24,8 +25,11 @@ static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
                         "send: message type %u is a test-only op: it needs rk_config.test_faults and a "
                         "worker process or GPU to crash%s",
                         type, rt->cfg.test_faults ? " (this runtime serves on the CPU in this process)" : "");
-    if (type >= RK_OP_USER && !rk__find_def(rt->cfg.actors, rt->cfg.n_actors, type))
-        return rk__fail(RK_ENOTSUP, "send: no actor is registered for message type %u", type);
+    if (type >= RK_OP_USER) {
+        int rc = rk__registry_check(rt, type);
+        if (rc)
+            return rc;
+    }
     if (len > rt->cfg.max_payload)
         return rk__fail(RK_EMSGSIZE, "send: payload %zu B exceeds max_payload %zu B", len,
                         rt->cfg.max_payload);
@@ -229,6 +233,11 @@ static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, s
             return rk__fail(RK_EINVAL, "send: iov[%d] has %zu B at NULL", i, iov[i].len);
         len += iov[i].len;
     }
+    /* a declared actor's reply size follows from its input fields */
+    const rk_actor_decl *decl = type >= RK_OP_USER ? rk__modules_decl(a->rt->mods, type) : NULL;
+    if (decl && !reply_cap && !(reply_cap = rk__decl_reply_cap(decl, iov, iovcnt)))
+        return rk__fail(RK_EINVAL, "send: the %zu B payload is not the %u input fields of actor \"%s\" "
+                        "(rk/module.h: field layout)", len, decl->n_inputs, decl->name);
     int64_t deadline = rk__deadline(timeout_ms);
     uint16_t tag = 0;
     uint8_t *dst = NULL;

@@ -71,11 +71,12 @@ static uint32_t rk__serve_one(const rk__serve_cpu *s, uint32_t gen, const uint8_
     } else {
         status = rk__ops_execute(s->defs, s->n_defs, s->flags, h.type, msg + sizeof h, h.len,
                                  reply + sizeof h, msg_max - sizeof h, &out_len);
-        if (status == 0)
+        if (status == 0 || status == -RK_EACTOR)
             reply_len += (uint32_t)out_len;
     }
     h.status = status;
-    h.len = status == 0 ? (uint32_t)out_len : 0;
+    /* an actor's own error (-RK_EACTOR) carries its sentence as the data */
+    h.len = status == 0 || status == -RK_EACTOR ? (uint32_t)out_len : 0;
     memcpy(reply, &h, sizeof h);
     return reply_len;
 }

@@ -61,7 +61,7 @@ static rk__wmsg rk__init_msg(const rk__super *s, uint32_t kind)
 int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind)
 {
     rk__wmsg m = rk__init_msg(s, kind);
-    int rc = rk__proc_spawn(w, s->rt->region_fd, &m);
+    int rc = rk__proc_spawn(w, s->rt->region_fd, &m, s->rt->mods);
     if (rc)
         return rc;
     rc = rk__proc_await(w, RK__WM_HELLO, &m, rk__proc_start_ms());
@@ -501,7 +501,7 @@ static void rk__on_standby(rk__super *s, bool readable, int64_t now)
     }
     if (!w->pid && s->standby_after && now >= s->standby_after && s->state == RK_WORKER_RUNNING) {
         rk__wmsg m = rk__init_msg(s, s->active.kind);
-        if (rk__proc_spawn(w, s->rt->region_fd, &m) != 0) {
+        if (rk__proc_spawn(w, s->rt->region_fd, &m, s->rt->mods) != 0) {
             rk__log(RK__LOG_WARN, "standby worker not started: %s", rk_last_detail());
             s->standby_after = now + 5000000000ll;
         }

@@ -31,9 +31,10 @@ RK__HIDDEN int rk__helper_path(const char *name, const char *env_name, const cha
 /* The worker program: rk-worker, $RK_WORKER. */
 RK__HIDDEN int rk__worker_path(char *path, size_t cap);
 
-/* Starts the worker on region_fd and sends it `init`. Does not wait for
- * its HELLO. */
-RK__HIDDEN int rk__proc_spawn(rk__proc *w, int region_fd, const rk__wmsg *init);
+/* Starts the worker on region_fd (with the modules librk loaded, may be
+ * NULL) and sends it `init`. Does not wait for its HELLO. */
+struct rk__modset;
+RK__HIDDEN int rk__proc_spawn(rk__proc *w, int region_fd, const rk__wmsg *init, const struct rk__modset *mods);
 
 RK__HIDDEN int rk__proc_send(rk__proc *w, const rk__wmsg *m);
 

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "modules.h"
 #include "worker.h"
 
 extern char **environ;
@@ -64,7 +65,29 @@ int rk__worker_path(char *path, size_t cap)
     return rk__helper_path("rk-worker", "RK_WORKER", RK_WORKER_INSTALL_PATH, path, cap);
 }
 
-int rk__proc_spawn(rk__proc *w, int region_fd, const rk__wmsg *init)
+/* The worker's command line: the module files librk loaded, in its order,
+ * and the hash of the types it gave their actors (modules.h). */
+static char **rk__worker_argv(char *path, const rk__modset *mods, char *hash, size_t hash_cap)
+{
+    size_t n = mods ? mods->n_files : 0;
+    char **argv = calloc(2 * n + 4, sizeof *argv);
+    if (!argv)
+        return NULL;
+    size_t k = 0;
+    argv[k++] = path;
+    for (size_t i = 0; i < n; i++) {
+        argv[k++] = (char *)"--module";
+        argv[k++] = mods->files[i];
+    }
+    if (n) {
+        snprintf(hash, hash_cap, "%016llx", (unsigned long long)mods->hash);
+        argv[k++] = (char *)"--actors-hash";
+        argv[k++] = hash;
+    }
+    return argv;
+}
+
+int rk__proc_spawn(rk__proc *w, int region_fd, const rk__wmsg *init, const rk__modset *mods)
 {
     *w = RK__PROC_NONE;
     char path[512];
@@ -98,9 +121,11 @@ int rk__proc_spawn(rk__proc *w, int region_fd, const rk__wmsg *init)
     posix_spawnattr_setsigdefault(&at, &all);
     posix_spawnattr_setpgroup(&at, 0);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-    char *argv[] = {path, NULL};
+    char hash[24];
+    char **argv = rk__worker_argv(path, mods, hash, sizeof hash);
     pid_t pid = 0;
-    int err = rfd < 0 || cfd < 0 ? errno : posix_spawn(&pid, path, &fa, &at, argv, environ);
+    int err = rfd < 0 || cfd < 0 ? errno : !argv ? ENOMEM : posix_spawn(&pid, path, &fa, &at, argv, environ);
+    free(argv);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     if (rfd >= 0)

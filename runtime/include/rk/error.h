@@ -57,7 +57,8 @@ extern "C" {
     X(ENOTMAPPED, 1008, "memory not visible to the device")                    \
     X(ESELFTEST, 1009, "device self-test failed")                              \
     X(ENOCUDA, 1010, "built without the CUDA backend")                         \
-    X(EINTERNAL, 1011, "internal error")
+    X(EINTERNAL, 1011, "internal error")                                       \
+    X(EACTOR, 1012, "the actor failed (its reply data says why)")
 
 /* Positive values; calls return them negated. */
 typedef enum rk_errno {

@@ -11,6 +11,7 @@
 
 #include "rk/error.h"
 #include "rk/log.h"
+#include "rk/module.h"
 #include "rk/msg.h"
 #include "rk/ring.h"
 #include "rk/runtime.h"

@@ -92,6 +92,12 @@ typedef struct rk_config {
     uint32_t max_actors;     /* 1..65535, default 64 */
     const rk_actor_def *actors; /* user actors (borrowed until close), may be NULL */
     size_t n_actors;
+    /* actor modules (rk/module.h) to load: each path a module file or a
+     * directory whose *.so files are loaded in name order (borrowed until
+     * rk_runtime_open returns). Their actors are served by name
+     * (rk_runtime_actor_find); a worker process loads them too. */
+    const char *const *modules;
+    size_t n_modules;
 
     /* ---- supervision of a worker process (isolation AUTO or PROCESS) ---- */
     int standby;               /* keep a warm standby worker (CUDA initialised, region
@@ -246,6 +252,24 @@ const char *rk_backend_name(rk_backend_kind kind);
 
 /* Parses "auto", "cpu" or "cuda"; returns 0 or -RK_EINVAL. */
 int rk_backend_parse(const char *s, rk_backend_kind *out);
+
+/* ---- the actors a runtime serves, by name (rk/module.h) ---- */
+struct rk_actor_decl;
+/* How many actors the runtime serves by name: the built-ins echo and vadd,
+ * then every actor of the loaded modules. Thread-safe. */
+int rk_runtime_actor_count(const rk_runtime *rt);
+/* The i-th of them (0 <= i < count): its declaration (owned by the runtime
+ * or its module, valid until rk_runtime_close), its message type in *type
+ * and the file it came from in *origin ("built-in" for echo and vadd); NULL
+ * when i is out of range. Thread-safe. */
+const struct rk_actor_decl *rk_runtime_actor_at(const rk_runtime *rt, int i, uint16_t *type,
+                                                const char **origin);
+/* Finds an actor by name: its declaration and type, or NULL. Thread-safe. */
+const struct rk_actor_decl *rk_runtime_actor_find(const rk_runtime *rt, const char *name,
+                                                  uint16_t *type);
+/* Whether the backend in use can run that actor: 1, or 0 for a GPU-only
+ * actor on the CPU backend (its requests are answered -RK_ENODEV). */
+int rk_runtime_actor_runs(const rk_runtime *rt, const struct rk_actor_decl *decl);
 
 /* ---- host actors ---- */
 

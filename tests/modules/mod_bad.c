@@ -1,0 +1,45 @@
+/* mod_bad.c - broken modules for tests/test_modules.c, one per BAD_*
+ * definition (tests/meson.build builds each): every way a module can be
+ * refused at load. */
+#include <rk/module.h>
+
+#if defined(BAD_NO_SYMBOL)
+int not_a_module = 1;
+#else
+static int ok_cpu(const void *in, size_t in_len, void *out, size_t cap, size_t *out_len, void *user)
+{
+    (void)in, (void)in_len, (void)out, (void)cap, (void)user;
+    *out_len = 0;
+    return 0;
+}
+
+static const rk_actor_decl actors[] = {
+#if defined(BAD_BUILTIN_NAME)
+    {.name = "echo",
+#elif defined(BAD_ADMIN_NAME)
+    {.name = "launch",
+#elif defined(BAD_FIELD_KEY)
+    {.name = "keyed", .n_inputs = 1, .inputs = {"id"}, .n_outputs = 1, .outputs = {"r"}, .cpu = ok_cpu},
+    {.name = "unused",
+#elif defined(BAD_NO_HANDLER)
+    {.name = "idle", .n_inputs = 1, .inputs = {"x"}, .n_outputs = 1, .outputs = {"r"},
+     .sizes = {RK_SIZE_OF_INPUT(0)}},
+    {.name = "unused",
+#elif defined(BAD_GPU_NO_KERNEL)
+    {.name = "gpu_wish", .flags = RK_ACTOR_GPU,
+#else /* BAD_DUPLICATE and BAD_ABI: a valid actor */
+    {.name = "saxpy",
+#endif
+     .n_inputs = 1, .inputs = {"x"}, .n_outputs = 1, .outputs = {"r"}, .sizes = {RK_SIZE_OF_INPUT(0)},
+     .cpu = ok_cpu},
+};
+#if defined(BAD_ABI)
+__attribute__((visibility("default"))) const rk_module *rk_module_v1(void)
+{
+    static const rk_module m = {RK_MODULE_ABI + 98, 1, "future", actors, NULL};
+    return &m;
+}
+#else
+RK_MODULE_EXPORT("bad", actors, NULL)
+#endif
+#endif

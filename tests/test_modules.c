@@ -1,0 +1,236 @@
+/* test_modules.c - actor modules (rk/module.h) on the CPU backend, in this
+ * process and in a worker process: served by name with their declared
+ * fields, an actor's own error, state across messages, a GPU-only actor on
+ * the CPU, a directory of modules, and every way a module is refused.
+ * argv[1]: the build folder of tests/modules, argv[2]: tests/modules/dir. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rk/rk.h"
+
+static const char *mod_dir, *case_dir;
+
+static void path_of(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s.so", mod_dir, name); }
+
+static rk_runtime *open_with(rk_isolation iso, const char *const *paths, size_t n, int *rc_out)
+{
+    rk_config cfg;
+    rk_config_init(&cfg);
+    cfg.backend = RK_BACKEND_CPU;
+    cfg.isolation = iso;
+    cfg.modules = paths;
+    cfg.n_modules = n;
+    rk_runtime *rt = NULL;
+    int rc = rk_runtime_open(&rt, &cfg);
+    if (rc_out)
+        *rc_out = rc;
+    return rt;
+}
+
+/* saxpy's request: a, x, y in the table layout */
+static size_t saxpy_request(unsigned char *buf, size_t cap, float a, const float *x, const float *y, size_t n)
+{
+    size_t lens[3] = {4, 4 * n, 4 * n};
+    void *at[3];
+    size_t total = rk_fields_layout(buf, cap, 3, lens, at);
+    assert_true(total > 0);
+    memcpy(at[0], &a, 4);
+    memcpy(at[1], x, 4 * n);
+    memcpy(at[2], y, 4 * n);
+    return total;
+}
+
+static void serve_math(rk_isolation iso)
+{
+    char p[512];
+    path_of(p, sizeof p, "mod_math");
+    const char *paths[] = {p};
+    int rc;
+    rk_runtime *rt = open_with(iso, paths, 1, &rc);
+    assert_int_equal(rc, 0);
+    /* the registry: built-ins first, then the module's actors */
+    assert_int_equal(rk_runtime_actor_count(rt), 2 + 4);
+    uint16_t t_saxpy = 0, t_count = 0, t_minmax = 0, t_gpu = 0;
+    const rk_actor_decl *saxpy = rk_runtime_actor_find(rt, "saxpy", &t_saxpy);
+    assert_non_null(saxpy);
+    assert_int_equal(saxpy->n_inputs, 3);
+    assert_string_equal(saxpy->outputs[0], "z");
+    const rk_actor_decl *echo = rk_runtime_actor_find(rt, "echo", NULL);
+    assert_non_null(echo);
+    assert_string_equal(echo->inputs[0], "data");
+    assert_non_null(rk_runtime_actor_find(rt, "count", &t_count));
+    assert_non_null(rk_runtime_actor_find(rt, "minmax", &t_minmax));
+    const rk_actor_decl *gpu = rk_runtime_actor_find(rt, "gpu_only", &t_gpu);
+    assert_non_null(gpu);
+    assert_int_equal(rk_runtime_actor_runs(rt, gpu), 0);
+    assert_int_equal(rk_runtime_actor_runs(rt, saxpy), 1);
+    assert_null(rk_runtime_actor_find(rt, "nope", NULL));
+    const char *origin = NULL;
+    assert_non_null(rk_runtime_actor_at(rt, 2, NULL, &origin));
+    assert_non_null(strstr(origin, "mod_math.so"));
+
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    /* saxpy: inline and through the arena */
+    for (size_t n = 3; n <= 50000; n *= 100) {
+        static float x[100000], y[100000];
+        static unsigned char req[1 << 20];
+        for (size_t i = 0; i < n; i++) {
+            x[i] = (float)i;
+            y[i] = 0.5f * (float)i;
+        }
+        size_t len = saxpy_request(req, sizeof req, 2.0f, x, y, n);
+        rk_reply r;
+        assert_int_equal(rk_actor_call(a, t_saxpy, req, len, 0, &r, 5000), 0);
+        assert_int_equal(r.status, 0);
+        assert_int_equal(r.len, 4 * n);
+        for (size_t i = 0; i < n; i++) {
+            float z;
+            memcpy(&z, (const char *)r.data + 4 * i, 4);
+            assert_true(z == 2.0f * x[i] + y[i]);
+        }
+        rk_reply_release(a, &r);
+    }
+    /* the actor's own error: status -RK_EACTOR, its sentence as data */
+    float x1 = 1, y2[2] = {1, 2};
+    unsigned char req[256];
+    size_t lens[3] = {4, 4, 8};
+    void *at[3];
+    size_t len = rk_fields_layout(req, sizeof req, 3, lens, at);
+    memcpy(at[1], &x1, 4);
+    memcpy(at[2], y2, 8);
+    rk_reply r;
+    assert_int_equal(rk_actor_call(a, t_saxpy, req, len, 0, &r, 5000), 0);
+    assert_int_equal(r.status, -RK_EACTOR);
+    assert_true(r.len > 0 && memmem(r.data, r.len, "one length", 10) != NULL);
+    assert_non_null(strstr(rk_last_detail(), "one length"));
+    rk_reply_release(a, &r);
+    /* a payload that is not saxpy's three fields is refused before sending */
+    assert_int_equal(rk_actor_call(a, t_saxpy, "xyz", 3, 0, &r, 1000), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "saxpy"));
+    /* two outputs in the table layout */
+    assert_int_equal(rk_actor_call(a, t_minmax, "hello", 5, 0, &r, 5000), 0);
+    assert_int_equal(r.status, 0);
+    rk_field out[2] = {{0}};
+    assert_int_equal(rk_fields_parse(r.data, r.len, 2, 0, out), 0);
+    assert_int_equal(out[0].len, 1);
+    assert_int_equal(*(const unsigned char *)out[0].data, 'e');
+    assert_int_equal(*(const unsigned char *)out[1].data, 'o');
+    rk_reply_release(a, &r);
+    /* state across messages */
+    for (unsigned long long want = 1; want <= 3; want++) {
+        assert_int_equal(rk_actor_call(a, t_count, "k", 1, 0, &r, 5000), 0);
+        unsigned long long got;
+        memcpy(&got, r.data, 8);
+        assert_int_equal(got, want);
+        rk_reply_release(a, &r);
+    }
+    /* GPU-only on the CPU backend: refused, naming the actor */
+    assert_int_equal(rk_actor_call(a, t_gpu, "x", 1, 0, &r, 1000), -RK_ENODEV);
+    assert_non_null(strstr(rk_last_detail(), "gpu_only"));
+    /* the built-ins still serve */
+    assert_int_equal(rk_actor_call(a, RK_OP_ECHO, "hi", 2, 0, &r, 5000), 0);
+    assert_int_equal(r.len, 2);
+    rk_reply_release(a, &r);
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
+static void test_in_process(void **state)
+{
+    (void)state;
+    serve_math(RK_ISOLATION_AUTO);
+}
+
+static void test_worker_process(void **state)
+{
+    (void)state;
+    serve_math(RK_ISOLATION_PROCESS);
+}
+
+static void test_directory(void **state)
+{
+    (void)state;
+    const char *paths[] = {case_dir};
+    int rc;
+    rk_runtime *rt = open_with(RK_ISOLATION_PROCESS, paths, 1, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(rk_runtime_actor_count(rt), 4);
+    uint16_t tu, tl;
+    assert_non_null(rk_runtime_actor_find(rt, "upper", &tu));
+    assert_non_null(rk_runtime_actor_find(rt, "lower", &tl));
+    assert_true(tu < tl); /* mod_a.so loads before mod_b.so */
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    rk_reply r;
+    assert_int_equal(rk_actor_call(a, tu, "MiXed", 5, 0, &r, 5000), 0);
+    assert_memory_equal(r.data, "MIXED", 5);
+    rk_reply_release(a, &r);
+    assert_int_equal(rk_actor_call(a, tl, "MiXed", 5, 0, &r, 5000), 0);
+    assert_memory_equal(r.data, "mixed", 5);
+    rk_reply_release(a, &r);
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
+/* A refused module: open fails with -RK_EINVAL, the detail names the file
+ * and the cause, and nothing stays loaded (a valid open follows). */
+static void refused(const char *name, const char *cause)
+{
+    char p[512], q[512];
+    path_of(p, sizeof p, "mod_math");
+    path_of(q, sizeof q, name);
+    const char *paths[] = {p, q};
+    int rc;
+    rk_runtime *rt = open_with(RK_ISOLATION_AUTO, paths, 2, &rc);
+    assert_null(rt);
+    assert_int_equal(rc, -RK_EINVAL);
+    const char *d = rk_last_detail();
+    if (!strstr(d, name) || !strstr(d, cause))
+        fail_msg("%s: detail \"%s\" does not name the file and \"%s\"", name, d, cause);
+}
+
+static void test_refused(void **state)
+{
+    (void)state;
+    refused("mod_bad_no_symbol", "no symbol rk_module_v1");
+    refused("mod_bad_abi", "ABI 99");
+    refused("mod_bad_duplicate", "also declared by module");
+    refused("mod_bad_builtin_name", "collides with the built-in");
+    refused("mod_bad_admin_name", "collides with the built-in");
+    refused("mod_bad_field_key", "the protocol's key \"id\"");
+    refused("mod_bad_no_handler", "neither a CPU twin");
+    refused("mod_bad_gpu_no_kernel", "has no kernel");
+    refused("mod_missing", "No such file");
+    /* nothing leaked into the next runtime */
+    char p[512];
+    path_of(p, sizeof p, "mod_math");
+    const char *paths[] = {p};
+    int rc;
+    rk_runtime *rt = open_with(RK_ISOLATION_AUTO, paths, 1, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(rk_runtime_actor_count(rt), 6);
+    rk_runtime_close(rt);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_modules MODULE_BUILD_DIR MODULE_DIR\n");
+        return 2;
+    }
+    mod_dir = argv[1];
+    case_dir = argv[2];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_in_process),
+        cmocka_unit_test(test_worker_process),
+        cmocka_unit_test(test_directory),
+        cmocka_unit_test(test_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
