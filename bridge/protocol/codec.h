@@ -39,6 +39,7 @@
 
 #include <msgpack.h>
 
+#include "rk/module.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -85,7 +86,17 @@ typedef struct rkb_limits {
     size_t max_frame;      /* bytes per frame; 0 = no limit (TOO_LARGE) */
     bool test_ops;         /* decode the test-only ops (fault, hang); otherwise
                               they are unknown ops (rk-bridge --test-faults) */
+    /* actors of loaded modules (rk/module.h), decoded as RKB_OP_ACTOR with
+     * their declared input fields; borrowed, may be NULL */
+    const struct rkb_actor *actors;
+    size_t n_actors;
 } rkb_limits;
+
+/* A module actor the codec knows by name. */
+typedef struct rkb_actor {
+    const rk_actor_decl *decl; /* borrowed from the runtime */
+    uint16_t type;             /* its message type */
+} rkb_actor;
 
 #define RKB_DEFAULT_MAX_DEPTH 16u
 #define RKB_DEFAULT_MAX_ELEMENTS 4096u
@@ -95,7 +106,7 @@ typedef struct rkb_limits {
 #define RKB_MAX_DEPTH_CAP 32u
 #define RKB_LIMITS_DEFAULT                                                     \
     ((rkb_limits){RKB_DEFAULT_MAX_DEPTH, RKB_DEFAULT_MAX_ELEMENTS,             \
-                  RKB_DEFAULT_MAX_FRAME, false})
+                  RKB_DEFAULT_MAX_FRAME, false, NULL, 0})
 
 /* Operations: wire name, and whether only an admin may call it. FAULT and
  * HANG are test-only (rkb_limits.test_ops). */
@@ -107,7 +118,8 @@ typedef struct rkb_limits {
     X(LAUNCH, "launch", true)                                                  \
     X(RETRY_GPU, "retry_gpu", true)                                            \
     X(FAULT, "fault", false)                                                   \
-    X(HANG, "hang", false)
+    X(HANG, "hang", false)                                                     \
+    X(ACTOR, "", false) /* a module actor: rkb_request.u.actor */
 
 typedef enum rkb_op {
     RKB_OP_NONE = 0, /* not decoded (error before the op was known) */
@@ -145,6 +157,10 @@ typedef struct rkb_request {
         struct {
             uint64_t grid, block, smem; /* not yet checked against a device */
         } launch;
+        struct {
+            uint32_t index;                /* into rkb_limits.actors */
+            rkb_bytes in[RK_FIELDS_MAX];   /* its inputs, in declared order */
+        } actor;
     } u;
 } rkb_request;
 
@@ -253,6 +269,15 @@ int rkb_encode_status(rkb_encoder *enc, bool has_id, uint64_t id, const rkb_stat
  * them in the same frame. */
 size_t rkb_encode_data_head(const rkb_encoder *enc, uint8_t *out, bool has_id, uint64_t id,
                             rkb_op op, size_t len);
+
+/* The same for a reply of one field named `key` (a module actor's one
+ * output): at most RKB_KEY_HEAD_MAX bytes. */
+#define RKB_KEY_HEAD_MAX (24 + RK_ACTOR_NAME_MAX + 8)
+size_t rkb_encode_key_head(uint8_t *out, bool has_id, uint64_t id, const char *key, size_t len);
+
+/* A whole OK reply of n named bin fields (a module actor's outputs). */
+int rkb_encode_fields(rkb_encoder *enc, bool has_id, uint64_t id, const char *const *keys,
+                      const rk_field *fields, uint32_t n);
 
 #ifdef __cplusplus
 }

@@ -207,17 +207,47 @@ static int rkb__op(const msgpack_object_map *m, const rkb_limits *lim, rkb_reque
                              rkb__type_name(op));
     for (int i = RKB_OP_NONE + 1; i < RKB_OP_COUNT; i++) {
         const char *name = rkb__ops[i].name;
-        if ((i == RKB_OP_FAULT || i == RKB_OP_HANG) && !lim->test_ops)
+        if (((i == RKB_OP_FAULT || i == RKB_OP_HANG) && !lim->test_ops) || i == RKB_OP_ACTOR)
             continue; /* test-only: not an operation unless the operator asked */
         if (op->via.str.size == strlen(name) && memcmp(op->via.str.ptr, name, op->via.str.size) == 0) {
             req->op = (rkb_op)i;
             return RKB_OK;
         }
     }
-    char q[48];
+    for (size_t i = 0; i < lim->n_actors; i++) {
+        const char *name = lim->actors[i].decl->name;
+        if (op->via.str.size == strlen(name) && memcmp(op->via.str.ptr, name, op->via.str.size) == 0) {
+            req->op = RKB_OP_ACTOR;
+            req->u.actor.index = (uint32_t)i;
+            return RKB_OK;
+        }
+    }
+    char q[48], known[160] = "";
     rkb__quote(q, sizeof q, op->via.str.ptr, op->via.str.size);
+    for (size_t i = 0, k = 0; i < lim->n_actors && k < sizeof known - 40; i++)
+        k += (size_t)snprintf(known + k, sizeof known - k, ", %s", lim->actors[i].decl->name);
     return rkb_error_set(err, RKB_E_UNKNOWN_OP,
-                         "field `op` is \"%s\", which is not an operation; known: " RKB__KNOWN_OPS, q);
+                         "field `op` is \"%s\", which is not an operation; known: " RKB__KNOWN_OPS "%s", q, known);
+}
+
+/* A module actor's inputs: each declared field a bin; equal lengths where
+ * the actor declares RK_ACTOR_EQUAL_INPUTS. */
+static int rkb__actor_args(const msgpack_object_map *m, const rkb_limits *lim, rkb_request *req, rkb_error *err)
+{
+    const rk_actor_decl *d = lim->actors[req->u.actor.index].decl;
+    for (uint32_t i = 0; i < d->n_inputs; i++) {
+        char need[48];
+        snprintf(need, sizeof need, "`%s` (bin)", d->inputs[i]);
+        int rc = rkb__bin(m, d->name, d->inputs[i], need, &req->u.actor.in[i], err);
+        if (rc != RKB_OK)
+            return rc;
+        if ((d->flags & RK_ACTOR_EQUAL_INPUTS) && req->u.actor.in[i].len != req->u.actor.in[0].len)
+            return rkb_error_set(err, RKB_E_INVALID_ARGUMENT,
+                                 "field `%s` is %zu bytes and `%s` is %zu bytes; %s needs inputs of one length",
+                                 d->inputs[i], req->u.actor.in[i].len, d->inputs[0], req->u.actor.in[0].len,
+                                 d->name);
+    }
+    return RKB_OK;
 }
 
 static int rkb__vadd_args(const msgpack_object_map *m, rkb_request *req, rkb_error *err)
@@ -243,10 +273,12 @@ static int rkb__vadd_args(const msgpack_object_map *m, rkb_request *req, rkb_err
     return RKB_OK;
 }
 
-static int rkb__args(const msgpack_object_map *m, rkb_request *req, rkb_error *err)
+static int rkb__args(const msgpack_object_map *m, const rkb_limits *lim, rkb_request *req, rkb_error *err)
 {
     int rc;
     switch (req->op) {
+    case RKB_OP_ACTOR:
+        return rkb__actor_args(m, lim, req, err);
     case RKB_OP_ECHO:
         return rkb__bin(m, "echo", "data", "`data` (bin)", &req->u.echo.data, err);
     case RKB_OP_VADD:
@@ -331,5 +363,5 @@ int rkb_decode_request(const void *buf, size_t len, const rkb_limits *lim,
     if ((rc = rkb__version(m, err)) != RKB_OK || (rc = rkb__id(m, err)) != RKB_OK ||
         (rc = rkb__op(m, lim, req, err)) != RKB_OK)
         return rc;
-    return rkb__args(m, req, err);
+    return rkb__args(m, lim, req, err);
 }

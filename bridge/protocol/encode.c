@@ -128,6 +128,17 @@ size_t rkb_encode_data_head(const rkb_encoder *enc, uint8_t *out, bool has_id, u
     return fb.len;
 }
 
+size_t rkb_encode_key_head(uint8_t *out, bool has_id, uint64_t id, const char *key, size_t len)
+{
+    rkb__fixbuf fb = {out, 0, RKB_KEY_HEAD_MAX};
+    msgpack_packer hp;
+    msgpack_packer_init(&hp, &fb, rkb__fixbuf_write);
+    rkb_reply_begin_ok(&hp, has_id, id, 1);
+    rkb_pack_key(&hp, key);
+    msgpack_pack_bin(&hp, len);
+    return fb.len;
+}
+
 /* ---- whole replies ------------------------------------------------------ */
 
 static msgpack_packer *rkb__begin(rkb_encoder *enc)
@@ -139,6 +150,19 @@ static msgpack_packer *rkb__begin(rkb_encoder *enc)
 int rkb_encode_error(rkb_encoder *enc, bool has_id, uint64_t id, int code, const char *message)
 {
     return rkb_reply_error(rkb__begin(enc), has_id, id, code, message);
+}
+
+int rkb_encode_fields(rkb_encoder *enc, bool has_id, uint64_t id, const char *const *keys,
+                      const rk_field *fields, uint32_t n)
+{
+    msgpack_packer *pk = rkb__begin(enc);
+    int e = rkb_reply_begin_ok(pk, has_id, id, n);
+    for (uint32_t i = 0; i < n; i++) {
+        e |= rkb_pack_key(pk, keys[i]);
+        e |= msgpack_pack_bin(pk, fields[i].len);
+        e |= msgpack_pack_bin_body(pk, fields[i].data, fields[i].len);
+    }
+    return e ? RKB_E_INTERNAL : RKB_OK;
 }
 
 int rkb_encode_ping(rkb_encoder *enc, bool has_id, uint64_t id, const char *backend)

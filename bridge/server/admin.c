@@ -6,6 +6,7 @@
 #include "server.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -56,14 +57,28 @@ void rkb_do_launch(rkb_loop *l, rkb_entry *e)
 
 /* ---- status ---------------------------------------------------------------- */
 
-static const char *const rkb__data[] = {"data", NULL};
-static const char *const rkb__ab[] = {"a", "b", NULL};
-static const char *const rkb__c[] = {"c", NULL};
-/* The operations that run as actors: the built-ins, on either backend. */
-static const rkb_status_actor rkb__actors[] = {
-    {"echo", rkb__data, rkb__data, true, true},
-    {"vadd", rkb__ab, rkb__c, true, true},
-};
+/* The operations that run as actors (the built-ins echo and vadd, then the
+ * modules' actors) with NULL-terminated field lists; free() the result. */
+static rkb_status_actor *rkb__actors(rk_runtime *rt, size_t *n_out)
+{
+    int n = rk_runtime_actor_count(rt);
+    typedef const char *names[RK_FIELDS_MAX + 1];
+    rkb_status_actor *a = calloc((size_t)n, sizeof *a + 2 * sizeof(names));
+    if (!a)
+        return NULL;
+    names *lists = (names *)(a + n);
+    for (int i = 0; i < n; i++) {
+        const rk_actor_decl *d = rk_runtime_actor_at(rt, i, NULL, NULL);
+        names *in = &lists[2 * i], *out = &lists[2 * i + 1];
+        for (uint32_t k = 0; k < d->n_inputs; k++)
+            (*in)[k] = d->inputs[k];
+        for (uint32_t k = 0; k < d->n_outputs; k++)
+            (*out)[k] = d->outputs[k];
+        a[i] = (rkb_status_actor){d->name, *in, *out, (d->flags & RK_ACTOR_GPU) != 0, d->cpu || i < 2};
+    }
+    *n_out = (size_t)n;
+    return a;
+}
 
 /* Every thread's counters and gauges into c. */
 static void rkb__sum(const rkb_shared *sh, rkb_status_counters *c)
@@ -168,13 +183,16 @@ void rkb_do_status(rkb_loop *l, rkb_entry *e)
         .max_grid = in->max_grid, .max_block = in->max_block, .max_smem = in->max_smem,
         .endpoints = sh->endpoints,
         .ring_p50_ns = sh->ring_p50_ns, .ring_p99_ns = sh->ring_p99_ns, .ring_count = sh->ring_count,
-        .actors = rkb__actors, .n_actors = sizeof rkb__actors / sizeof *rkb__actors,
         .warnings = sh->warnings, .n_warnings = (size_t)sh->n_warnings,
     };
     rk_worker_info w;
     rkb__worker((rkb_shared *)sh, &w, &s);
     rkb__counters(l, &s.counters);
-    if (rkb_encode_status(&l->enc, e->req.has_id, e->req.id, &s) != 0) {
+    rkb_status_actor *acts = rkb__actors(sh->rt, &s.n_actors);
+    s.actors = acts;
+    int rc = acts ? rkb_encode_status(&l->enc, e->req.has_id, e->req.id, &s) : RKB_E_INTERNAL;
+    free(acts);
+    if (rc != 0) {
         rkb_answer_error(l, e, RKB_E_INTERNAL, "out of memory encoding the status");
         return;
     }

@@ -20,6 +20,8 @@
 typedef struct rkb_config {
     const char *binds[RKB_MAX_BINDS];
     int n_binds;
+    const char *actors[RKB_MAX_BINDS]; /* --actors: module files or directories (rk.modules) */
+    int n_actors;
     rk_config rk;               /* runtime configuration (backend, kernel, rings, arena) */
     size_t max_message_bytes;   /* largest request body frame (TOO_LARGE above it);
                                    the transport cap is 4 times it */

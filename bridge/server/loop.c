@@ -32,15 +32,48 @@ int64_t rkb_now_ns(void)
 
 /* ---- admission ------------------------------------------------------------ */
 
+/* A module actor's request as the runtime takes it (rk/module.h: field
+ * layout): its fields themselves, or a table head (in `table`) and each
+ * field padded to 16 bytes. Returns the iov count. */
+static int rkb__actor_iov(rkb_loop *l, rkb_entry *e, uint16_t *type, rk_iov *iov, uint8_t *table)
+{
+    static const uint8_t zeros[16];
+    const rkb_actor *a = &l->actors[e->req.u.actor.index];
+    const rk_actor_decl *d = a->decl;
+    const rkb_bytes *in = e->req.u.actor.in;
+    *type = a->type;
+    int n = 0;
+    if (d->n_inputs == 1 || (d->flags & RK_ACTOR_EQUAL_INPUTS)) {
+        for (uint32_t i = 0; i < d->n_inputs; i++)
+            iov[n++] = (rk_iov){in[i].ptr, in[i].len};
+        return n;
+    }
+    size_t head = rk_fields_head(d->n_inputs);
+    memset(table, 0, head);
+    memcpy(table, &d->n_inputs, 4);
+    iov[n++] = (rk_iov){table, head};
+    for (uint32_t i = 0; i < d->n_inputs; i++) {
+        uint32_t len = (uint32_t)in[i].len;
+        memcpy(table + 4 + 4 * i, &len, 4);
+        iov[n++] = (rk_iov){in[i].ptr, in[i].len};
+        if (in[i].len % 16)
+            iov[n++] = (rk_iov){zeros, 16 - in[i].len % 16};
+    }
+    return n;
+}
+
 /* Tries to put entry idx into the ring. Returns 0 (in flight), 1 (no room
  * now: park or keep parked) or -1 (answered with an error; free it). */
 static int rkb__admit(rkb_loop *l, int32_t idx)
 {
     rkb_entry *e = &l->pool.e[idx];
-    rk_iov iov[2];
+    rk_iov iov[1 + 2 * RK_FIELDS_MAX];
+    _Alignas(16) uint8_t table[64];
     int n = 1;
     uint16_t type = RK_OP_ECHO;
-    if (e->req.op == RKB_OP_ECHO) {
+    if (e->req.op == RKB_OP_ACTOR) {
+        n = rkb__actor_iov(l, e, &type, iov, table);
+    } else if (e->req.op == RKB_OP_ECHO) {
         iov[0] = (rk_iov){e->req.u.echo.data.ptr, e->req.u.echo.data.len};
     } else if (e->req.op == RKB_OP_FAULT || e->req.op == RKB_OP_HANG) {
         type = e->req.op == RKB_OP_FAULT ? RK_OP_FAULT : RK_OP_HANG; /* --test-faults only */
@@ -117,7 +150,9 @@ static void rkb__on_reply(rkb_loop *l, rk_reply *r)
     }
     RKB_SET(l->pool.n_inflight, l->pool.n_inflight - 1);
     rkb_entry *e = &l->pool.e[idx];
-    if (r->status) {
+    if (e->req.op == RKB_OP_ACTOR && (r->status == 0 || r->status == -RK_EACTOR)) {
+        rkb_answer_actor(l, e, r);
+    } else if (r->status) {
         int st = r->status;
         rk_reply_release(l->act, r);
         rkb_answer_rk_error(l, e, st, rk_last_detail()); /* set by the receive */
@@ -218,7 +253,7 @@ static inline __attribute__((always_inline)) void rkb__on_request(rkb_loop *l, i
         if (rc) {
             rkb_answer_error(l, e, err.code, "%s", err.message);
         } else if (e->req.op != RKB_OP_ECHO && e->req.op != RKB_OP_VADD && e->req.op != RKB_OP_FAULT &&
-                   e->req.op != RKB_OP_HANG) {
+                   e->req.op != RKB_OP_HANG && e->req.op != RKB_OP_ACTOR) {
             rkb__answer_now(l, e);
         } else {
             /* FIFO: behind whatever already waits */
@@ -456,12 +491,25 @@ int rkb_loop_init(rkb_loop *l)
     l->lim = RKB_LIMITS_DEFAULT;
     l->lim.max_frame = c->max_message_bytes;
     l->lim.test_ops = c->rk.test_faults;
+    /* the module actors (after the built-ins echo and vadd, decoded as ops) */
+    int n = rk_runtime_actor_count(l->sh->rt) - 2;
+    l->actors = calloc(n > 0 ? (size_t)n : 1, sizeof *l->actors);
+    if (!l->actors) {
+        fprintf(stderr, "rk-bridge: out of memory for the actor table\n");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        l->actors[i].decl = rk_runtime_actor_at(l->sh->rt, i + 2, &l->actors[i].type, NULL);
+    l->lim.actors = l->actors;
+    l->lim.n_actors = n > 0 ? (size_t)n : 0;
     return 0;
 }
 
 /* After the sockets are closed. */
 void rkb_loop_fini(rkb_loop *l)
 {
+    free(l->actors);
+    l->actors = NULL;
     rkb_pool_fini(&l->pool);
     rkb_decode_state_destroy(&l->dec);
     rkb_encoder_destroy(&l->enc);

@@ -28,6 +28,11 @@ static const char rkb__usage[] =
 "                             socket a live process answers on; it is removed at exit\n"
 "      --ipc-mode MODE        permission bits of ipc:// socket files, octal\n"
 "                             (default 0600: only this user may connect)\n"
+"Actors\n"
+"      --actors PATH          load the actor modules in PATH (a module .so, or a\n"
+"                             directory of them, loaded in name order); repeatable.\n"
+"                             Each actor is an op of its name (bridge/PROTOCOL.md);\n"
+"                             a module that fails to load stops the start (exit 2)\n"
 "Runtime and kernel (an invalid kernel configuration prints LAUNCH_INVALID and\n"
 "exits with status 2 before binding anything)\n"
 "      --backend auto|cuda|cpu  auto (default) uses a GPU that passes launch\n"
@@ -118,7 +123,7 @@ enum {
     O_QUIET, O_DRAIN, O_LOG, O_CURVE_KEY, O_CURVE_ALLOW, O_CURVE_ADMIN, O_GEN_KEYS, O_FORCE,
     O_IO_THREADS, O_ZMQ_IO_THREADS, O_IPC_MODE, O_INSECURE_KEY, O_INSECURE_REMOTE, O_ADMIN_OPS,
     O_ISOLATION, O_STANDBY, O_FAULT_LIMIT, O_FAULT_WINDOW, O_DEADLINE, O_HEARTBEAT, O_SHARE_GPU,
-    O_TEST_FAULTS,
+    O_TEST_FAULTS, O_ACTORS,
 };
 
 static const struct option rkb__opts[] = {
@@ -161,6 +166,7 @@ static const struct option rkb__opts[] = {
     {"heartbeat-ms", required_argument, 0, O_HEARTBEAT},
     {"share-gpu", no_argument, 0, O_SHARE_GPU},
     {"test-faults", no_argument, 0, O_TEST_FAULTS},
+    {"actors", required_argument, 0, O_ACTORS},
     {"version", no_argument, 0, 'V'},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
@@ -301,6 +307,14 @@ static int rkb__option(rkb__cli *a, int id, const char *arg)
             return -1;
         }
         c->binds[c->n_binds++] = arg;
+        return 0;
+    case O_ACTORS:
+        if (c->n_actors == RKB_MAX_BINDS) {
+            fprintf(stderr, "rk-bridge: at most %d --actors options (a directory holds many) " RKB_HINT "\n",
+                    RKB_MAX_BINDS);
+            return -1;
+        }
+        c->actors[c->n_actors++] = arg;
         return 0;
     case O_CURVE_KEY: c->curve_secret_file = arg; return 0;
     case O_CURVE_ALLOW: c->curve_allow_dir = arg; return 0;

@@ -110,7 +110,9 @@ void rkb_answer_rk_error(rkb_loop *l, rkb_entry *e, int rc, const char *detail)
     case RK_ENODEV:
     case RK_ESELFTEST:
         rkb_answer_error(l, e, RKB_E_DEVICE_FAULT, "the %s backend failed with request %s in flight: %s",
-                        l->info.backend_name, rkb_op_name(e->req.op), d);
+                        l->info.backend_name,
+                        e->req.op == RKB_OP_ACTOR ? l->actors[e->req.u.actor.index].decl->name
+                                                  : rkb_op_name(e->req.op), d);
         break;
     case RK_ECLOSED:
         rkb_answer_error(l, e, RKB_E_SHUTTING_DOWN, "the bridge is shutting down: %s", d);
@@ -148,6 +150,51 @@ void rkb_answer_data(rkb_loop *l, rkb_entry *e, rk_reply *r)
         memcpy(d + hl, r->data, r->len);
     rk_reply_release(l->act, r);
     rkb__deliver(l, e, &m);
+}
+
+void rkb_answer_actor(rkb_loop *l, rkb_entry *e, rk_reply *r)
+{
+    const rk_actor_decl *d = l->actors[e->req.u.actor.index].decl;
+    if (r->status == -RK_EACTOR) {
+        char words[200];
+        int n = (int)(r->len < sizeof words - 1 ? r->len : sizeof words - 1);
+        memcpy(words, r->data, (size_t)n);
+        words[n] = '\0';
+        for (int i = 0; i < n; i++) /* a sentence for a person, on one line */
+            words[i] = (words[i] >= 0x20 && words[i] < 0x7f) ? words[i] : '?';
+        rk_reply_release(l->act, r);
+        rkb_answer_error(l, e, RKB_E_ACTOR_FAILED, "actor %s: %s", d->name, words);
+        return;
+    }
+    if (d->n_outputs == 1) {
+        uint8_t head[RKB_KEY_HEAD_MAX];
+        size_t hl = rkb_encode_key_head(head, e->req.has_id, e->req.id, d->outputs[0], r->len);
+        zmq_msg_t m;
+        if (zmq_msg_init_size(&m, hl + r->len) != 0) {
+            rk_reply_release(l->act, r);
+            rkb_answer_error(l, e, RKB_E_INTERNAL, "out of memory for a reply");
+            return;
+        }
+        memcpy(zmq_msg_data(&m), head, hl);
+        if (r->len)
+            memcpy((uint8_t *)zmq_msg_data(&m) + hl, r->data, r->len);
+        rk_reply_release(l->act, r);
+        rkb__deliver(l, e, &m);
+        return;
+    }
+    rk_field f[RK_FIELDS_MAX];
+    int rc = rk_fields_parse(r->data, r->len, d->n_outputs, 0, f);
+    if (rc == 0 && rkb_encode_fields(&l->enc, e->req.has_id, e->req.id, d->outputs, f, d->n_outputs) != 0)
+        rc = -RK_ENOMEM;
+    size_t len = r->len;
+    rk_reply_release(l->act, r);
+    if (rc == -RK_EPROTO)
+        rkb_answer_error(l, e, RKB_E_ACTOR_FAILED, "actor %s: its %zu B reply is not its %u output fields "
+                         "(rk/module.h: field layout)", d->name, len, d->n_outputs);
+    else if (rc)
+        rkb_answer_error(l, e, RKB_E_INTERNAL, "out of memory encoding a reply");
+    else
+        rkb_answer_encoded(l, e);
 }
 
 void rkb_peek_into(rkb_request *req, const zmq_msg_t *body)

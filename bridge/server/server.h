@@ -253,6 +253,7 @@ typedef struct rkb_loop {
     rkb_pool pool;
     rkb_decode_state dec;
     rkb_limits lim;
+    rkb_actor *actors; /* the runtime's module actors, for lim.actors */
     rkb_encoder enc;
     rkb_counters n;
     bool stopping;
@@ -272,6 +273,8 @@ void rkb_answer_error(rkb_loop *l, rkb_entry *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void rkb_answer_rk_error(rkb_loop *l, rkb_entry *e, int rc, const char *detail);
 void rkb_answer_data(rkb_loop *l, rkb_entry *e, rk_reply *r); /* releases r */
+/* A module actor's reply (its outputs, or ACTOR_FAILED). Releases r. */
+void rkb_answer_actor(rkb_loop *l, rkb_entry *e, rk_reply *r);
 /* The id a refused frame carries, if it can be read. */
 void rkb_peek_into(rkb_request *req, const zmq_msg_t *body);
 
