@@ -12,10 +12,10 @@
 #include "modules.h"
 
 const rk_actor_decl rk__builtin_decls[RK__N_BUILTIN_ACTORS] = {
-    {.name = "echo", .n_inputs = 1, .inputs = {"data"}, .n_outputs = 1, .outputs = {"data"},
-     .sizes = {{0, 1, 1, 0}}, .flags = RK_ACTOR_GPU},
-    {.name = "vadd", .n_inputs = 2, .inputs = {"a", "b"}, .n_outputs = 1, .outputs = {"c"},
-     .sizes = {{0, 1, 1, 0}}, .flags = RK_ACTOR_GPU | RK_ACTOR_EQUAL_INPUTS},
+    {.name = "echo", .flags = RK_ACTOR_GPU, .n_inputs = 1, .inputs = {"data"}, .n_outputs = 1,
+     .outputs = {"data"}, .sizes = {{0, 1, 1, 0}}},
+    {.name = "vadd", .flags = RK_ACTOR_GPU | RK_ACTOR_EQUAL_INPUTS, .n_inputs = 2, .inputs = {"a", "b"},
+     .n_outputs = 1, .outputs = {"c"}, .sizes = {{0, 1, 1, 0}}},
 };
 const uint16_t rk__builtin_types[RK__N_BUILTIN_ACTORS] = {RK_OP_ECHO, RK_OP_VADD};
 

@@ -65,8 +65,13 @@ typedef struct rk_size_rule {
     uint32_t mul, div;
     uint64_t add;
 } rk_size_rule;
+#ifdef __cplusplus
+#define RK_SIZE_OF_INPUT(i) (rk_size_rule{(i), 1, 1, 0})
+#define RK_SIZE_FIXED(n) (rk_size_rule{-1, 1, 1, (n)})
+#else
 #define RK_SIZE_OF_INPUT(i) ((rk_size_rule){(i), 1, 1, 0})
 #define RK_SIZE_FIXED(n) ((rk_size_rule){-1, 1, 1, (n)})
+#endif
 
 /* rk_actor_decl.flags */
 enum {
@@ -75,12 +80,13 @@ enum {
                                       * runs); they travel concatenated, without a table */
 };
 
+/* Members in the order a C++ designated initializer must follow. */
 typedef struct rk_actor_decl {
     const char *name;      /* [a-z][a-z0-9_]*, at most RK_ACTOR_NAME_MAX bytes */
     uint32_t flags;        /* RK_ACTOR_* */
     uint32_t n_inputs;     /* 1..RK_FIELDS_MAX */
-    uint32_t n_outputs;    /* 1..RK_FIELDS_MAX */
     const char *inputs[RK_FIELDS_MAX];  /* field names, [a-z][a-z0-9_]* */
+    uint32_t n_outputs;    /* 1..RK_FIELDS_MAX */
     const char *outputs[RK_FIELDS_MAX];
     rk_size_rule sizes[RK_FIELDS_MAX];  /* per output: the most bytes it may need */
     rk_cpu_actor_fn cpu;   /* the CPU twin, or NULL (a GPU-only actor) */
