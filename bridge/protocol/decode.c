@@ -275,15 +275,16 @@ static void rkb__state_reset(rkb_decode_state *st)
     memset(&st->obj, 0, sizeof st->obj);
 }
 
-/* ---- flat maps without msgpack_unpack ------------------------------------
+/* ---- flat maps without the scan and msgpack_unpack ------------------------
  * Every request the protocol defines is one map of scalars (ints, strs,
- * bins). For such a map of up to RKB_FLAT_MAX entries the decoder builds
- * the msgpack_object entries itself, straight from the frame the scan has
- * checked (every length within the frame, keys strings, exactly one
- * object): the objects msgpack-c would build, so every check after reads
- * them alike; the zone is not touched. A map with a nested value (array,
- * map) or more entries goes through msgpack_unpack. test_decode_flat
- * compares the two paths. */
+ * bins). For such a map of up to RKB_FLAT_MAX entries that fills the frame
+ * exactly, has string keys and stays within max_elements, the decoder
+ * builds the msgpack_object entries itself in one pass, checking every
+ * length against the frame as it goes: the objects msgpack-c would build,
+ * so every check after reads them alike; the zone is not touched. Anything
+ * else (a nested value, more entries, any flaw at all) goes through the
+ * bounded scan and msgpack_unpack, which name the problem.
+ * test_decode_flat compares the two paths. */
 
 /* A signed value as msgpack-c types it: non-negative ones are positive. */
 static void rkb__flat_int(msgpack_object *o, int64_t v)
@@ -351,7 +352,6 @@ static bool rkb__flat_number(const uint8_t *p, size_t end, size_t *off, uint8_t 
 static bool rkb__flat_value(const uint8_t *p, size_t end, size_t *off, msgpack_object *o)
 {
     uint8_t b = p[*off];
-    memset(o, 0, sizeof *o);
     if (b <= 0x7f || b >= 0xe0) {
         rkb__flat_int(o, (int8_t)b);
         (*off)++;
@@ -377,25 +377,38 @@ static bool rkb__flat_value(const uint8_t *p, size_t end, size_t *off, msgpack_o
     return false; /* a map or an array (0xc1 never passes the scan) */
 }
 
-/* Builds st->obj from the scanned map p[0..end) when it is flat. */
-static bool rkb__flat_map(const uint8_t *p, size_t end, rkb_decode_state *st)
+/* Builds st->obj from p[0..end) when it is a flat map (see above); sets
+ * the request's id as the scan would (the first `id` key's uint64). */
+static bool rkb__flat_map(const uint8_t *p, size_t end, const rkb_limits *lim,
+                          rkb_decode_state *st, rkb_request *req)
 {
     size_t off = 1;
     size_t n;
-    if (p[0] >= 0x80 && p[0] <= 0x8f)
+    if (end && p[0] >= 0x80 && p[0] <= 0x8f)
         n = p[0] & 0x0f;
-    else if ((p[0] == 0xde && end >= 3) || (p[0] == 0xdf && end >= 5))
+    else if (end && ((p[0] == 0xde && end >= 3) || (p[0] == 0xdf && end >= 5)))
         off += p[0] == 0xde ? 2 : 4, n = (size_t)rkb__be(p + 1, p[0] == 0xde ? 2 : 4);
     else
         return false;
-    if (n > RKB_FLAT_MAX)
+    uint32_t max_el = lim->max_elements ? lim->max_elements : RKB_DEFAULT_MAX_ELEMENTS;
+    if (n > RKB_FLAT_MAX || 1 + 2 * n > max_el)
         return false;
-    for (size_t i = 0; i < n; i++)
-        if (off >= end || !rkb__flat_value(p, end, &off, &st->flat[i].key) ||
-            off >= end || !rkb__flat_value(p, end, &off, &st->flat[i].val))
+    bool id_seen = false;
+    for (size_t i = 0; i < n; i++) {
+        msgpack_object *k = &st->flat[i].key, *v = &st->flat[i].val;
+        if (off >= end || !rkb__flat_value(p, end, &off, k) || k->type != MSGPACK_OBJECT_STR ||
+            off >= end || !rkb__flat_value(p, end, &off, v))
             return false;
-    if (off != end)
+        if (!id_seen && k->via.str.size == 2 && !memcmp(k->via.str.ptr, "id", 2)) {
+            id_seen = true; /* only the first `id` counts */
+            if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+                req->has_id = true, req->id = v->via.u64;
+        }
+    }
+    if (off != end) {
+        req->has_id = false, req->id = 0;
         return false;
+    }
     st->obj.type = MSGPACK_OBJECT_MAP;
     st->obj.via.map.size = (uint32_t)n;
     st->obj.via.map.ptr = st->flat;
@@ -416,14 +429,15 @@ static int rkb__unpack(const uint8_t *p, size_t len, const rkb_limits *lim, rkb_
                              "the request is %zu bytes; the limit is %zu bytes", len,
                              lim->max_frame);
     }
+    if (!st->no_flat && rkb__flat_map(p, len, lim, st, req))
+        return RKB_OK;
+    req->has_id = false, req->id = 0; /* the scan says how far it got */
     rkb__scan sc;
     int rc = rkb__scan_frame(p, len, lim, &sc, err);
     req->has_id = sc.has_id;
     req->id = sc.id;
     if (rc != RKB_OK)
         return rc;
-    if (!st->no_flat && rkb__flat_map(p, sc.end, st))
-        return RKB_OK;
     memset(&st->obj, 0, sizeof st->obj);
     st->zone_used = true;
     size_t off = 0;

@@ -1,7 +1,8 @@
 /* test_decode_flat.c - the decoder's flat-map path (maps of scalars built
  * without msgpack_unpack) against msgpack_unpack's path, frame by frame:
  * 300 000 generated requests (every scalar encoding, nested values that
- * must fall back, bad keys, truncation, flipped bytes, trailing bytes) must
+ * must fall back, bad keys, truncation, flipped bytes, trailing bytes, a
+ * small max_elements) must
  * decode to the same request, the same error code and the same message. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -159,6 +160,7 @@ static void test_flat_equals_unpack(void **state)
         make_frame(&f);
         rkb_request rf, rs;
         rkb_error ef = {0}, es = {0};
+        lim.max_elements = i % 3 ? 0 : 1 + pick(20); /* 0: the default; small: refused */
         int cf = rkb_decode_request(f.b, f.n, &lim, &rf, &fast, &ef);
         flat += cf == RKB_OK && fast.obj.via.map.ptr == fast.flat;
         int cs = rkb_decode_request(f.b, f.n, &lim, &rs, &slow, &es);
