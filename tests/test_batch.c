@@ -21,7 +21,18 @@
 
 enum { MAXB = 64 };
 
-static rk_runtime *open_cpu(rk_config *c)
+/* What a test posted: id -> (seq, len), and whether its reply came. */
+typedef struct {
+    uint64_t id[1024];
+    uint64_t seq[1024];
+    size_t len[1024];
+    int replies[1024];
+    int n;
+} ledger;
+
+static ledger the_ledger; /* the running test's (static: it is large) */
+
+static rk_runtime *open_cpu(rk_config *c, rk_actor **a)
 {
     c->backend = RK_BACKEND_CPU;
     const char *iso = getenv("RK_TEST_ISOLATION");
@@ -31,7 +42,20 @@ static rk_runtime *open_cpu(rk_config *c)
     int rc = rk_runtime_open(&rt, c);
     if (rc)
         fail_msg("rk_runtime_open: %s: %s", rk_err_name(rc), rk_last_detail());
+    assert_int_equal(rk_actor_open(rt, a), 0);
+    memset(&the_ledger, 0, sizeof the_ledger);
     return rt;
+}
+
+/* Every request was answered once, no arena space is left; closes rt. */
+static void finish(rk_runtime *rt, uint64_t requests)
+{
+    rk_stats st;
+    rk_runtime_stats(rt, &st);
+    assert_int_equal(st.requests, requests);
+    assert_int_equal(st.replies, requests);
+    assert_int_equal(st.arena_used, 0);
+    rk_runtime_close(rt);
 }
 
 /* Payload bytes of request `seq`: a pattern each reply is checked against. */
@@ -48,15 +72,6 @@ static bool matches(const uint8_t *p, size_t len, uint64_t seq)
             return false;
     return true;
 }
-
-/* What a test posted: id -> (seq, len), and whether its reply came. */
-typedef struct {
-    uint64_t id[1024];
-    uint64_t seq[1024];
-    size_t len[1024];
-    int replies[1024];
-    int n;
-} ledger;
 
 static void note(ledger *l, const uint64_t *ids, const size_t *lens, const uint64_t *seqs, int k)
 {
@@ -122,9 +137,8 @@ static void test_bad_arguments(void **state)
     (void)state;
     rk_config c;
     rk_config_init(&c);
-    rk_runtime *rt = open_cpu(&c);
     rk_actor *a;
-    assert_int_equal(rk_actor_open(rt, &a), 0);
+    rk_runtime *rt = open_cpu(&c, &a);
     rk_send_req q[2];
     size_t lens[2] = {8, 8};
     make_reqs(q, bufs, lens, 2, 0);
@@ -153,10 +167,7 @@ static void test_bad_arguments(void **state)
     assert_int_equal(ids[0], 0);
     assert_int_equal(rk_actor_inflight(a), 0);
     assert_int_equal(rk_actor_recv_batch(a, r, 2, 0), -RK_EAGAIN);
-    rk_stats st;
-    rk_runtime_stats(rt, &st);
-    assert_int_equal(st.requests, 0);
-    rk_runtime_close(rt);
+    finish(rt, 0);
 }
 
 /* Batches of 1..64, inline and arena payloads, gather lists, reaped with
@@ -166,13 +177,12 @@ static void test_sizes_and_payloads(void **state)
     (void)state;
     rk_config c;
     rk_config_init(&c);
-    rk_runtime *rt = open_cpu(&c);
     rk_actor *a;
-    assert_int_equal(rk_actor_open(rt, &a), 0);
-    static ledger l;
+    rk_runtime *rt = open_cpu(&c, &a);
+    ledger *l = &the_ledger;
     uint64_t seq = 0;
     for (int n = 1; n <= MAXB; n++) {
-        memset(&l, 0, sizeof l);
+        memset(l, 0, sizeof *l);
         rk_send_req q[MAXB];
         size_t lens[MAXB];
         uint64_t seqs[MAXB], ids[MAXB];
@@ -192,17 +202,14 @@ static void test_sizes_and_payloads(void **state)
         int k = rk_actor_send_batch(a, q, n, ids, 1000);
         if (k != n)
             fail_msg("batch of %d: %d: %s", n, k, rk_last_detail());
-        note(&l, ids, lens, seqs, k);
-        reap_all(a, &l, 1 + n % 7 * 9);
+        note(l, ids, lens, seqs, k);
+        reap_all(a, l, 1 + n % 7 * 9);
         seq += (uint64_t)n;
     }
     rk_stats st;
     rk_runtime_stats(rt, &st);
-    assert_int_equal(st.requests, seq);
-    assert_int_equal(st.replies, seq);
     assert_int_equal(st.errors, 0);
-    assert_int_equal(st.arena_used, 0);
-    rk_runtime_close(rt);
+    finish(rt, seq);
 }
 
 /* A payload above max_payload in the middle: the ones before it are
@@ -214,11 +221,9 @@ static void test_too_large_midway(void **state)
     rk_config c;
     rk_config_init(&c);
     c.max_payload = 4096;
-    rk_runtime *rt = open_cpu(&c);
     rk_actor *a;
-    assert_int_equal(rk_actor_open(rt, &a), 0);
-    static ledger l;
-    memset(&l, 0, sizeof l);
+    rk_runtime *rt = open_cpu(&c, &a);
+    ledger *l = &the_ledger;
     size_t lens[10] = {10, 20, 4096, 30, 40, 5000, 50, 60, 70, 80};
     uint64_t seqs[10], ids[10];
     for (int i = 0; i < 10; i++)
@@ -229,20 +234,15 @@ static void test_too_large_midway(void **state)
     assert_non_null(strstr(rk_last_detail(), "5000 B exceeds max_payload 4096 B"));
     for (int i = 5; i < 10; i++)
         assert_int_equal(ids[i], 777); /* not written */
-    note(&l, ids, lens, seqs, 5);
+    note(l, ids, lens, seqs, 5);
     assert_int_equal(rk_actor_send_batch(a, q + 5, 5, ids + 5, 1000), -RK_EMSGSIZE);
     assert_int_equal(rk_actor_inflight(a), 5);
-    reap_all(a, &l, 3);
+    reap_all(a, l, 3);
     /* the rest, without the culprit */
     assert_int_equal(rk_actor_send_batch(a, q + 6, 4, ids + 6, 1000), 4);
-    note(&l, ids + 6, lens + 6, seqs + 6, 4);
-    reap_all(a, &l, MAXB);
-    rk_stats st;
-    rk_runtime_stats(rt, &st);
-    assert_int_equal(st.requests, 9);
-    assert_int_equal(st.replies, 9);
-    assert_int_equal(st.arena_used, 0);
-    rk_runtime_close(rt);
+    note(l, ids + 6, lens + 6, seqs + 6, 4);
+    reap_all(a, l, MAXB);
+    finish(rt, 9);
 }
 
 /* The window fills in the middle: -RK_EBUSY for the rest, no wait. */
@@ -252,11 +252,9 @@ static void test_window_full_midway(void **state)
     rk_config c;
     rk_config_init(&c);
     c.actor_window = 8;
-    rk_runtime *rt = open_cpu(&c);
     rk_actor *a;
-    assert_int_equal(rk_actor_open(rt, &a), 0);
-    static ledger l;
-    memset(&l, 0, sizeof l);
+    rk_runtime *rt = open_cpu(&c, &a);
+    ledger *l = &the_ledger;
     size_t lens[12];
     uint64_t seqs[12], ids[12];
     for (int i = 0; i < 12; i++)
@@ -264,20 +262,16 @@ static void test_window_full_midway(void **state)
     rk_send_req q[12];
     make_reqs(q, bufs, lens, 12, 0);
     assert_int_equal(rk_actor_send_batch(a, q, 3, ids, 1000), 3);
-    note(&l, ids, lens, seqs, 3);
+    note(l, ids, lens, seqs, 3);
     assert_int_equal(rk_actor_send_batch(a, q + 3, 9, ids + 3, -1), 5); /* 3 + 5 = the window */
-    note(&l, ids + 3, lens + 3, seqs + 3, 5);
+    note(l, ids + 3, lens + 3, seqs + 3, 5);
     assert_int_equal(rk_actor_send_batch(a, q + 8, 4, ids + 8, -1), -RK_EBUSY);
     assert_int_equal(rk_actor_inflight(a), 8);
-    reap_all(a, &l, 5);
+    reap_all(a, l, 5);
     assert_int_equal(rk_actor_send_batch(a, q + 8, 4, ids + 8, 1000), 4);
-    note(&l, ids + 8, lens + 8, seqs + 8, 4);
-    reap_all(a, &l, 1);
-    rk_stats st;
-    rk_runtime_stats(rt, &st);
-    assert_int_equal(st.requests, 12);
-    assert_int_equal(st.replies, 12);
-    rk_runtime_close(rt);
+    note(l, ids + 8, lens + 8, seqs + 8, 4);
+    reap_all(a, l, 1);
+    finish(rt, 12);
 }
 
 /* The arena fills in the middle (replies hold their space until they are
@@ -288,11 +282,9 @@ static void test_arena_full_midway(void **state)
     rk_config c;
     rk_config_init(&c);
     c.arena_size = 64 << 10; /* 4 requests of 8 KiB in + 8 KiB reply */
-    rk_runtime *rt = open_cpu(&c);
     rk_actor *a;
-    assert_int_equal(rk_actor_open(rt, &a), 0);
-    static ledger l;
-    memset(&l, 0, sizeof l);
+    rk_runtime *rt = open_cpu(&c, &a);
+    ledger *l = &the_ledger;
     size_t lens[10];
     uint64_t seqs[10], ids[10];
     for (int i = 0; i < 10; i++)
@@ -301,19 +293,14 @@ static void test_arena_full_midway(void **state)
     make_reqs(q, bufs, lens, 10, 0);
     assert_int_equal(rk_actor_send_batch(a, q, 10, ids, 50), 4);
     assert_non_null(strstr(rk_last_detail(), "arena full"));
-    note(&l, ids, lens, seqs, 4);
+    note(l, ids, lens, seqs, 4);
     assert_int_equal(rk_actor_send_batch(a, q + 4, 6, ids + 4, 0), -RK_ENOSPC);
     assert_int_equal(rk_actor_inflight(a), 4);
-    reap_all(a, &l, MAXB);
+    reap_all(a, l, MAXB);
     assert_int_equal(rk_actor_send_batch(a, q + 4, 6, ids + 4, 0), 4);
-    note(&l, ids + 4, lens + 4, seqs + 4, 4);
-    reap_all(a, &l, 2);
-    rk_stats st;
-    rk_runtime_stats(rt, &st);
-    assert_int_equal(st.requests, 8);
-    assert_int_equal(st.replies, 8);
-    assert_int_equal(st.arena_used, 0);
-    rk_runtime_close(rt);
+    note(l, ids + 4, lens + 4, seqs + 4, 4);
+    reap_all(a, l, 2);
+    finish(rt, 8);
 }
 
 /* A ring of 4 slots: a batch of 64 goes in several bursts (waiting for
@@ -324,11 +311,9 @@ static void test_ring_full_midway(void **state)
     rk_config c;
     rk_config_init(&c);
     c.ring_slots = 4;
-    rk_runtime *rt = open_cpu(&c);
     rk_actor *a;
-    assert_int_equal(rk_actor_open(rt, &a), 0);
-    static ledger l;
-    memset(&l, 0, sizeof l);
+    rk_runtime *rt = open_cpu(&c, &a);
+    ledger *l = &the_ledger;
     size_t lens[MAXB];
     uint64_t seqs[MAXB], ids[MAXB];
     for (int i = 0; i < MAXB; i++)
@@ -336,21 +321,17 @@ static void test_ring_full_midway(void **state)
     rk_send_req q[MAXB];
     make_reqs(q, bufs, lens, MAXB, 0);
     assert_int_equal(rk_actor_send_batch(a, q, MAXB, ids, -1), MAXB);
-    note(&l, ids, lens, seqs, MAXB);
-    reap_all(a, &l, 7);
+    note(l, ids, lens, seqs, MAXB);
+    reap_all(a, l, 7);
     /* timeout 0: at least the first burst (the ring is empty) */
-    memset(&l, 0, sizeof l);
+    memset(l, 0, sizeof *l);
     int k = rk_actor_send_batch(a, q, MAXB, ids, 0);
     assert_true(k >= 4 && k <= MAXB);
     if (k < MAXB)
         assert_non_null(strstr(rk_last_detail(), "H2D ring stayed full"));
-    note(&l, ids, lens, seqs, k);
-    reap_all(a, &l, MAXB);
-    rk_stats st;
-    rk_runtime_stats(rt, &st);
-    assert_int_equal(st.requests, MAXB + k);
-    assert_int_equal(st.replies, MAXB + k);
-    rk_runtime_close(rt);
+    note(l, ids, lens, seqs, k);
+    reap_all(a, l, MAXB);
+    finish(rt, MAXB + k);
 }
 
 /* Zero-copy: buffers from rk_actor_buf_alloc, mixed with copies; a buffer
@@ -361,11 +342,9 @@ static void test_buffers(void **state)
     (void)state;
     rk_config c;
     rk_config_init(&c);
-    rk_runtime *rt = open_cpu(&c);
     rk_actor *a;
-    assert_int_equal(rk_actor_open(rt, &a), 0);
-    static ledger l;
-    memset(&l, 0, sizeof l);
+    rk_runtime *rt = open_cpu(&c, &a);
+    ledger *l = &the_ledger;
     rk_buf b[4];
     size_t lens[6] = {40, 5000, 12, 70000, 33, 1};
     uint64_t seqs[6] = {0, 1, 2, 3, 4, 5}, ids[6];
@@ -385,26 +364,26 @@ static void test_buffers(void **state)
     assert_int_equal(rk_actor_send_batch(a, q, 4, ids, 1000), 4);
     assert_null(b[0].data);
     assert_null(b[1].data);
-    note(&l, ids, lens, seqs, 4);
-    reap_all(a, &l, MAXB);
+    note(l, ids, lens, seqs, 4);
+    reap_all(a, l, MAXB);
     /* b[2] twice: the second stops the batch; b[3] behind it stays staged */
-    memset(&l, 0, sizeof l);
+    memset(l, 0, sizeof *l);
     rk_send_req q2[4] = {{.buf = &b[2]}, q[4], {.buf = &b[2]}, {.buf = &b[3]}};
     uint64_t s2[2] = {2, 4};
     assert_int_equal(rk_actor_send_batch(a, q2, 4, ids, 1000), 2);
     assert_non_null(strstr(rk_last_detail(), "given twice"));
     assert_null(b[2].data);
     assert_non_null(b[3].data);
-    note(&l, ids, (size_t[]){12, 33}, s2, 2);
-    reap_all(a, &l, MAXB);
+    note(l, ids, (size_t[]){12, 33}, s2, 2);
+    reap_all(a, l, MAXB);
     /* a copy with a bad type in front of b[3]: b[3] is still the caller's */
     rk_send_req q3[2] = {{.type = RK_OP_NOP, .data = bufs[0], .len = 4}, {.buf = &b[3]}};
     assert_int_equal(rk_actor_send_batch(a, q3, 2, ids, 1000), -RK_EINVAL);
     assert_int_equal(rk_actor_inflight(a), 0);
-    memset(&l, 0, sizeof l);
+    memset(l, 0, sizeof *l);
     assert_int_equal(rk_actor_send_batch(a, q3 + 1, 1, ids, 1000), 1);
-    note(&l, ids, (size_t[]){33}, (uint64_t[]){4}, 1);
-    reap_all(a, &l, 1);
+    note(l, ids, (size_t[]){33}, (uint64_t[]){4}, 1);
+    reap_all(a, l, 1);
     /* a buffer abandoned, then given: not a staged buffer */
     rk_buf d;
     assert_int_equal(rk_actor_buf_alloc(a, RK_OP_ECHO, 10, 0, &d, 0), 0);
@@ -413,12 +392,7 @@ static void test_buffers(void **state)
     rk_send_req q4 = {.buf = &d_copy};
     assert_int_equal(rk_actor_send_batch(a, &q4, 1, ids, 0), -RK_EINVAL);
     assert_int_equal(rk_actor_inflight(a), 0);
-    rk_stats st;
-    rk_runtime_stats(rt, &st);
-    assert_int_equal(st.requests, 7);
-    assert_int_equal(st.replies, 7);
-    assert_int_equal(st.arena_used, 0);
-    rk_runtime_close(rt);
+    finish(rt, 7);
 }
 
 /* A closing runtime refuses the whole batch (rk_runtime_close's first
@@ -429,17 +403,15 @@ static void test_closing(void **state)
     (void)state;
     rk_config c;
     rk_config_init(&c);
-    rk_runtime *rt = open_cpu(&c);
     rk_actor *a;
-    assert_int_equal(rk_actor_open(rt, &a), 0);
-    static ledger l;
-    memset(&l, 0, sizeof l);
+    rk_runtime *rt = open_cpu(&c, &a);
+    ledger *l = &the_ledger;
     size_t lens[6] = {1, 2, 3, 300, 5, 6};
     uint64_t seqs[6] = {0, 1, 2, 3, 4, 5}, ids[6];
     rk_send_req q[6];
     make_reqs(q, bufs, lens, 6, 0);
     assert_int_equal(rk_actor_send_batch(a, q, 3, ids, 1000), 3);
-    note(&l, ids, lens, seqs, 3);
+    note(l, ids, lens, seqs, 3);
     rk_buf b;
     assert_int_equal(rk_actor_buf_alloc(a, RK_OP_ECHO, 8, 0, &b, 0), 0);
     atomic_store(&rt->closing, true);
@@ -448,13 +420,9 @@ static void test_closing(void **state)
     assert_int_equal(rk_actor_send_batch(a, &qb, 1, ids + 3, 1000), -RK_ECLOSED);
     assert_non_null(b.data); /* still the caller's */
     atomic_store(&rt->closing, false);
-    reap_all(a, &l, 2);
+    reap_all(a, l, 2);
     rk_actor_buf_abandon(a, &b);
-    rk_stats st;
-    rk_runtime_stats(rt, &st);
-    assert_int_equal(st.requests, 3);
-    assert_int_equal(st.replies, 3);
-    rk_runtime_close(rt);
+    finish(rt, 3);
 }
 
 /* recv_batch takes what rk_actor_call set aside too, and never more than
@@ -464,11 +432,9 @@ static void test_recv_batch_with_call(void **state)
     (void)state;
     rk_config c;
     rk_config_init(&c);
-    rk_runtime *rt = open_cpu(&c);
     rk_actor *a;
-    assert_int_equal(rk_actor_open(rt, &a), 0);
-    static ledger l;
-    memset(&l, 0, sizeof l);
+    rk_runtime *rt = open_cpu(&c, &a);
+    ledger *l = &the_ledger;
     size_t lens[20];
     uint64_t seqs[20], ids[20];
     for (int i = 0; i < 20; i++)
@@ -476,7 +442,7 @@ static void test_recv_batch_with_call(void **state)
     rk_send_req q[20];
     make_reqs(q, bufs, lens, 20, 0);
     assert_int_equal(rk_actor_send_batch(a, q, 20, ids, 1000), 20);
-    note(&l, ids, lens, seqs, 20);
+    note(l, ids, lens, seqs, 20);
     /* a call waits for its own reply: the 20 before it go to the stash */
     uint8_t m[4] = {9, 8, 7, 6};
     rk_reply cr;
@@ -491,14 +457,14 @@ static void test_recv_batch_with_call(void **state)
     for (int i = 0; i < 6; i++) /* the stash is in send order */
         assert_int_equal(r[i].id, ids[i]);
     for (int i = 0; i < 6; i++)
-        l.replies[i] = 1;
+        l->replies[i] = 1;
     rk_reply one;
     assert_int_equal(rk_actor_recv(a, &one, 1000), 0);
     assert_int_equal(one.id, ids[6]);
-    l.replies[6] = 1;
+    l->replies[6] = 1;
     rk_reply_release(a, &one);
-    reap_all(a, &l, MAXB);
-    rk_runtime_close(rt);
+    reap_all(a, l, MAXB);
+    finish(rt, 21);
 }
 
 int main(void)
