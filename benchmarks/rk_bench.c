@@ -36,7 +36,8 @@ static void usage(FILE *f)
             "usage: rk-bench MODE [options]\n"
             "modes:\n"
             "  ring     in-process round trips through a runtime's rings (ring_echo_64,\n"
-            "           throughput_echo_64, idle_cpu)\n"
+            "           throughput_echo_64, throughput_echo_64_batch: the batch API, 32 per\n"
+            "           call, idle_cpu)\n"
             "  gpu      every GPU path side by side (floor, ring, launch, graph, memcpy, vadd)%s\n"
             "  bridge   round trips through a running rk-bridge%s\n"
             "ring options:\n"
@@ -188,6 +189,52 @@ static int ring_throughput(rk_actor *a, const char *backend, long window, long m
     return 0;
 }
 
+/* the same through the batch API: sends fill the window in batches of at
+ * most `batch` (one ring reservation and doorbell each), replies are reaped
+ * up to `batch` per call: throughput_echo_64_batch */
+static int ring_throughput_batch(rk_actor *a, const char *backend, long window, long messages,
+                                 int batch, bench_report *rep)
+{
+    uint8_t msg[64];
+    for (int i = 0; i < 64; i++)
+        msg[i] = (uint8_t)(i * 7 + 1);
+    rk_send_req q[256];
+    rk_reply r[256];
+    batch = batch < 1 ? 1 : batch > 256 ? 256 : batch;
+    for (int i = 0; i < batch; i++)
+        q[i] = (rk_send_req){.type = RK_OP_ECHO, .data = msg, .len = sizeof msg};
+    long sent = 0, got = 0;
+    uint64_t t0 = bench_now_ns();
+    while (got < messages) {
+        long room = window - (sent - got), left = messages - sent;
+        int n = (int)(room < left ? room : left);
+        if (n > batch)
+            n = batch;
+        if (n > 0) {
+            int k = rk_actor_send_batch(a, q, n, NULL, 5000);
+            if (k < 0)
+                return die_rk("pipelined send_batch", k);
+            sent += k;
+        }
+        int k = rk_actor_recv_batch(a, r, batch, 5000);
+        if (k < 0)
+            return die_rk("pipelined recv_batch", k);
+        for (int i = 0; i < k; i++)
+            if (r[i].status || r[i].len != sizeof msg)
+                return die_rk("pipelined recv_batch", r[i].status ? r[i].status : -RK_EPROTO);
+        rk_reply_release_batch(a, r, k);
+        got += k;
+    }
+    double secs = (double)(bench_now_ns() - t0) / 1e9;
+    bench_result *res = bench_add(rep, "throughput_echo_64_batch", backend);
+    res->msgs_per_s = (double)messages / secs;
+    res->count = (uint64_t)messages;
+    snprintf(res->extra, sizeof res->extra,
+             "\"window\": %ld, \"batch\": %d, \"messages\": %ld, \"path\": \"rk_actor_send_batch/recv_batch\"",
+             window, batch, messages);
+    return 0;
+}
+
 /* CPU time of the whole process (worker + this thread) while the runtime is
  * open and no message moves, over idle_s seconds: idle_cpu */
 static void ring_idle(const char *backend, double idle_s, bench_report *rep)
@@ -219,6 +266,8 @@ static int ring_mode(int argc, char **argv, bench_report *rep)
     rc = ring_latency(a, info.backend_name, o.count, rep);
     if (!rc)
         rc = ring_throughput(a, info.backend_name, o.window, o.messages, rep);
+    if (!rc)
+        rc = ring_throughput_batch(a, info.backend_name, o.window, o.messages, 32, rep);
     if (!rc && o.idle_s > 0)
         ring_idle(info.backend_name, o.idle_s, rep);
     rk_actor_close(a);

@@ -177,7 +177,45 @@ typedef struct load {
     uint64_t sent, answered, bad, dup;
     uint8_t *seen; /* per sequence number */
     size_t cap;
+    bool batch; /* through rk_actor_send_batch / recv_batch, batches of 1..LOAD_WINDOW */
 } load;
+
+/* Sends up to `room` echoes carrying (thread, seq): one by one, or as one
+ * batch of at most the next batch size. */
+static void load_send(load *l, rk_actor *a, uint64_t *seq, uint32_t room, int *bsize)
+{
+    uint64_t msg[LOAD_WINDOW][2];
+    rk_send_req q[LOAD_WINDOW];
+    uint32_t n = 0;
+    for (; n < room && *seq + n < l->cap && (l->batch ? n < (uint32_t)*bsize : n < 1); n++) {
+        msg[n][0] = (uint64_t)l->index, msg[n][1] = *seq + n;
+        q[n] = (rk_send_req){.type = RK_OP_ECHO, .data = msg[n], .len = sizeof msg[n]};
+    }
+    if (!n)
+        return;
+    *bsize = *bsize % LOAD_WINDOW + 1;
+    int k = l->batch ? rk_actor_send_batch(a, q, (int)n, NULL, 5000)
+                     : rk_actor_send(a, RK_OP_ECHO, msg[0], sizeof msg[0], 0, NULL, 5000) ? -1 : 1;
+    if (k < 0) {
+        l->bad++;
+        return;
+    }
+    *seq += (uint64_t)k;
+    l->sent += (uint64_t)k;
+}
+
+static void load_check(load *l, const rk_reply *r)
+{
+    uint64_t got[2] = {~0ull, ~0ull};
+    if (r->status == 0 && r->len == sizeof got)
+        memcpy(got, r->data, sizeof got);
+    if (got[0] != (uint64_t)l->index || got[1] >= l->cap)
+        l->bad++;
+    else if (l->seen[got[1]]++)
+        l->dup++;
+    else
+        l->answered++;
+}
 
 /* Pipelines 16-byte echoes that carry (thread, seq); checks each reply's
  * bytes and that each seq comes back exactly once. */
@@ -188,44 +226,33 @@ static void *load_main(void *arg)
     if (rk_actor_open(l->rt, &a) != 0)
         return NULL;
     uint64_t seq = 0;
+    int bsize = 1;
     for (;;) {
         bool stopping = atomic_load(l->stop);
-        while (!stopping && rk_actor_inflight(a) < LOAD_WINDOW && seq < l->cap) {
-            uint64_t msg[2] = {(uint64_t)l->index, seq};
-            if (rk_actor_send(a, RK_OP_ECHO, msg, sizeof msg, 0, NULL, 5000) != 0) {
-                l->bad++;
-                break;
-            }
-            seq++;
-            l->sent++;
-        }
+        uint64_t bad = l->bad;
+        while (!stopping && rk_actor_inflight(a) < LOAD_WINDOW && seq < l->cap && l->bad == bad)
+            load_send(l, a, &seq, LOAD_WINDOW - rk_actor_inflight(a), &bsize);
         if (stopping && rk_actor_inflight(a) == 0)
             break;
-        rk_reply r;
-        int rc = rk_actor_recv(a, &r, 20000);
-        if (rc) {
+        rk_reply r[LOAD_WINDOW];
+        int k = l->batch ? rk_actor_recv_batch(a, r, LOAD_WINDOW, 20000)
+                         : rk_actor_recv(a, r, 20000) ? -1 : 1;
+        if (k < 0) {
             l->bad++;
             break;
         }
-        uint64_t got[2] = {~0ull, ~0ull};
-        if (r.status == 0 && r.len == sizeof got)
-            memcpy(got, r.data, sizeof got);
-        if (got[0] != (uint64_t)l->index || got[1] >= l->cap)
-            l->bad++;
-        else if (l->seen[got[1]]++)
-            l->dup++;
-        else
-            l->answered++;
-        rk_reply_release(a, &r);
+        for (int i = 0; i < k; i++)
+            load_check(l, &r[i]);
+        rk_reply_release_batch(a, r, k);
     }
     rk_actor_close(a);
     return NULL;
 }
 
-static void test_kill9_under_load(void **state)
+static void kill9_under_load(bool batch)
 {
-    (void)state;
-    const int kills = env_int("RK_TEST_KILLS", 100);
+    /* the batch run: a quarter of the kills, the same checks */
+    const int kills = batch ? (env_int("RK_TEST_KILLS", 100) + 3) / 4 : env_int("RK_TEST_KILLS", 100);
     int fds = count_fds();
     rk_config c = worker_config();
     c.standby = 1; /* a warm CPU worker takes over; the next is spawned meanwhile */
@@ -235,7 +262,7 @@ static void test_kill9_under_load(void **state)
     load l[LOAD_THREADS];
     pthread_t t[LOAD_THREADS];
     for (int i = 0; i < LOAD_THREADS; i++) {
-        l[i] = (load){.rt = rt, .index = i, .stop = &stop, .cap = 1u << 22};
+        l[i] = (load){.rt = rt, .index = i, .stop = &stop, .cap = 1u << 22, .batch = batch};
         l[i].seen = calloc(l[i].cap, 1);
         pthread_create(&t[i], NULL, load_main, &l[i]);
     }
@@ -269,9 +296,9 @@ static void test_kill9_under_load(void **state)
         free(l[i].seen);
     }
     rk_worker_info w = worker(rt);
-    print_message("%d kills in %.2f s (slowest replacement %.1f ms): %llu requests, %llu answered, %llu bad, "
+    print_message("%s%d kills in %.2f s (slowest replacement %.1f ms): %llu requests, %llu answered, %llu bad, "
                   "%llu duplicated; %llu restarts, last recovery %.2f ms\n",
-                  kills, now_s() - t0, worst * 1e3, (unsigned long long)sent, (unsigned long long)answered,
+                  batch ? "batches: " : "", kills, now_s() - t0, worst * 1e3, (unsigned long long)sent, (unsigned long long)answered,
                   (unsigned long long)bad, (unsigned long long)dup, (unsigned long long)w.restarts,
                   (double)w.last_recovery_ns / 1e6);
     assert_int_equal(bad, 0);
@@ -300,6 +327,18 @@ static void test_kill9_under_load(void **state)
     rk_runtime_close(rt);
     assert_no_children();
     assert_int_equal(count_fds(), fds);
+}
+
+static void test_kill9_under_load(void **state)
+{
+    (void)state;
+    kill9_under_load(false);
+}
+
+static void test_kill9_under_batch_load(void **state)
+{
+    (void)state;
+    kill9_under_load(true);
 }
 
 /* ---- a poison request, then a crash loop ---- */
@@ -609,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_lost_retry),
         cmocka_unit_test(test_silent_heartbeat),
         cmocka_unit_test(test_kill9_under_load),
+        cmocka_unit_test(test_kill9_under_batch_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

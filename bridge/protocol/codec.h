@@ -182,10 +182,14 @@ int rkb_error_set(rkb_error *err, int code, const char *fmt, ...)
  * chunk (MSGPACK_ZONE_CHUNK_SIZE) is kept, larger chunks are freed at the
  * next call. Caller storage: _init before first use, _destroy once.
  * Not thread-safe: one state per decoding thread. */
+#define RKB_FLAT_MAX 16 /* entries of a map decoded without msgpack_unpack */
 typedef struct rkb_decode_state {
     msgpack_zone zone;
     msgpack_object obj;
     bool zone_ok;
+    bool zone_used;  /* the last tree came from msgpack_unpack (the zone holds it) */
+    bool no_flat;    /* tests: always decode through msgpack_unpack */
+    msgpack_object_kv flat[RKB_FLAT_MAX]; /* the last tree, when it was a flat map */
 } rkb_decode_state;
 
 void rkb_decode_state_init(rkb_decode_state *st);

@@ -301,9 +301,150 @@ static void rkb__state_reset(rkb_decode_state *st)
 {
     if (!st->zone_ok)
         st->zone_ok = msgpack_zone_init(&st->zone, MSGPACK_ZONE_CHUNK_SIZE);
-    else
+    else if (st->zone_used)
         msgpack_zone_clear(&st->zone);
+    st->zone_used = false;
     memset(&st->obj, 0, sizeof st->obj);
+}
+
+/* ---- flat maps without the scan and msgpack_unpack ------------------------
+ * Every request the protocol defines is one map of scalars (ints, strs,
+ * bins). For such a map of up to RKB_FLAT_MAX entries that fills the frame
+ * exactly, has string keys and stays within max_elements, the decoder
+ * builds the msgpack_object entries itself in one pass, checking every
+ * length against the frame as it goes: the objects msgpack-c would build,
+ * so every check after reads them alike; the zone is not touched. Anything
+ * else (a nested value, more entries, any flaw at all) goes through the
+ * bounded scan and msgpack_unpack, which name the problem.
+ * test_decode_flat compares the two paths. */
+
+/* A signed value as msgpack-c types it: non-negative ones are positive. */
+static void rkb__flat_int(msgpack_object *o, int64_t v)
+{
+    if (v < 0)
+        o->type = MSGPACK_OBJECT_NEGATIVE_INTEGER, o->via.i64 = v;
+    else
+        o->type = MSGPACK_OBJECT_POSITIVE_INTEGER, o->via.u64 = (uint64_t)v;
+}
+
+/* Sized values: str, bin, ext (hdr: length bytes; ext: a type byte). */
+static bool rkb__flat_sized(const uint8_t *p, size_t end, size_t *off, unsigned hdr, size_t n_fix,
+                            int kind, msgpack_object *o)
+{
+    size_t at = *off + 1;
+    if (at + hdr + (kind == 2) > end)
+        return false;
+    size_t n = hdr ? (size_t)rkb__be(p + at, hdr) : n_fix;
+    at += hdr;
+    int8_t ext_type = 0;
+    if (kind == 2)
+        ext_type = (int8_t)p[at++];
+    if (n > end - at)
+        return false;
+    const char *ptr = (const char *)p + at;
+    if (kind == 0)
+        o->type = MSGPACK_OBJECT_STR, o->via.str.ptr = ptr, o->via.str.size = (uint32_t)n;
+    else if (kind == 1)
+        o->type = MSGPACK_OBJECT_BIN, o->via.bin.ptr = ptr, o->via.bin.size = (uint32_t)n;
+    else
+        o->type = MSGPACK_OBJECT_EXT, o->via.ext.type = ext_type, o->via.ext.ptr = ptr,
+        o->via.ext.size = (uint32_t)n;
+    *off = at + n;
+    return true;
+}
+
+/* Fixed-width numbers after the type byte b. */
+static bool rkb__flat_number(const uint8_t *p, size_t end, size_t *off, uint8_t b, msgpack_object *o)
+{
+    static const uint8_t width[16] = {4, 8, 1, 2, 4, 8, 1, 2, 4, 8}; /* 0xca..0xd3 */
+    unsigned w = width[b - 0xca];
+    if (*off + 1 + w > end)
+        return false;
+    uint64_t v = rkb__be(p + *off + 1, w);
+    *off += 1 + w;
+    if (b == 0xca) {
+        uint32_t u = (uint32_t)v;
+        float f;
+        memcpy(&f, &u, 4);
+        o->type = MSGPACK_OBJECT_FLOAT32, o->via.f64 = f;
+    } else if (b == 0xcb) {
+        double d;
+        memcpy(&d, &v, 8);
+        o->type = MSGPACK_OBJECT_FLOAT64, o->via.f64 = d;
+    } else if (b <= 0xcf) {
+        o->type = MSGPACK_OBJECT_POSITIVE_INTEGER, o->via.u64 = v;
+    } else {
+        unsigned sh = 64 - 8 * w; /* sign-extend the w-byte value */
+        rkb__flat_int(o, (int64_t)(v << sh) >> sh);
+    }
+    return true;
+}
+
+/* One scalar at p[*off]; false for a container (or anything unexpected). */
+static bool rkb__flat_value(const uint8_t *p, size_t end, size_t *off, msgpack_object *o)
+{
+    uint8_t b = p[*off];
+    if (b <= 0x7f || b >= 0xe0) {
+        rkb__flat_int(o, (int8_t)b);
+        (*off)++;
+        return true;
+    }
+    if (b >= 0xa0 && b <= 0xbf)
+        return rkb__flat_sized(p, end, off, 0, b & 0x1f, 0, o);
+    switch (b) {
+    case 0xc0: o->type = MSGPACK_OBJECT_NIL; (*off)++; return true;
+    case 0xc2: case 0xc3:
+        o->type = MSGPACK_OBJECT_BOOLEAN, o->via.boolean = b == 0xc3;
+        (*off)++;
+        return true;
+    case 0xc4: case 0xc5: case 0xc6: return rkb__flat_sized(p, end, off, 1u << (b - 0xc4), 0, 1, o);
+    case 0xc7: case 0xc8: case 0xc9: return rkb__flat_sized(p, end, off, 1u << (b - 0xc7), 0, 2, o);
+    case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:
+        return rkb__flat_sized(p, end, off, 0, 1u << (b - 0xd4), 2, o);
+    case 0xd9: case 0xda: case 0xdb: return rkb__flat_sized(p, end, off, 1u << (b - 0xd9), 0, 0, o);
+    default: break;
+    }
+    if (b >= 0xca && b <= 0xd3)
+        return rkb__flat_number(p, end, off, b, o);
+    return false; /* a map or an array (0xc1 never passes the scan) */
+}
+
+/* Builds st->obj from p[0..end) when it is a flat map (see above); sets
+ * the request's id as the scan would (the first `id` key's uint64). */
+static bool rkb__flat_map(const uint8_t *p, size_t end, const rkb_limits *lim,
+                          rkb_decode_state *st, rkb_request *req)
+{
+    size_t off = 1;
+    size_t n;
+    if (end && p[0] >= 0x80 && p[0] <= 0x8f)
+        n = p[0] & 0x0f;
+    else if (end && ((p[0] == 0xde && end >= 3) || (p[0] == 0xdf && end >= 5)))
+        off += p[0] == 0xde ? 2 : 4, n = (size_t)rkb__be(p + 1, p[0] == 0xde ? 2 : 4);
+    else
+        return false;
+    uint32_t max_el = lim->max_elements ? lim->max_elements : RKB_DEFAULT_MAX_ELEMENTS;
+    if (n > RKB_FLAT_MAX || 1 + 2 * n > max_el)
+        return false;
+    bool id_seen = false;
+    for (size_t i = 0; i < n; i++) {
+        msgpack_object *k = &st->flat[i].key, *v = &st->flat[i].val;
+        if (off >= end || !rkb__flat_value(p, end, &off, k) || k->type != MSGPACK_OBJECT_STR ||
+            off >= end || !rkb__flat_value(p, end, &off, v))
+            return false;
+        if (!id_seen && k->via.str.size == 2 && !memcmp(k->via.str.ptr, "id", 2)) {
+            id_seen = true; /* only the first `id` counts */
+            if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+                req->has_id = true, req->id = v->via.u64;
+        }
+    }
+    if (off != end) {
+        req->has_id = false, req->id = 0;
+        return false;
+    }
+    st->obj.type = MSGPACK_OBJECT_MAP;
+    st->obj.via.map.size = (uint32_t)n;
+    st->obj.via.map.ptr = st->flat;
+    return true;
 }
 
 /* Scans p[0..len) and unpacks the map into st (TOO_LARGE, MALFORMED or
@@ -320,12 +461,17 @@ static int rkb__unpack(const uint8_t *p, size_t len, const rkb_limits *lim, rkb_
                              "the request is %zu bytes; the limit is %zu bytes", len,
                              lim->max_frame);
     }
+    if (!st->no_flat && rkb__flat_map(p, len, lim, st, req))
+        return RKB_OK;
+    req->has_id = false, req->id = 0; /* the scan says how far it got */
     rkb__scan sc;
     int rc = rkb__scan_frame(p, len, lim, &sc, err);
     req->has_id = sc.has_id;
     req->id = sc.id;
     if (rc != RKB_OK)
         return rc;
+    memset(&st->obj, 0, sizeof st->obj);
+    st->zone_used = true;
     size_t off = 0;
     msgpack_unpack_return ur = st->zone_ok
         ? msgpack_unpack((const char *)p, sc.end, &off, &st->zone, &st->obj)

@@ -32,7 +32,7 @@ typedef struct rkb__head {
     uint64_t n;    /* payload bytes (scalars) or children (containers) */
 } rkb__head;
 
-static uint64_t rkb__be(const uint8_t *p, unsigned n)
+uint64_t rkb__be(const uint8_t *p, unsigned n)
 {
     uint64_t v = 0;
     for (unsigned i = 0; i < n; i++)

@@ -18,6 +18,9 @@ typedef struct rkb__scan {
 int rkb__scan_frame(const uint8_t *p, size_t len, const rkb_limits *lim, rkb__scan *out,
                     rkb_error *err);
 
+/* The n-byte big-endian unsigned integer at p (n <= 8). */
+uint64_t rkb__be(const uint8_t *p, unsigned n);
+
 /* The id the scan reached (RKB_OK) or why there is none. */
 int rkb__peek(const uint8_t *p, size_t len, const rkb_limits *lim, uint64_t *id);
 

@@ -4,9 +4,12 @@
  *   2. retry requests waiting for admission, oldest first;
  *   3. read up to 256 requests (from the socket, or a worker's ring),
  *      decode, answer ping/status/launch and every error at once, send
- *      echo/vadd into the runtime (rk_actor_sendv, timeout 0);
+ *      echo/vadd into the runtime (rk_actor_send_batch, timeout 0);
  *   4. when nothing moved: spin, yield while replies are owed, then block
  *      (zmq_poll on the socket, or a worker's eventfd).
+ * Step 3 collects the burst's echo/vadd requests and posts them with one
+ * rk_actor_send_batch (one ring reservation, one doorbell); step 1 reaps
+ * replies RKB_ADMIT_BATCH at a time (rk_actor_recv_batch).
  * Stopping (a signal): requests read from then on, and those waiting for
  * admission, get SHUTTING_DOWN; replies in flight are waited for. The loop
  * that owns the socket keeps reading until it has been quiet for
@@ -62,44 +65,106 @@ static int rkb__actor_iov(rkb_loop *l, rkb_entry *e, uint16_t *type, rk_iov *iov
     return n;
 }
 
+/* The runtime request of entry e: its type and payload (iov: room for
+ * RKB_REQ_IOV; table: 64 bytes for a module actor's field table). */
+static void rkb__req_of(rkb_loop *l, rkb_entry *e, rk_send_req *q, rk_iov *iov, uint8_t *table)
+{
+    *q = (rk_send_req){.type = RK_OP_ECHO, .iov = iov, .iovcnt = 1};
+    if (e->req.op == RKB_OP_ACTOR) {
+        q->iovcnt = rkb__actor_iov(l, e, &q->type, iov, table);
+    } else if (e->req.op == RKB_OP_ECHO) {
+        iov[0] = (rk_iov){e->req.u.echo.data.ptr, e->req.u.echo.data.len};
+    } else if (e->req.op == RKB_OP_FAULT || e->req.op == RKB_OP_HANG) {
+        q->type = e->req.op == RKB_OP_FAULT ? RK_OP_FAULT : RK_OP_HANG; /* --test-faults only */
+        q->iov = NULL;
+        q->iovcnt = 0;
+    } else {
+        q->type = RK_OP_VADD;
+        iov[0] = (rk_iov){e->req.u.vadd.a.ptr, e->req.u.vadd.a.len};
+        iov[1] = (rk_iov){e->req.u.vadd.b.ptr, e->req.u.vadd.b.len};
+        q->iovcnt = 2;
+    }
+}
+
+/* Entry idx was posted as runtime request id. */
+static void rkb__admitted(rkb_loop *l, int32_t idx, uint64_t id)
+{
+    rkb_entry *e = &l->pool.e[idx];
+    e->rk_id = id;
+    e->state = RKB_INFLIGHT;
+    rkb_pool_map_put(&l->pool, id, (uint32_t)idx);
+    RKB_SET(l->pool.n_inflight, l->pool.n_inflight + 1);
+    /* the payload is copied: give the frame back now */
+    zmq_msg_close(&e->body);
+    e->body_open = false;
+}
+
+/* No room now (window, ring or arena): wait for admission. */
+static bool rkb__no_room(int rc)
+{
+    return rc == -RK_EBUSY || rc == -RK_ENOSPC || rc == -RK_ETIMEDOUT;
+}
+
 /* Tries to put entry idx into the ring. Returns 0 (in flight), 1 (no room
  * now: park or keep parked) or -1 (answered with an error; free it). */
 static int rkb__admit(rkb_loop *l, int32_t idx)
 {
     rkb_entry *e = &l->pool.e[idx];
-    rk_iov iov[1 + 2 * RK_FIELDS_MAX];
+    rk_send_req q;
+    rk_iov iov[RKB_REQ_IOV];
     _Alignas(16) uint8_t table[64];
-    int n = 1;
-    uint16_t type = RK_OP_ECHO;
-    if (e->req.op == RKB_OP_ACTOR) {
-        n = rkb__actor_iov(l, e, &type, iov, table);
-    } else if (e->req.op == RKB_OP_ECHO) {
-        iov[0] = (rk_iov){e->req.u.echo.data.ptr, e->req.u.echo.data.len};
-    } else if (e->req.op == RKB_OP_FAULT || e->req.op == RKB_OP_HANG) {
-        type = e->req.op == RKB_OP_FAULT ? RK_OP_FAULT : RK_OP_HANG; /* --test-faults only */
-        n = 0;
-    } else {
-        type = RK_OP_VADD;
-        iov[0] = (rk_iov){e->req.u.vadd.a.ptr, e->req.u.vadd.a.len};
-        iov[1] = (rk_iov){e->req.u.vadd.b.ptr, e->req.u.vadd.b.len};
-        n = 2;
-    }
+    rkb__req_of(l, e, &q, iov, table);
     uint64_t id;
-    int rc = rk_actor_sendv(l->act, type, iov, n, 0, &id, 0);
+    int rc = rk_actor_sendv(l->act, q.type, q.iov, q.iovcnt, 0, &id, 0);
     if (rc == 0) {
-        e->rk_id = id;
-        e->state = RKB_INFLIGHT;
-        rkb_pool_map_put(&l->pool, id, (uint32_t)idx);
-        RKB_SET(l->pool.n_inflight, l->pool.n_inflight + 1);
-        /* the payload is copied: give the frame back now */
-        zmq_msg_close(&e->body);
-        e->body_open = false;
+        rkb__admitted(l, idx, id);
         return 0;
     }
-    if (rc == -RK_EBUSY || rc == -RK_ENOSPC || rc == -RK_ETIMEDOUT)
+    if (rkb__no_room(rc))
         return 1;
     rkb_answer_rk_error(l, e, rc, rk_last_detail());
     return -1;
+}
+
+static void rkb__park(rkb_loop *l, int32_t idx)
+{
+    rkb_pool_park(&l->pool, idx, rkb_now_ns() + (int64_t)l->cfg->admission_ms * 1000000);
+    RKB_INC(&l->n, queued_total);
+}
+
+/* Posts the requests a read burst admitted (l->adm, in the order read)
+ * with rk_actor_send_batch: one ring reservation and one doorbell for the
+ * lot. A request the runtime refuses is answered with its error; one that
+ * finds no room is parked, and every one behind it too (FIFO). Returns how
+ * many it handled. */
+static int rkb__flush_admits(rkb_loop *l)
+{
+    int n = l->n_adm, done = 0;
+    rk_send_req q[RKB_ADMIT_BATCH];
+    rk_iov iov[RKB_ADMIT_BATCH][RKB_REQ_IOV];
+    _Alignas(16) uint8_t table[RKB_ADMIT_BATCH][64];
+    uint64_t ids[RKB_ADMIT_BATCH];
+    for (int i = 0; i < n; i++)
+        rkb__req_of(l, &l->pool.e[l->adm[i]], &q[i], iov[i], table[i]);
+    while (done < n) {
+        int k = rk_actor_send_batch(l->act, q + done, n - done, ids + done, 0);
+        for (int i = 0; i < k; i++)
+            rkb__admitted(l, l->adm[done + i], ids[done + i]);
+        if (k > 0) {
+            done += k;
+            continue; /* k < n - done: the next call returns the error of the one that stopped it */
+        }
+        if (rkb__no_room(k)) {
+            for (; done < n; done++)
+                rkb__park(l, l->adm[done]);
+            break;
+        }
+        rkb_entry *e = &l->pool.e[l->adm[done]];
+        rkb_answer_rk_error(l, e, k, rk_last_detail());
+        rkb_pool_put(&l->pool, l->adm[done++]);
+    }
+    l->n_adm = 0;
+    return n;
 }
 
 /* Retries the parked FIFO in order; BUSY for those whose admission time ran
@@ -179,12 +244,13 @@ static void rkb__fail_inflight(rkb_loop *l, int rc)
 static int rkb__drain_replies(rkb_loop *l)
 {
     int n = 0;
-    rk_reply r;
+    rk_reply r[RKB_ADMIT_BATCH];
     while (l->pool.n_inflight) {
-        int rc = rk_actor_recv(l->act, &r, 0);
-        if (rc == 0) {
-            rkb__on_reply(l, &r);
-            n++;
+        int rc = rk_actor_recv_batch(l->act, r, RKB_ADMIT_BATCH, 0);
+        if (rc > 0) {
+            for (int i = 0; i < rc; i++)
+                rkb__on_reply(l, &r[i]);
+            n += rc;
             continue;
         }
         if (rc != -RK_ETIMEDOUT && rc != -RK_EAGAIN) {
@@ -256,15 +322,17 @@ static inline __attribute__((always_inline)) void rkb__on_request(rkb_loop *l, i
                    e->req.op != RKB_OP_HANG && e->req.op != RKB_OP_ACTOR) {
             rkb__answer_now(l, e);
         } else {
-            /* FIFO: behind whatever already waits */
-            rc = l->pool.park_head < 0 ? rkb__admit(l, idx) : 1;
-            if (rc == 0)
-                return;
-            if (rc == 1) {
-                rkb_pool_park(&l->pool, idx, rkb_now_ns() + (int64_t)l->cfg->admission_ms * 1000000);
-                RKB_INC(&l->n, queued_total);
+            /* FIFO: behind whatever already waits; else into this burst's
+             * batch, posted at its end (or when the batch is full) */
+            if (l->pool.park_head >= 0) {
+                rkb__park(l, idx);
                 return;
             }
+            e->state = RKB_STAGED;
+            l->adm[l->n_adm++] = idx;
+            if (l->n_adm == RKB_ADMIT_BATCH)
+                rkb__flush_admits(l);
+            return;
         }
     }
     rkb_pool_put(&l->pool, idx);
@@ -420,6 +488,8 @@ void rkb_loop_run(rkb_loop *l)
         int reads = 0;
         for (int k = 0; k < 256 && rkb__can_read(l) && rkb__read_one(l); k++)
             reads++;
+        if (l->n_adm)
+            rkb__flush_admits(l);
         progress += reads;
         int64_t now = rkb_now_ns();
         if (reads)

@@ -158,7 +158,9 @@ uint64_t rkb_raise_fd_limit(void);
  * runtime's request id (an open addressing table); entries waiting for
  * admission form a FIFO. Memory: window + queue entries per loop, and at
  * most queue_bytes of waiting frames. */
-enum { RKB_FREE = 0, RKB_PARKED = 1, RKB_INFLIGHT = 2 };
+/* STAGED: read and admitted, waiting in the loop's batch (rkb_loop.adm)
+ * to be posted at the end of the read burst */
+enum { RKB_FREE = 0, RKB_PARKED = 1, RKB_INFLIGHT = 2, RKB_STAGED = 3 };
 
 typedef struct rkb_entry {
     rkb_env env;
@@ -239,6 +241,12 @@ static inline void rkb_relax(void)
 
 /* ---- the request loop ---------------------------------------------------- */
 
+/* Requests posted per rk_actor_send_batch, replies reaped per
+ * rk_actor_recv_batch */
+#define RKB_ADMIT_BATCH 64
+/* iovs of one request: a module actor's table head, fields and paddings */
+#define RKB_REQ_IOV (1 + 2 * RK_FIELDS_MAX)
+
 typedef struct rkb_loop {
     rkb_waker wk;           /* first: on its own line (a worker's eventfd) */
     struct rkb_shared *sh;
@@ -258,6 +266,8 @@ typedef struct rkb_loop {
     rkb_counters n;
     bool stopping;
     int64_t stop_at;
+    int32_t adm[RKB_ADMIT_BATCH]; /* entries a read burst admitted, posted together */
+    int n_adm;
 } rkb_loop;
 
 int rkb_loop_init(rkb_loop *l);

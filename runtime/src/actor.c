@@ -23,6 +23,7 @@ static void rk__actor_free(rk_actor *a)
     free(a->ready);
     free(a->stash);
     free(a->order);
+    free(a->batch);
     free(a);
 }
 
@@ -48,7 +49,9 @@ int rk_actor_open(rk_runtime *rt, rk_actor **out)
     a->ready = malloc(qcap * sizeof *a->ready);
     a->stash = malloc(a->window * sizeof *a->stash);
     a->order = malloc(a->window * sizeof *a->order);
-    if (!a->pend || !a->inline_bufs || !a->free_tags || !a->ready || !a->stash || !a->order) {
+    a->batch = malloc(a->window * sizeof *a->batch);
+    if (!a->pend || !a->inline_bufs || !a->free_tags || !a->ready || !a->stash || !a->order ||
+        !a->batch) {
         uint32_t window = a->window;
         rk__actor_free(a);
         return rk__fail(RK_ENOMEM, "rk_actor_open: out of memory for a window of %u", window);

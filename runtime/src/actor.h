@@ -13,7 +13,9 @@
 
 #include "internal.h"
 
-enum { RK__P_FREE = 0, RK__P_SENT = 1, RK__P_DONE = 2, RK__P_STAGED = 3 };
+/* QUEUED: staged and taken into a batch being posted (owner only, within
+ * rk_actor_send_batch; it is SENT or back to STAGED/FREE on return) */
+enum { RK__P_FREE = 0, RK__P_SENT = 1, RK__P_DONE = 2, RK__P_STAGED = 3, RK__P_QUEUED = 4 };
 
 typedef struct rk__pending {
     uint64_t id;
@@ -54,6 +56,7 @@ struct rk_actor {
     uint16_t *stash;
     uint32_t stash_head, stash_n;
     uint16_t *order;  /* owner-private scratch: tags to re-post, by id */
+    uint16_t *batch;  /* owner-private scratch: tags of a batch being posted */
     uint64_t next_id;
     uint32_t gen;     /* owner-private: the generation its requests go to; behind
                        * rt->gen until it re-posted what it owes (send.c) */

@@ -125,6 +125,13 @@ RK__HIDDEN bool rk__ring_ready(rk_ring *r);
 RK__HIDDEN void rk__ring_wake(rk_ring *r);
 /* Sets r->flags (RK_RING_F_*) while producers may run. */
 RK__HIDDEN void rk__ring_set_flags(rk_ring *r, uint32_t flags);
+/* A burst's three steps (send.c's batches): reserve up to n consecutive
+ * positions with one CAS of prod_tail (as many as are free; 0 when full),
+ * write each reserved position (len <= rk_ring_msg_max, checked by the
+ * caller), then ring the doorbell once for all of them. */
+RK__HIDDEN uint32_t rk__ring_mp_reserve(rk_ring *r, uint32_t n, uint64_t *first);
+RK__HIDDEN void rk__ring_write(rk_ring *r, uint64_t pos, const void *msg, uint32_t len);
+RK__HIDDEN void rk__ring_doorbell(rk_ring *r);
 
 /* ---- operations as the host runs them (ops.c) ---- */
 /* Reference vadd: c[i] = a[i] + b[i] in float32 (IEEE; no FMA, no

@@ -54,7 +54,7 @@ int rk_ring_check(const rk_ring *r, size_t memsize)
  * {data, flag}: the consumer validates line by line, so lines may land in
  * any order. Line 0 (the length) goes last so a poller that sees it
  * usually finds the rest already there. */
-static void rk__ring_write(rk_ring *r, uint64_t pos, const void *msg, uint32_t len)
+void rk__ring_write(rk_ring *r, uint64_t pos, const void *msg, uint32_t len)
 {
     uint64_t *slot = rk_ring_slot(r, pos);
     const uint64_t flag = (uint64_t)rk_ring_flag(r, pos) << 32;
@@ -98,7 +98,7 @@ void rk__ring_wake(rk_ring *r)
     }
 }
 
-static void rk__ring_doorbell(rk_ring *r)
+void rk__ring_doorbell(rk_ring *r)
 {
     /* relaxed: the owner switches it when the consumer changes (a GPU
      * kernel never sleeps, a CPU consumer does); a producer that read the
@@ -136,6 +136,32 @@ int rk_ring_mp_enqueue(rk_ring *r, const void *msg, uint32_t len)
     rk__ring_write(r, pos, msg, len);
     rk__ring_doorbell(r);
     return 0;
+}
+
+uint32_t rk__ring_mp_reserve(rk_ring *r, uint32_t n, uint64_t *first)
+{
+    uint64_t pos = rk__ld_relaxed(&r->prod_tail);
+    for (;;) {
+        /* acquire: pairs with the consumer's store-release of cons_head, so
+         * the previous lap of every reserved slot is fully read before we
+         * overwrite it */
+        uint64_t head = rk__ld_acquire(&r->cons_head);
+        uint64_t used = pos - head;
+        if (used >= r->slots) {
+            /* full, or pos is stale (as in rk_ring_mp_enqueue) */
+            uint64_t now = rk__ld_relaxed(&r->prod_tail);
+            if (now == pos)
+                return 0;
+            pos = now;
+            continue;
+        }
+        uint64_t k = r->slots - used < n ? r->slots - used : n;
+        /* one CAS reserves the whole burst (host-only RMW, as above) */
+        if (rk__cas_acq_rel(&r->prod_tail, &pos, pos + k)) {
+            *first = pos;
+            return (uint32_t)k;
+        }
+    }
 }
 
 int rk_ring_sp_enqueue(rk_ring *r, const void *msg, uint32_t len)

@@ -307,6 +307,51 @@ int rk_actor_recv(rk_actor *a, rk_reply *out, int timeout_ms)
     return rk__wait(a, -1, out, rk__deadline(timeout_ms));
 }
 
+/* The next reply already here, without draining D2H: the stash first
+ * (what rk_actor_call set aside: older), then the ready queue. */
+static bool rk__take_ready(rk_actor *a, rk_reply *out)
+{
+    uint16_t tag;
+    if (a->stash_n) {
+        tag = a->stash[a->stash_head];
+        a->stash_head = (a->stash_head + 1) % a->window;
+        a->stash_n--;
+    } else if (!rk__ready_pop(a, &tag)) {
+        return false;
+    }
+    rk__fill_reply(a, tag, out);
+    return true;
+}
+
+int rk_actor_recv_batch(rk_actor *a, rk_reply *out, int max, int timeout_ms)
+{
+    if (!a || !out || max <= 0)
+        return rk__fail(RK_EINVAL, "rk_actor_recv_batch: %s", !a ? "actor is NULL"
+                        : !out ? "out is NULL" : "max is not positive");
+    int rc = rk__wait(a, -1, &out[0], rk__deadline(timeout_ms));
+    if (rc)
+        return rc;
+    int k = 1;
+    bool drained = false;
+    while (k < max) {
+        if (rk__take_ready(a, &out[k])) {
+            k++;
+            continue;
+        }
+        /* one more look at D2H (what arrived meanwhile), then stop */
+        if (drained || !rk__drain(a->rt, a))
+            break;
+        drained = true;
+    }
+    return k;
+}
+
+void rk_reply_release_batch(rk_actor *a, rk_reply *r, int n)
+{
+    for (int i = 0; r && i < n; i++)
+        rk_reply_release(a, &r[i]);
+}
+
 void rk_reply_release(rk_actor *a, rk_reply *r)
 {
     if (!a || !r || r->tag_ >= a->window || rk__ld_relaxed(&a->pend[r->tag_].state) != RK__P_DONE)

@@ -8,12 +8,25 @@
 #include "barrier.h"
 #include "modules.h"
 
+/* 0 while the runtime takes requests: not closing, its backend not failed. */
+static int rk__live(rk_runtime *rt)
+{
+    if (atomic_load(&rt->closing))
+        return rk__fail(RK_ECLOSED, "send: the runtime is closing");
+    int fault = atomic_load(&rt->fault);
+    if (fault)
+        return rk__fail(fault, "send: the %s backend failed: %s", rt->info.backend_name,
+                        rk_strerror(fault));
+    return 0;
+}
+
 /* Part 1: validates, takes a pending record and reserves where the payload
  * goes: the record's staging buffer when it travels inline, the arena
  * otherwise. Returns the tag; *dst is where the caller writes the `len`
- * payload bytes. */
+ * payload bytes. count: an arena failure counts as a failed send (a batch's
+ * no-wait attempt, retried with a wait, does not). */
 static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap, int64_t deadline,
-                       uint16_t *tag_out, uint8_t **dst)
+                       bool count, uint16_t *tag_out, uint8_t **dst)
 {
     if (!a)
         return rk__fail(RK_EINVAL, "send: actor is NULL");
@@ -37,12 +50,9 @@ static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
         return rk__fail(RK_EINVAL,
                         "vadd: payload %zu B is not two equal non-empty float32 vectors (a || b)",
                         len);
-    if (atomic_load(&rt->closing))
-        return rk__fail(RK_ECLOSED, "send: the runtime is closing");
-    int fault = atomic_load(&rt->fault);
-    if (fault)
-        return rk__fail(fault, "send: the %s backend failed: %s", rt->info.backend_name,
-                        rk_strerror(fault));
+    int live = rk__live(rt);
+    if (live)
+        return live;
     if (!a->n_free)
         return rk__fail(RK_EBUSY, "send: actor has %u requests in flight, its window (actor_window)",
                         a->window);
@@ -65,7 +75,8 @@ static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
         int rc = rk__arena_alloc(&rt->arena, in_sz + out_sz, deadline, &off);
         if (rc) {
             a->free_tags[a->n_free++] = tag;
-            atomic_fetch_add(&rt->n_errors, 1);
+            if (count)
+                atomic_fetch_add(&rt->n_errors, 1);
             return rc;
         }
         p->arena_off = off;
@@ -170,6 +181,27 @@ bool rk__repost(rk_actor *a)
     return true;
 }
 
+/* The H2D ring is full: helps drain D2H (the consumer may be stuck on a
+ * full D2H that nobody else drains), then waits a little. Returns 0 to try
+ * again, or the error that ends the wait (counted as a failed send). */
+static int rk__ring_full_wait(rk_actor *a, int64_t deadline, rk__backoff *b)
+{
+    rk_runtime *rt = a->rt;
+    rk__drain(rt, a);
+    int fault = atomic_load(&rt->fault);
+    if (fault || rk__now_ns() >= deadline) {
+        atomic_fetch_add(&rt->n_errors, 1);
+        if (fault)
+            return rk__fail(fault, "send: the %s backend failed: %s", rt->info.backend_name,
+                            rk_strerror(fault));
+        return rk__fail(RK_ETIMEDOUT, "send: the H2D ring stayed full (%u slots) for the timeout",
+                        rt->h2d->slots);
+    }
+    if (!rk__backoff_poll(b))
+        rk__sleep_ns(rk__backoff_sleep_ns(b));
+    return 0;
+}
+
 /* Part 2: builds the ring message for a prepared record and enqueues it,
  * waiting until deadline for ring space. On failure the record (and its
  * arena block) is given back. While the actor still owes re-posts from a
@@ -193,23 +225,9 @@ static int rk__post(rk_actor *a, uint16_t tag, int64_t deadline, uint64_t *id_ou
         rk__backoff b;
         rk__backoff_reset(&b);
         int rc;
-        while ((rc = rk_ring_mp_enqueue(rt->h2d, msg, mlen)) == -RK_EAGAIN) {
-            /* H2D full: help drain D2H (the consumer may be stuck on a full
-             * D2H that nobody else drains), then wait */
-            rk__drain(rt, a);
-            int fault = atomic_load(&rt->fault);
-            if (fault || rk__now_ns() >= deadline) {
-                rk__pending_put(a, tag);
-                atomic_fetch_add(&rt->n_errors, 1);
-                if (fault)
-                    return rk__fail(fault, "send: the %s backend failed: %s", rt->info.backend_name,
-                                    rk_strerror(fault));
-                return rk__fail(RK_ETIMEDOUT, "send: the H2D ring stayed full (%u slots) for the timeout",
-                                rt->h2d->slots);
-            }
-            if (!rk__backoff_poll(&b))
-                rk__sleep_ns(rk__backoff_sleep_ns(&b));
-        }
+        while ((rc = rk_ring_mp_enqueue(rt->h2d, msg, mlen)) == -RK_EAGAIN)
+            if ((rc = rk__ring_full_wait(a, deadline, &b)))
+                break;
         if (rc) {
             rk__pending_put(a, tag);
             return rc;
@@ -222,33 +240,57 @@ static int rk__post(rk_actor *a, uint16_t tag, int64_t deadline, uint64_t *id_ou
     return 0;
 }
 
-static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, size_t reply_cap,
-                    uint64_t *id_out, int timeout_ms, uint16_t *tag_out)
+/* A declared actor's reply size follows from its input fields: fills
+ * *reply_cap when it is 0; -RK_EINVAL when the payload is not its inputs. */
+static int rk__decl_cap(const rk_runtime *rt, uint16_t type, const rk_iov *iov, int iovcnt, size_t len,
+                        size_t *reply_cap)
 {
+    const rk_actor_decl *decl = type >= RK_OP_USER ? rk__modules_decl(rt->mods, type) : NULL;
+    if (decl && !*reply_cap && !(*reply_cap = rk__decl_reply_cap(decl, iov, iovcnt)))
+        return rk__fail(RK_EINVAL, "send: the %zu B payload is not the %u input fields of actor \"%s\" "
+                        "(rk/module.h: field layout)", len, decl->n_inputs, decl->name);
+    return 0;
+}
+
+/* Checks a gather list; stores the payload's length in *len. */
+static int rk__iov_len(const rk_iov *iov, int iovcnt, size_t *len)
+{
+    *len = 0;
     if (iovcnt < 0 || (iovcnt > 0 && !iov))
         return rk__fail(RK_EINVAL, "send: iovcnt %d with iov %p", iovcnt, (const void *)iov);
-    size_t len = 0;
     for (int i = 0; i < iovcnt; i++) {
         if (!iov[i].base && iov[i].len)
             return rk__fail(RK_EINVAL, "send: iov[%d] has %zu B at NULL", i, iov[i].len);
-        len += iov[i].len;
+        *len += iov[i].len;
     }
-    /* a declared actor's reply size follows from its input fields */
-    const rk_actor_decl *decl = type >= RK_OP_USER ? rk__modules_decl(a->rt->mods, type) : NULL;
-    if (decl && !reply_cap && !(reply_cap = rk__decl_reply_cap(decl, iov, iovcnt)))
-        return rk__fail(RK_EINVAL, "send: the %zu B payload is not the %u input fields of actor \"%s\" "
-                        "(rk/module.h: field layout)", len, decl->n_inputs, decl->name);
-    int64_t deadline = rk__deadline(timeout_ms);
-    uint16_t tag = 0;
-    uint8_t *dst = NULL;
-    int rc = rk__prepare(a, type, len, reply_cap, deadline, &tag, &dst);
-    if (rc)
-        return rc;
+    return 0;
+}
+
+static void rk__gather(uint8_t *dst, const rk_iov *iov, int iovcnt)
+{
     for (int i = 0; i < iovcnt; i++) {
         if (iov[i].len)
             memcpy(dst, iov[i].base, iov[i].len);
         dst += iov[i].len;
     }
+}
+
+static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, size_t reply_cap,
+                    uint64_t *id_out, int timeout_ms, uint16_t *tag_out)
+{
+    size_t len;
+    int rc = rk__iov_len(iov, iovcnt, &len);
+    if (rc == 0)
+        rc = rk__decl_cap(a->rt, type, iov, iovcnt, len, &reply_cap);
+    if (rc)
+        return rc;
+    int64_t deadline = rk__deadline(timeout_ms);
+    uint16_t tag = 0;
+    uint8_t *dst = NULL;
+    rc = rk__prepare(a, type, len, reply_cap, deadline, true, &tag, &dst);
+    if (rc)
+        return rc;
+    rk__gather(dst, iov, iovcnt);
     rc = rk__post(a, tag, deadline, id_out);
     if (rc == 0 && tag_out)
         *tag_out = tag;
@@ -262,7 +304,7 @@ int rk_actor_buf_alloc(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
         return rk__fail(RK_EINVAL, "rk_actor_buf_alloc: buf is NULL");
     uint16_t tag = 0;
     uint8_t *dst = NULL;
-    int rc = rk__prepare(a, type, len, reply_cap, rk__deadline(timeout_ms), &tag, &dst);
+    int rc = rk__prepare(a, type, len, reply_cap, rk__deadline(timeout_ms), true, &tag, &dst);
     if (rc)
         return rc;
     buf->data = dst;
@@ -319,4 +361,146 @@ int rk_actor_call(rk_actor *a, uint16_t type, const void *data, size_t len, size
     if (rc)
         return rc;
     return rk__wait(a, tag, out, deadline);
+}
+
+/* ---- batches (runtime.h: rk_actor_send_batch) ---- */
+
+/* Stages one request of a batch: a copied payload gets its record and its
+ * room (rk__prepare, waiting until deadline for arena space) and is
+ * copied; a buf is checked. The record is then QUEUED, so a buf given twice
+ * fails the check. Returns 0 or the error that stops the batch. */
+static int rk__batch_stage(rk_actor *a, const rk_send_req *q, int64_t deadline, bool count,
+                           uint16_t *tag)
+{
+    if (q->buf) {
+        if (!rk__buf_valid(a, q->buf))
+            return rk__fail(RK_EINVAL, "send batch: buf is not a staged buffer of this actor from "
+                                       "rk_actor_buf_alloc (or is given twice)");
+        int live = rk__live(a->rt);
+        if (live)
+            return live;
+        *tag = (uint16_t)q->buf->tag_;
+    } else {
+        rk_iov one = {q->data, q->len};
+        const rk_iov *iov = q->iovcnt ? q->iov : &one;
+        int iovcnt = q->iovcnt ? q->iovcnt : 1;
+        size_t len, cap = q->reply_cap;
+        uint8_t *dst = NULL;
+        int rc = rk__iov_len(iov, iovcnt, &len);
+        if (!rc)
+            rc = rk__decl_cap(a->rt, q->type, iov, iovcnt, len, &cap);
+        if (!rc)
+            rc = rk__prepare(a, q->type, len, cap, deadline, count, tag, &dst);
+        if (rc)
+            return rc;
+        rk__gather(dst, iov, iovcnt);
+    }
+    rk__st_relaxed(&a->pend[*tag].state, (uint8_t)RK__P_QUEUED);
+    return 0;
+}
+
+/* Gives back what a batch staged and did not post: copied requests'
+ * records and arena space; buffers go back to the caller, still staged. */
+static void rk__batch_unstage(rk_actor *a, const rk_send_req *reqs, const uint16_t *tags, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (reqs[i].buf)
+            rk__st_relaxed(&a->pend[tags[i]].state, (uint8_t)RK__P_STAGED);
+        else
+            rk__pending_put(a, tags[i]);
+    }
+}
+
+/* Marks a staged record sent: its id, its generation. */
+static uint64_t rk__mark_sent(rk_actor *a, uint16_t tag)
+{
+    rk__pending *p = &a->pend[tag];
+    p->id = ++a->next_id;
+    p->gen = a->gen;
+    /* release: the record's fields before SENT; pairs with the load-acquire
+     * of state by a router (or the supervisor) that matches a reply to it */
+    rk__st_release(&p->state, (uint8_t)RK__P_SENT);
+    return p->id;
+}
+
+/* Posts m staged records in order: each burst takes as many free H2D
+ * slots as it can with one reservation, writes them, rings the doorbell
+ * once. Returns how many were posted; *err: why the rest was not. */
+static int rk__post_burst(rk_actor *a, const uint16_t *tags, int m, int64_t deadline,
+                          uint64_t *ids, int *err)
+{
+    rk_runtime *rt = a->rt;
+    int done = 0;
+    if (!rk__in_step(a) && !rk__repost(a)) {
+        /* a->gen lags rt->gen: rk__repost sends them later, in id order
+         * (as rk__post's deferred request) */
+        for (; done < m; done++) {
+            uint64_t id = rk__mark_sent(a, tags[done]);
+            if (ids)
+                ids[done] = id;
+        }
+    }
+    _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
+    rk__backoff b;
+    rk__backoff_reset(&b);
+    while (done < m) {
+        uint64_t pos;
+        uint32_t k = rk__ring_mp_reserve(rt->h2d, (uint32_t)(m - done), &pos);
+        if (!k) {
+            if ((*err = rk__ring_full_wait(a, deadline, &b)))
+                break;
+            continue;
+        }
+        for (uint32_t j = 0; j < k; j++) {
+            uint16_t tag = tags[done + (int)j];
+            uint64_t id = rk__mark_sent(a, tag);
+            uint32_t mlen = rk__message(a, tag, a->gen, msg);
+            rk__tsan_release(&a->pend[tag]); /* the worker-process edge (barrier.h) */
+            rk__ring_write(rt->h2d, pos + j, msg, mlen);
+            if (ids)
+                ids[done + (int)j] = id;
+        }
+        rk__ring_doorbell(rt->h2d); /* once for the burst */
+        done += (int)k;
+    }
+    a->awaiting += (uint32_t)done;
+    atomic_fetch_add(&rt->n_requests, (uint64_t)done);
+    return done;
+}
+
+int rk_actor_send_batch(rk_actor *a, const rk_send_req *reqs, int n, uint64_t *ids, int timeout_ms)
+{
+    if (!a || !reqs || n <= 0)
+        return rk__fail(RK_EINVAL, "rk_actor_send_batch: %s", !a ? "actor is NULL"
+                        : !reqs ? "reqs is NULL" : "n is not positive");
+    const int64_t deadline = rk__deadline(timeout_ms);
+    int posted = 0, rc = 0;
+    while (posted < n && !rc) {
+        /* A chunk: its first request may wait for arena space; the others
+         * take only what is free now, so that the chunk never holds arena
+         * space while it waits for more. The chunk ends there, is posted,
+         * and the next one starts with the request that must wait. */
+        int m = 0;
+        for (int i = posted; i < n; i++) {
+            rc = rk__batch_stage(a, &reqs[i], m ? 0 : deadline, m == 0, &a->batch[m]);
+            if (rc)
+                break;
+            m++;
+        }
+        if (rc == -RK_ENOSPC && m)
+            rc = 0; /* not a failure yet: the next chunk waits for it */
+        if (!m)
+            break;
+        int err = 0;
+        int k = rk__post_burst(a, a->batch, m, deadline, ids ? ids + posted : NULL, &err);
+        for (int j = posted; j < posted + k; j++)
+            if (reqs[j].buf)
+                reqs[j].buf->data = NULL;
+        if (k < m) {
+            rk__batch_unstage(a, reqs + posted + k, a->batch + k, m - k);
+            rc = err;
+        }
+        posted += k;
+    }
+    return posted ? posted : rc;
 }

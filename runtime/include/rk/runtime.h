@@ -354,6 +354,73 @@ int rk_actor_call(rk_actor *a, uint16_t type, const void *data, size_t len, size
 /* Requests this actor has sent whose replies it has not yet received. */
 uint32_t rk_actor_inflight(const rk_actor *a);
 
+/* ---- batches (liburing's submit and peek-batch, DPDK's burst) ----
+ *
+ * The same requests and replies as above, many per call: a batch of n
+ * requests reserves its H2D ring slots with one compare-and-swap of the
+ * ring's tail and rings the consumer's doorbell once (one seq_cst fence,
+ * and one futex wake only when a CPU consumer sleeps), where n single
+ * sends pay both n times. Replies come back as before, one per request,
+ * and are reaped many per call. Same rules as the single calls: an actor
+ * is used by one thread at a time; these calls work on every backend
+ * (CPU, worker process, CUDA in-process or in a worker). */
+
+/* One request of a batch. The payload is iov[0..iovcnt) when iovcnt > 0,
+ * else data[0..len); it is copied, as by rk_actor_sendv, so the caller
+ * keeps its buffers. When buf is not NULL, the request is that buffer from
+ * rk_actor_buf_alloc, sent without a copy (type, data, len, iov, iovcnt and
+ * reply_cap are then ignored: rk_actor_buf_alloc took them). */
+typedef struct rk_send_req {
+    uint16_t type;
+    const void *data;
+    size_t len;
+    const rk_iov *iov;
+    int iovcnt;
+    size_t reply_cap; /* as rk_actor_sendv's; 0 = the type's default */
+    rk_buf *buf;
+} rk_send_req;
+
+/* Sends reqs[0..n) in order, as n rk_actor_sendv / rk_actor_buf_send
+ * calls would, with one ring reservation and one doorbell per burst (a
+ * burst: what fits the ring's free slots; a batch that finds the ring
+ * full waits, helping drain replies, and posts the rest as room appears).
+ * timeout_ms (-1 forever, 0 not at all) bounds the whole call: waits for
+ * arena space and ring space.
+ *
+ * Returns k > 0: reqs[0..k) were posted, in order, and each will get
+ * exactly one reply; ids[0..k) (ids may be NULL, else room for n) hold
+ * their correlation ids, increasing; their buffers (req.buf) are sent
+ * (buf->data is NULL again, as after rk_actor_buf_send).
+ * When k < n, reqs[k] is the request that stopped the batch and none of
+ * reqs[k..n) was posted or kept: no reply will come for them, ids[k..n)
+ * are not written, their buffers are still allocated and the caller's (to
+ * send again or abandon). rk_last_detail() says why reqs[k] stopped it;
+ * sending reqs + k again returns its error. A request stops the batch
+ * when it is invalid (as rk_actor_sendv's -RK_EINVAL, -RK_ENOTSUP,
+ * -RK_EMSGSIZE; a buf that is not a buffer of this actor from
+ * rk_actor_buf_alloc, or one given twice), when the actor's window is full
+ * (-RK_EBUSY: no wait, as rk_actor_sendv), or when arena or ring space did
+ * not come in time (-RK_ENOSPC, -RK_ETIMEDOUT); the runtime closing
+ * (-RK_ECLOSED) or its backend failing (-RK_EDEVICE) stops it too.
+ * Returns a negative error (those above) when reqs[0] could not be posted:
+ * then nothing was; -RK_EINVAL when a or reqs is NULL or n <= 0. */
+int rk_actor_send_batch(rk_actor *a, const rk_send_req *reqs, int n, uint64_t *ids,
+                        int timeout_ms);
+
+/* Reaps up to max replies: waits up to timeout_ms, as rk_actor_recv, for
+ * the first one, then takes every reply that is ready (up to max) without
+ * waiting more. Returns how many it stored in out[0..k) (k >= 1), in
+ * completion order, or rk_actor_recv's error when none came (then out is
+ * untouched): -RK_ETIMEDOUT, -RK_EAGAIN (nothing in flight), -RK_EDEVICE
+ * or -RK_ECLOSED; -RK_EINVAL when a or out is NULL or max <= 0. Each
+ * reply's data is borrowed as rk_actor_recv's: release each one
+ * (rk_reply_release) or all of them at once (rk_reply_release_batch).
+ * rk_last_detail() explains the last failed reply of the batch. */
+int rk_actor_recv_batch(rk_actor *a, rk_reply *out, int max, int timeout_ms);
+
+/* rk_reply_release on r[0..n): gives every reply's storage back. */
+void rk_reply_release_batch(rk_actor *a, rk_reply *r, int n);
+
 #ifdef __cplusplus
 }
 #endif
