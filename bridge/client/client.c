@@ -292,7 +292,7 @@ int rkc_send(rkc *c, const rkc_request *rq, uint64_t *id_out, int timeout_ms)
     size_t n_own = 0;
     if (!op) {
         if (rq->op < RKC_PING || rq->op > RKC_LAUNCH)
-            return rkc__fail(c, -EINVAL, "unknown op %d and no name", (int)rq->op);
+            return rkc__fail(c, -EINVAL, "no op name, and op %d is none of RKC_PING..RKC_LAUNCH", (int)rq->op);
         op = names[rq->op];
         n_own = rkc__op_fields(rq, own);
         if ((rq->op == RKC_ECHO && rq->len && !rq->data) ||
@@ -344,11 +344,10 @@ int rkc_call(rkc *c, const rkc_request *rq, rkc_reply *out, int timeout_ms)
     return rc;
 }
 
+/* A NULL actor is refused by rkc_send ("no name"), like an empty one. */
 int rkc_actor_send(rkc *c, const char *actor, const rkc_field *fields, size_t n, uint64_t *id,
                    int timeout_ms)
 {
-    if (!actor)
-        return rkc__fail(c, -EINVAL, "no actor name");
     rkc_request rq = {.name = actor, .fields = fields, .n_fields = n};
     return rkc_send(c, &rq, id, timeout_ms);
 }
@@ -356,8 +355,6 @@ int rkc_actor_send(rkc *c, const char *actor, const rkc_field *fields, size_t n,
 int rkc_actor_call(rkc *c, const char *actor, const rkc_field *fields, size_t n, rkc_reply *out,
                    int timeout_ms)
 {
-    if (!actor)
-        return rkc__fail(c, -EINVAL, "no actor name");
     rkc_request rq = {.name = actor, .fields = fields, .n_fields = n};
     return rkc_call(c, &rq, out, timeout_ms);
 }

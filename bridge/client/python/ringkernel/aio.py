@@ -3,7 +3,6 @@
 import asyncio
 import collections
 import time
-import warnings
 
 import zmq
 import zmq.asyncio
@@ -26,10 +25,8 @@ class AsyncClient:
 
     def __init__(self, endpoint=DEFAULT_ENDPOINT, timeout=5.0, *, server_key=None, secret_key=None,
                  context=None):
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be positive seconds or None, not %r" % (timeout,))
         self.endpoint = endpoint
-        self.timeout = timeout
+        self.timeout = wire.check_timeout(timeout)
         self._sock = (context or zmq.asyncio.Context.instance()).socket(zmq.DEALER)
         try:
             wire.setup(self._sock, endpoint, server_key, secret_key)
@@ -63,12 +60,7 @@ class AsyncClient:
 
     async def actors(self, *, timeout=_DEFAULT):
         """The actors the bridge serves (as :meth:`Client.actors`)."""
-        got = wire.actors(await self.status(timeout=timeout))
-        if got is None:
-            warnings.warn("the bridge at %s does not report its actors (older than protocol 1.1); "
-                          "returning the built-in actors' signatures" % self.endpoint, stacklevel=2)
-            return list(wire.BUILTIN_ACTORS)
-        return got
+        return wire.actors(await self.status(timeout=timeout), self.endpoint)
 
     async def close(self):
         """Closes the socket; calls still waiting fail with ClientClosed."""
@@ -112,19 +104,18 @@ class AsyncClient:
         finally:
             self._pending.pop(rid, None)
 
+    def _take(self, rid):
+        if rid is None:  # id-less: the oldest call still waiting
+            rid = next(iter(self._pending), None)
+        return self._pending.pop(rid, None)
+
     async def _read(self):
         while True:
-            rep, exc = wire.parse(await self._sock.recv())
-            rid = rep.get("id") if rep is not None else None
-            if not isinstance(rid, int):  # id-less: the oldest call still waiting
-                rid = next(iter(self._pending), None)
-            got = self._pending.pop(rid, None)
+            got = wire.match(await self._sock.recv(), self._take)
             if got is None:
                 self.late_replies += 1
                 continue
-            fut, op, t0 = got
-            if rep is not None:
-                value, exc = wire.outcome(rep, op, time.monotonic() - t0)
+            fut, value, exc = got
             if fut.done():
                 continue
             if exc:

@@ -8,7 +8,6 @@ import os
 import struct
 import threading
 import time
-import warnings
 
 import zmq
 
@@ -46,10 +45,8 @@ class Client:
 
     def __init__(self, endpoint=DEFAULT_ENDPOINT, timeout=5.0, *, server_key=None, secret_key=None,
                  context=None):
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be positive seconds or None, not %r" % (timeout,))
         self.endpoint = endpoint
-        self.timeout = timeout
+        self.timeout = wire.check_timeout(timeout)
         self._ctx = context or zmq.Context.instance()
         self._lock = threading.Lock()
         self._pending = collections.OrderedDict()  # id -> (future, op, t0)
@@ -111,12 +108,7 @@ class Client:
         :class:`~ringkernel.wire.Actor` (name, inputs, outputs, gpu, cpu). A
         bridge older than protocol 1.1 does not report them: then the
         built-in actors' signatures, with a warning."""
-        got = wire.actors(self.status(timeout=timeout))
-        if got is None:
-            warnings.warn("the bridge at %s does not report its actors (older than protocol 1.1); "
-                          "returning the built-in actors' signatures" % self.endpoint, stacklevel=2)
-            return list(wire.BUILTIN_ACTORS)
-        return got
+        return wire.actors(self.status(timeout=timeout), self.endpoint)
 
     def close(self):
         """Stops the I/O thread and closes the socket; requests still waiting
@@ -178,7 +170,7 @@ class Client:
             return self._pending.pop(rid, None)
 
     @staticmethod
-    def _settle(fut, value=None, exc=None):
+    def _settle(fut, value, exc):
         if not fut.set_running_or_notify_cancel():
             return  # the caller cancelled it
         if exc is not None:
@@ -187,16 +179,11 @@ class Client:
             fut.set_result(value)
 
     def _deliver(self, frame):
-        rep, exc = wire.parse(frame)
-        rid = rep.get("id") if rep is not None else None
-        got = self._take(rid if isinstance(rid, int) else None)
+        got = wire.match(frame, self._take)
         if got is None:
             self.late_replies += 1
-            return
-        fut, op, t0 = got
-        if rep is not None:
-            value, exc = wire.outcome(rep, op, time.monotonic() - t0)
-        self._settle(fut, None if exc else value, exc)
+        else:
+            self._settle(*got)
 
     def _expire(self, heap):
         now = time.monotonic()
@@ -205,7 +192,7 @@ class Client:
             got = self._take(rid)
             if got:
                 fut, op, t0 = got
-                self._settle(fut, exc=wire.timeout_error(op, rid, self.endpoint, round(deadline - t0, 3)))
+                self._settle(fut, None, wire.timeout_error(op, rid, self.endpoint, round(deadline - t0, 3)))
 
     def _run(self):
         poller = zmq.Poller()
@@ -220,8 +207,8 @@ class Client:
                 left = list(self._pending.values())
                 self._pending.clear()
             for fut, op, _ in left:
-                self._settle(fut, exc=errors.ClientClosed("the client was closed before the reply came",
-                                                          op=op))
+                self._settle(fut, None, errors.ClientClosed("the client was closed before the reply came",
+                                                            op=op))
             self._sock.close()
             self._inbox.close()
 

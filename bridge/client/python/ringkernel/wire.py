@@ -1,6 +1,8 @@
 """ringkernel.wire - requests and replies as msgpack (bridge/PROTOCOL.md),
 shared by Client and AsyncClient. Internal."""
 import collections
+import time
+import warnings
 
 import msgpack
 import zmq
@@ -100,14 +102,42 @@ def outcome(rep, op, rtt):
     return r, None
 
 
-def actors(status):
-    """The actors of a status reply as Actor tuples, or None when it has no
-    ``actors`` (a bridge older than protocol 1.1)."""
+def match(frame, take):
+    """Reads a reply frame and finds its request: ``take(id)`` pops the
+    pending ``(future, op, t0)`` of that id, or of the oldest request when
+    id is None (a reply without a readable id). Returns ``(future, Reply,
+    None)``, ``(future, None, error)``, or None when no request waits for
+    it (it came after its request timed out)."""
+    rep, exc = parse(frame)
+    rid = rep.get("id") if rep is not None else None
+    got = take(rid if isinstance(rid, int) else None)
+    if got is None:
+        return None
+    fut, op, t0 = got
+    value = None
+    if rep is not None:
+        value, exc = outcome(rep, op, time.monotonic() - t0)
+    return fut, value, exc
+
+
+def actors(status, endpoint):
+    """The actors of a status reply as Actor tuples. A bridge older than
+    protocol 1.1 reports none: then the built-in actors' signatures, with a
+    warning."""
     lst = status.get("actors")
     if lst is None:
-        return None
+        warnings.warn("the bridge at %s does not report its actors (older than protocol 1.1); "
+                      "returning the built-in actors' signatures" % endpoint, stacklevel=3)
+        return list(BUILTIN_ACTORS)
     return [Actor(a["name"], tuple(a.get("inputs", ())), tuple(a.get("outputs", ())),
                   bool(a.get("gpu")), bool(a.get("cpu"))) for a in lst]
+
+
+def check_timeout(timeout):
+    """The constructor's timeout: positive seconds or None."""
+    if timeout is not None and timeout <= 0:
+        raise ValueError("timeout must be positive seconds or None, not %r" % (timeout,))
+    return timeout
 
 
 def timeout_error(op, rid, endpoint, seconds):

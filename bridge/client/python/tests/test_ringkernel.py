@@ -164,6 +164,11 @@ class ClientTest(unittest.TestCase):
 
 
 class NoBridgeTest(unittest.TestCase):
+    def test_actors_of_an_older_bridge(self):
+        from ringkernel import wire
+        with self.assertWarns(UserWarning):
+            self.assertEqual(wire.actors({"backend": "cpu"}, "tcp://old"), list(ringkernel.BUILTIN_ACTORS))
+
     def test_timeout(self):
         d = tempfile.mkdtemp(prefix="rkpy-")
         try:
