@@ -7,6 +7,9 @@
 #    samples in bin/);
 #  - a program builds with `pkg-config --cflags --libs rk` and with
 #    `--static` (-static: every private library must be listed), and runs;
+#  - the bridge clients: samples/client.c builds with `pkg-config --cflags
+#    --libs rkc` and calls echo on the installed rk-bridge, and the Python
+#    package imports from the prefix (PYTHONPATH) and pings it;
 #  - the installed rk-bench, rk-client and rk-bridge run from the prefix
 #    (rpath $ORIGIN/..), with matching versions; rk-bridge serves a ping;
 #  - every man page renders with `man --warnings -l` and no warning;
@@ -88,11 +91,13 @@ installed_files() {
   for f in include/rk/rk.h include/rk/version.h include/rk/log.h include/rk/error.h include/rk/module.h \
       bin/rk-bridge bin/rk-client bin/rk-bench share/man/man1/rk-bridge.1 \
       share/man/man1/rk-client.1 share/man/man1/rk-bench.1 share/man/man3/librk.3 \
+      include/rk/client.h share/man/man3/rkc.3 share/man/man3/rkc_actor_call.3 \
+      lib/python3/dist-packages/ringkernel/__init__.py \
       share/man/man3/rk_runtime_open.3 share/man/man3/rk_ring_init.3 \
       share/man/man3/rk_actor_call.3 lib/systemd/system/rk-bridge.service; do
     [ -e "$prefix/$f" ] || { echo "missing: $f"; missing=1; }
   done
-  for f in librk.so librk.a pkgconfig/rk.pc; do
+  for f in librk.so librk.a pkgconfig/rk.pc librkc.so librkc.a pkgconfig/rkc.pc; do
     [ -e "$libdir/$f" ] || { echo "missing: $libdir/$f"; missing=1; }
   done
   ls "$prefix/bin"
@@ -158,6 +163,32 @@ programs() { # from the prefix, with no library path set
   wait $pid
 }
 check installed_programs_run bash -c "$(declare -f programs); prefix='$prefix' out='$out' programs"
+
+clients() { # librkc through pkg-config, and the Python package, against the installed bridge
+  set -e
+  echo "cc ... $(pkg-config --cflags --libs rkc)"
+  cc "$src/samples/client.c" $(pkg-config --cflags --libs rkc) -o "$out/client-rkc"
+  local sock=$out/rkc.sock
+  env -u LD_LIBRARY_PATH "$prefix/bin/rk-bridge" --backend cpu --bind "ipc://$sock" >"$out/bridge-rkc.out" 2>&1 &
+  local pid=$!
+  trap 'kill -TERM $pid 2>/dev/null; wait $pid' RETURN
+  for _ in $(seq 100); do grep -q listening "$out/bridge-rkc.out" && break; sleep 0.1; done
+  local o; o=$(LD_LIBRARY_PATH=$libdir "$out/client-rkc" "ipc://$sock")
+  echo "$o"
+  grep -qx "echo: hello (.* us)" <<<"$o" || { echo "no echo line"; return 1; }
+  LD_LIBRARY_PATH=$libdir ldd "$out/client-rkc" | grep "librkc.so.*$libdir"
+  local pydir; pydir=$(dirname "$(dirname "$(find "$prefix" -path '*/ringkernel/__init__.py')")")
+  echo "PYTHONPATH=$pydir"
+  (cd "$out" && PYTHONPATH=$pydir /usr/bin/python3 -c 'import ringkernel, sys
+assert ringkernel.__file__.startswith(sys.argv[1]), ringkernel.__file__
+with ringkernel.Client(sys.argv[2], timeout=10) as rk:
+    print("python:", ringkernel.__file__, rk.ping(), rk.call("echo", data=b"hi")["data"])' "$pydir" "ipc://$sock")
+}
+if /usr/bin/python3 -c 'import zmq, msgpack' 2>/dev/null; then
+  check clients_pkgconfig_python bash -c "$(declare -f clients); src='$src' prefix='$prefix' out='$out' libdir='$libdir' clients"
+else
+  result clients_pkgconfig_python SKIP "/usr/bin/python3 lacks zmq or msgpack (.ci/deps installs them)"
+fi
 
 man_pages() {
   local bad=0 n=0

@@ -15,7 +15,7 @@
 #include <rk/rk.h>
 #include <zmq.h>
 
-#include "client.h" /* rkc_map_get */
+#include "rk/client.h" /* rkc_map_get */
 
 #define BB_MAX_PAYLOAD 4096
 

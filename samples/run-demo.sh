@@ -1,7 +1,7 @@
 #!/bin/sh
 # samples/run-demo.sh - the "run it" demo: start rk-bridge on the automatic
 # backend (the GPU when one passes validation, else the CPU backend), run
-# the C client and the Python sample client against it, printing results
+# rk-client, the C sample client and the Python sample client against it, printing results
 # and round-trip latency, then stop the bridge with SIGTERM.
 #
 #   samples/run-demo.sh [BUILD_DIR]        (default: build)
@@ -49,9 +49,15 @@ echo "== C client (rk-client) against $ep"
 "$client" -e "$ep" echo --size 64 --count 20000 --quiet
 "$client" -e "$ep" launch --grid 0 --block 256 --smem 0
 "$client" -e "$ep" status
+"$client" -e "$ep" actors
+"$client" -e "$ep" call vadd a=f32:1,2,3 b=f32:0.5,0.5,0.5 -f f32
+if [ -x "$build/samples/rk-client-sample" ]; then
+    echo "== C sample client (samples/client.c, librkc) against $ep"
+    "$build/samples/rk-client-sample" "$ep"
+fi
 
 if /usr/bin/python3 -c 'import zmq, msgpack' 2>/dev/null; then
-    echo "== Python sample client (samples/python/client.py, pyzmq + msgpack)"
+    echo "== Python sample client (samples/python/client.py, the ringkernel package)"
     /usr/bin/python3 "$here/python/client.py" --endpoint "$ep"
 else
     echo "== Python sample client skipped: /usr/bin/python3 lacks zmq or msgpack (apt install python3-zmq python3-msgpack)"

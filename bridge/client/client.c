@@ -1,5 +1,6 @@
-/* bridge/client/client.c - rkc, the C client library of rk-bridge. */
-#include "client.h"
+/* bridge/client/client.c - librkc's socket: connect, send (any op by name
+ * with named fields), receive and match replies by id. Replies: reply.c. */
+#include "impl.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -8,27 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <zmq.h>
-
-typedef struct rkc_impl {
-    zmq_msg_t msg;
-    msgpack_unpacked up;
-} rkc_impl;
-
-struct rkc {
-    void *ctx, *sock;
-    int type;
-    uint64_t next_id;
-    char err[256];
-    /* replies rkc_wait set aside: FIFO */
-    rkc_reply *stash;
-    size_t stash_n, stash_cap;
-    msgpack_sbuffer sbuf;
-    msgpack_packer pk;
-};
-
-static int rkc__fail(rkc *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int rkc__fail(rkc *c, int code, const char *fmt, ...)
+int rkc__fail(rkc *c, int code, const char *fmt, ...)
 {
     if (c) {
         va_list ap;
@@ -104,19 +85,6 @@ int rkc_connect(rkc **out, const char *endpoint, const rkc_options *opt)
     return 0;
 }
 
-void rkc_reply_free(rkc_reply *r)
-{
-    if (!r || !r->impl_)
-        return;
-    rkc_impl *im = r->impl_;
-    msgpack_unpacked_destroy(&im->up);
-    zmq_msg_close(&im->msg);
-    free(im);
-    r->impl_ = NULL;
-    r->root = NULL;
-    r->data = NULL;
-}
-
 void rkc_close(rkc *c)
 {
     if (!c)
@@ -130,67 +98,6 @@ void rkc_close(rkc *c)
         zmq_ctx_term(c->ctx);
     msgpack_sbuffer_destroy(&c->sbuf);
     free(c);
-}
-
-const msgpack_object *rkc_map_get(const msgpack_object *map, const char *key)
-{
-    if (!map || map->type != MSGPACK_OBJECT_MAP)
-        return NULL;
-    size_t kl = strlen(key);
-    for (uint32_t i = 0; i < map->via.map.size; i++) {
-        const msgpack_object *k = &map->via.map.ptr[i].key;
-        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == kl && !memcmp(k->via.str.ptr, key, kl))
-            return &map->via.map.ptr[i].val;
-    }
-    return NULL;
-}
-
-const msgpack_object *rkc_reply_get(const rkc_reply *r, const char *key)
-{
-    return r ? rkc_map_get(r->root, key) : NULL;
-}
-
-static void rkc__str(char *dst, size_t cap, const msgpack_object *o)
-{
-    dst[0] = 0;
-    if (o && o->type == MSGPACK_OBJECT_STR) {
-        size_t n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
-        memcpy(dst, o->via.str.ptr, n);
-        dst[n] = 0;
-    }
-}
-
-/* Parses im->msg into *out (which takes im). */
-static int rkc__parse(rkc *c, rkc_impl *im, rkc_reply *out)
-{
-    memset(out, 0, sizeof *out);
-    out->impl_ = im;
-    msgpack_unpacked_init(&im->up);
-    size_t off = 0;
-    if (msgpack_unpack_next(&im->up, zmq_msg_data(&im->msg), zmq_msg_size(&im->msg), &off) !=
-            MSGPACK_UNPACK_SUCCESS ||
-        im->up.data.type != MSGPACK_OBJECT_MAP) {
-        rkc_reply_free(out);
-        return rkc__fail(c, -EPROTO, "the reply (%zu B) is not a msgpack map", zmq_msg_size(&im->msg));
-    }
-    out->root = &im->up.data;
-    const msgpack_object *o = rkc_reply_get(out, "id");
-    if (o && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-        out->has_id = true, out->id = o->via.u64;
-    o = rkc_reply_get(out, "ok");
-    out->ok = o && o->type == MSGPACK_OBJECT_BOOLEAN && o->via.boolean;
-    o = rkc_reply_get(out, "error");
-    if (o) {
-        rkc__str(out->code, sizeof out->code, rkc_map_get(o, "code"));
-        rkc__str(out->message, sizeof out->message, rkc_map_get(o, "message"));
-    }
-    o = rkc_reply_get(out, "data");
-    if (!o)
-        o = rkc_reply_get(out, "c");
-    if (o && o->type == MSGPACK_OBJECT_BIN)
-        out->data = (const uint8_t *)o->via.bin.ptr, out->len = o->via.bin.size;
-    rkc__str(out->backend, sizeof out->backend, rkc_reply_get(out, "backend"));
-    return 0;
 }
 
 static int rkc__poll(rkc *c, short ev, int timeout_ms)
@@ -209,6 +116,7 @@ static int rkc__recv_wire(rkc *c, rkc_reply *out, int timeout_ms)
     if (!im)
         return rkc__fail(c, -ENOMEM, "out of memory");
     zmq_msg_init(&im->msg);
+    im->text = NULL;
     for (;;) {
         int rc = zmq_msg_recv(&im->msg, c->sock, ZMQ_DONTWAIT);
         if (rc < 0 && errno == EAGAIN) {
@@ -312,50 +220,112 @@ static void rkc__key(msgpack_packer *pk, const char *k)
     msgpack_pack_str_body(pk, k, n);
 }
 
+/* Checks rq's named fields; 0 or -EINVAL / -E2BIG with c's message set. */
+static int rkc__check_fields(rkc *c, const rkc_request *rq)
+{
+    if (rq->n_fields && !rq->fields)
+        return rkc__fail(c, -EINVAL, "%zu fields and no field array", rq->n_fields);
+    if (rq->n_fields > 4000)
+        return rkc__fail(c, -EINVAL, "%zu fields: the bridge decodes at most 4096 objects", rq->n_fields);
+    for (size_t i = 0; i < rq->n_fields; i++) {
+        const rkc_field *f = &rq->fields[i];
+        if (!f->name || !*f->name)
+            return rkc__fail(c, -EINVAL, "field %zu has no name", i);
+        if (!strcmp(f->name, "v") || !strcmp(f->name, "id") || !strcmp(f->name, "op"))
+            return rkc__fail(c, -EINVAL, "field `%s` is the protocol's own key", f->name);
+        if (f->type != RKC_BIN && f->type != RKC_STR && f->type != RKC_UINT)
+            return rkc__fail(c, -EINVAL, "field `%s` has type %d: expected RKC_BIN, RKC_STR or RKC_UINT",
+                             f->name, (int)f->type);
+        if (f->type != RKC_UINT && f->len && !f->data)
+            return rkc__fail(c, -EINVAL, "field `%s` has %zu bytes at NULL", f->name, f->len);
+        if (f->type != RKC_UINT && f->len > UINT32_MAX)
+            return rkc__fail(c, -E2BIG, "field `%s` is %zu bytes: msgpack carries at most %u", f->name,
+                             f->len, UINT32_MAX);
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(rq->fields[j].name, f->name))
+                return rkc__fail(c, -EINVAL, "field `%s` is given twice", f->name);
+    }
+    return 0;
+}
+
+/* Packs one field; nonzero when the buffer could not grow. */
+static int rkc__pack_field(msgpack_packer *pk, const rkc_field *f)
+{
+    size_t n = strlen(f->name);
+    int e = msgpack_pack_str(pk, n) | msgpack_pack_str_body(pk, f->name, n);
+    if (f->type == RKC_UINT)
+        return e | msgpack_pack_uint64(pk, f->u);
+    if (f->type == RKC_STR)
+        return e | msgpack_pack_str(pk, f->len) | msgpack_pack_str_body(pk, f->data, f->len);
+    return e | msgpack_pack_bin(pk, f->len) | msgpack_pack_bin_body(pk, f->data, f->len);
+}
+
+/* The fields of the enum's ops, as named fields (vadd: float32 in memory is
+ * little-endian on every host this targets). Returns how many. */
+static size_t rkc__op_fields(const rkc_request *rq, rkc_field f[3])
+{
+    switch (rq->op) {
+    case RKC_ECHO:
+        f[0] = (rkc_field){"data", rq->data, rq->len, RKC_BIN, 0};
+        return 1;
+    case RKC_VADD:
+        f[0] = (rkc_field){"a", rq->a, rq->n * 4, RKC_BIN, 0};
+        f[1] = (rkc_field){"b", rq->b, rq->n * 4, RKC_BIN, 0};
+        return 2;
+    case RKC_LAUNCH:
+        f[0] = (rkc_field){.name = "grid", .type = RKC_UINT, .u = rq->grid};
+        f[1] = (rkc_field){.name = "block", .type = RKC_UINT, .u = rq->block};
+        f[2] = (rkc_field){.name = "smem", .type = RKC_UINT, .u = rq->smem};
+        return 3;
+    default:
+        return 0;
+    }
+}
+
 int rkc_send(rkc *c, const rkc_request *rq, uint64_t *id_out, int timeout_ms)
 {
     if (!c || !rq)
-        return -EINVAL;
+        return rkc__fail(c, -EINVAL, "no request");
     static const char *names[] = {"", "ping", "echo", "vadd", "status", "launch"};
-    if (rq->op < RKC_PING || rq->op > RKC_LAUNCH)
-        return rkc__fail(c, -EINVAL, "unknown op %d", (int)rq->op);
+    const char *op = rq->name;
+    rkc_field own[3];
+    size_t n_own = 0;
+    if (!op) {
+        if (rq->op < RKC_PING || rq->op > RKC_LAUNCH)
+            return rkc__fail(c, -EINVAL, "no op name, and op %d is none of RKC_PING..RKC_LAUNCH", (int)rq->op);
+        op = names[rq->op];
+        n_own = rkc__op_fields(rq, own);
+        if ((rq->op == RKC_ECHO && rq->len && !rq->data) ||
+            (rq->op == RKC_VADD && rq->n && (!rq->a || !rq->b)))
+            return rkc__fail(c, -EINVAL, "%s: %s bytes at NULL", op, rq->op == RKC_ECHO ? "data" : "vector");
+    }
+    if (!*op)
+        return rkc__fail(c, -EINVAL, "an empty op name");
+    int rc = rkc__check_fields(c, rq);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n_own; i++)
+        for (size_t j = 0; j < rq->n_fields; j++)
+            if (!strcmp(own[i].name, rq->fields[j].name))
+                return rkc__fail(c, -EINVAL, "field `%s` is %s's own", own[i].name, op);
     uint64_t id = c->next_id++;
     msgpack_packer *pk = &c->pk;
     c->sbuf.size = 0;
-    uint32_t extra = rq->op == RKC_ECHO ? 1 : rq->op == RKC_VADD ? 2 : rq->op == RKC_LAUNCH ? 3 : 0;
-    msgpack_pack_map(pk, 3 + extra);
+    msgpack_pack_map(pk, (uint32_t)(3 + n_own + rq->n_fields));
     rkc__key(pk, "v");
     msgpack_pack_uint8(pk, 1);
     rkc__key(pk, "id");
     msgpack_pack_uint64(pk, id);
     rkc__key(pk, "op");
-    rkc__key(pk, names[rq->op]);
-    switch (rq->op) {
-    case RKC_ECHO:
-        rkc__key(pk, "data");
-        msgpack_pack_bin(pk, rq->len);
-        msgpack_pack_bin_body(pk, rq->data, rq->len);
-        break;
-    case RKC_VADD: /* float32 in memory is little-endian on every host this targets */
-        rkc__key(pk, "a");
-        msgpack_pack_bin(pk, rq->n * 4);
-        msgpack_pack_bin_body(pk, rq->a, rq->n * 4);
-        rkc__key(pk, "b");
-        msgpack_pack_bin(pk, rq->n * 4);
-        msgpack_pack_bin_body(pk, rq->b, rq->n * 4);
-        break;
-    case RKC_LAUNCH:
-        rkc__key(pk, "grid");
-        msgpack_pack_uint32(pk, rq->grid);
-        rkc__key(pk, "block");
-        msgpack_pack_uint32(pk, rq->block);
-        rkc__key(pk, "smem");
-        msgpack_pack_uint32(pk, rq->smem);
-        break;
-    default:
-        break;
-    }
-    int rc = rkc__send_buf(c, c->sbuf.data, c->sbuf.size, timeout_ms);
+    rkc__key(pk, op);
+    int e = 0;
+    for (size_t i = 0; i < n_own; i++)
+        e |= rkc__pack_field(pk, &own[i]);
+    for (size_t i = 0; i < rq->n_fields; i++)
+        e |= rkc__pack_field(pk, &rq->fields[i]);
+    if (e || !c->sbuf.data)
+        return rkc__fail(c, -ENOMEM, "out of memory for a %s request", op);
+    rc = rkc__send_buf(c, c->sbuf.data, c->sbuf.size, timeout_ms);
     if (rc == 0 && id_out)
         *id_out = id;
     return rc;
@@ -372,4 +342,19 @@ int rkc_call(rkc *c, const rkc_request *rq, rkc_reply *out, int timeout_ms)
     if (rc == 0)
         out->rtt_us = (double)(rkc__now_ns() - t0) / 1e3;
     return rc;
+}
+
+/* A NULL actor is refused by rkc_send ("no name"), like an empty one. */
+int rkc_actor_send(rkc *c, const char *actor, const rkc_field *fields, size_t n, uint64_t *id,
+                   int timeout_ms)
+{
+    rkc_request rq = {.name = actor, .fields = fields, .n_fields = n};
+    return rkc_send(c, &rq, id, timeout_ms);
+}
+
+int rkc_actor_call(rkc *c, const char *actor, const rkc_field *fields, size_t n, rkc_reply *out,
+                   int timeout_ms)
+{
+    rkc_request rq = {.name = actor, .fields = fields, .n_fields = n};
+    return rkc_call(c, &rq, out, timeout_ms);
 }

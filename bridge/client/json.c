@@ -9,7 +9,7 @@
 #include <inttypes.h>
 #include <math.h>
 
-static void rkc__json_str(FILE *f, const char *s, size_t n)
+void rkc_json_str(FILE *f, const char *s, size_t n)
 {
     fputc('"', f);
     for (size_t i = 0; i < n; i++) {
@@ -44,11 +44,11 @@ static void rkc__json_map(FILE *f, const msgpack_object_map *m)
         if (i)
             fputc(',', f);
         if (k->type == MSGPACK_OBJECT_STR) {
-            rkc__json_str(f, k->via.str.ptr, k->via.str.size);
+            rkc_json_str(f, k->via.str.ptr, k->via.str.size);
         } else {
             char buf[64];
             msgpack_object_print_buffer(buf, sizeof buf, *k);
-            rkc__json_str(f, buf, strlen(buf));
+            rkc_json_str(f, buf, strlen(buf));
         }
         fputc(':', f);
         rkc_print_json(f, &m->ptr[i].val);
@@ -70,7 +70,7 @@ void rkc_print_json(FILE *f, const msgpack_object *o)
         else
             fputs("null", f); /* JSON has no NaN or infinity */
         break;
-    case MSGPACK_OBJECT_STR: rkc__json_str(f, o->via.str.ptr, o->via.str.size); break;
+    case MSGPACK_OBJECT_STR: rkc_json_str(f, o->via.str.ptr, o->via.str.size); break;
     case MSGPACK_OBJECT_BIN: rkc__json_hex(f, o->via.bin.ptr, o->via.bin.size); break;
     case MSGPACK_OBJECT_EXT:
         fprintf(f, "{\"ext\":%d,\"hex\":", (int)o->via.ext.type);

@@ -7,6 +7,9 @@
 
 #include <msgpack.h>
 
+/* Writes s (n bytes) as a JSON string, escaped per RFC 8259. */
+void rkc_json_str(FILE *f, const char *s, size_t n);
+
 /* Writes o as one JSON value (no newline). */
 void rkc_print_json(FILE *f, const msgpack_object *o);
 

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
+#include "call.h"
 #include "json.h"
+#include "rk/client.h"
 
 static const char rkc__usage[] =
 "usage: rk-client [options] COMMAND [ARGS]\n"
@@ -23,6 +24,13 @@ static const char rkc__usage[] =
 "  status                 print the bridge's status map (--json: as JSON)\n"
 "  launch                 relaunch the ring kernel with --grid/--block/--smem\n"
 "                         (an admin operation)\n"
+"  call ACTOR [FIELD=VALUE ...]\n"
+"                         call any actor (or operation) by name; each VALUE is\n"
+"                         TEXT (its bytes), @FILE (the file's bytes; @- stdin),\n"
+"                         hex:0a1b.., f32:1,2.5,-3 (little-endian float32),\n"
+"                         text:TEXT, str:TEXT (a msgpack str), uint:N (a msgpack\n"
+"                         uint); prints every field of the reply\n"
+"  actors                 the actors the bridge serves: inputs -> outputs\n"
 "Options\n"
 "  -e, --endpoint E       bridge endpoint (default tcp://127.0.0.1:5555)\n"
 "  -c, --count N          repeat N times and print latency percentiles (default 1)\n"
@@ -34,6 +42,11 @@ static const char rkc__usage[] =
 "      --server-key FILE  CURVE: the bridge's public key file (Z85)\n"
 "      --secret-key FILE  CURVE: this client's secret key file (Z85)\n"
 "      --json             status: print the reply as JSON\n"
+"  -f, --format FMT       call: print bin fields as auto (text when printable,\n"
+"                         else hex), hex, f32 or text\n"
+"  -o, --output FIELD=FILE  call: write that reply field's bytes to FILE (- is\n"
+"                         stdout); repeatable\n"
+"      --full             call: print long fields whole (default: the first 256 B)\n"
 "  -q, --quiet            print only the summary line\n"
 "  -V, --version          print the version and exit\n"
 "  -h, --help\n"
@@ -41,9 +54,13 @@ static const char rkc__usage[] =
 "(the reason goes to stderr), 2 for a bad command line.\n";
 
 #define RKC_HINT "(see rk-client --help)"
+#define RKC_COMMANDS "ping, echo, vadd, status, launch, call or actors"
 
 typedef struct rkc__args {
     const char *endpoint, *skey, *ckey, *cmd, *text;
+    char **words; /* call: ACTOR FIELD=VALUE ... */
+    int n_words;
+    rkc__call call;
     long count, size, n, timeout;
     uint32_t grid, block, smem;
     bool quiet, json, help, version;
@@ -64,7 +81,7 @@ static int rkc__num(const char *opt, const char *s, long min, long max, long *ou
     return 0;
 }
 
-enum { O_GRID = 256, O_BLOCK, O_SMEM, O_REQ, O_SKEY, O_CKEY, O_JSON };
+enum { O_GRID = 256, O_BLOCK, O_SMEM, O_REQ, O_SKEY, O_CKEY, O_JSON, O_FULL };
 
 static const struct option rkc__opts[] = {
     {"endpoint", required_argument, 0, 'e'}, {"count", required_argument, 0, 'c'},
@@ -74,6 +91,8 @@ static const struct option rkc__opts[] = {
     {"req", no_argument, 0, O_REQ},          {"server-key", required_argument, 0, O_SKEY},
     {"secret-key", required_argument, 0, O_CKEY}, {"quiet", no_argument, 0, 'q'},
     {"json", no_argument, 0, O_JSON},        {"version", no_argument, 0, 'V'},
+    {"format", required_argument, 0, 'f'},   {"output", required_argument, 0, 'o'},
+    {"full", no_argument, 0, O_FULL},
     {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
 };
 
@@ -93,6 +112,9 @@ static int rkc__option(rkc__args *a, int ch, const char *arg)
     case O_SKEY: a->skey = arg; return 0;
     case O_CKEY: a->ckey = arg; return 0;
     case O_JSON: a->json = true; return 0;
+    case 'f': return rkc__call_format(&a->call, arg);
+    case 'o': return rkc__call_output(&a->call, arg);
+    case O_FULL: a->call.full = true; return 0;
     case 'q': a->quiet = true; return 0;
     case 'V': a->version = true; return 0;
     case 'h': a->help = true; return 0;
@@ -104,7 +126,7 @@ static int rkc__parse(rkc__args *a, int argc, char **argv)
 {
     int ch;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":e:c:s:n:t:qhV", rkc__opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":e:c:s:n:t:f:o:qhV", rkc__opts, NULL)) != -1) {
         if (ch == ':') {
             fprintf(stderr, "rk-client: option %s needs a value " RKC_HINT "\n", argv[optind - 1]);
             return -1;
@@ -122,12 +144,20 @@ static int rkc__parse(rkc__args *a, int argc, char **argv)
     if (a->help || a->version)
         return 0;
     if (optind >= argc) {
-        fprintf(stderr, "rk-client: no command: ping, echo, vadd, status or launch " RKC_HINT "\n");
+        fprintf(stderr, "rk-client: no command: " RKC_COMMANDS " " RKC_HINT "\n");
         return -1;
     }
     a->cmd = argv[optind];
-    a->text = optind + 1 < argc ? argv[optind + 1] : NULL;
-    if (optind + 2 < argc || (a->text && strcmp(a->cmd, "echo"))) {
+    if (!strcmp(a->cmd, "call")) {
+        a->words = argv + optind + 1;
+        a->n_words = argc - optind - 1;
+        if (!a->n_words) {
+            fprintf(stderr, "rk-client: call needs an actor name: call ACTOR [FIELD=VALUE ...] " RKC_HINT "\n");
+            return -1;
+        }
+    }
+    a->text = optind + 1 < argc && !a->words ? argv[optind + 1] : NULL;
+    if ((optind + 2 < argc && !a->words) || (a->text && strcmp(a->cmd, "echo"))) {
         fprintf(stderr, "rk-client: unexpected argument %s " RKC_HINT "\n", argv[argc - 1]);
         return -1;
     }
@@ -173,8 +203,17 @@ typedef struct rkc__work {
     float *a, *b, *want;
 } rkc__work;
 
-static int rkc__build(const rkc__args *a, rkc__work *w)
+static int rkc__build(rkc__args *a, rkc__work *w)
 {
+    if (!strcmp(a->cmd, "actors"))
+        return 0;
+    if (a->words) { /* call ACTOR FIELD=VALUE ... */
+        w->rq.name = a->words[0];
+        int rc = rkc__call_build(&a->call, a->words + 1, a->n_words - 1);
+        w->rq.fields = a->call.fields;
+        w->rq.n_fields = a->call.n;
+        return rc;
+    }
     static const struct { const char *name; rkc_op op; } cmds[] = {
         {"ping", RKC_PING}, {"echo", RKC_ECHO}, {"vadd", RKC_VADD},
         {"status", RKC_STATUS}, {"launch", RKC_LAUNCH},
@@ -183,8 +222,7 @@ static int rkc__build(const rkc__args *a, rkc__work *w)
         if (!strcmp(a->cmd, cmds[i].name))
             w->rq.op = cmds[i].op;
     if (!w->rq.op) {
-        fprintf(stderr, "rk-client: unknown command %s: expected ping, echo, vadd, status or launch "
-                RKC_HINT "\n", a->cmd);
+        fprintf(stderr, "rk-client: unknown command %s: expected " RKC_COMMANDS " " RKC_HINT "\n", a->cmd);
         return -1;
     }
     w->rq.grid = a->grid, w->rq.block = a->block, w->rq.smem = a->smem;
@@ -219,11 +257,15 @@ static int rkc__build(const rkc__args *a, rkc__work *w)
 static int rkc__check(const rkc__args *a, const rkc__work *w, const rkc_reply *r, bool first)
 {
     if (!r->ok) {
-        fprintf(stderr, "rk-client: %s: %s: %s\n", a->cmd, r->code, r->message);
+        fprintf(stderr, "rk-client: %s: %s: %s\n", w->rq.name ? w->rq.name : a->cmd, r->code, r->message);
         return 1;
     }
     bool show = first && !a->quiet;
-    if (w->rq.op == RKC_ECHO) {
+    if (w->rq.name) { /* call */
+        if (show)
+            printf("%s: ok in %.1f us\n", w->rq.name, r->rtt_us);
+        return first ? rkc__call_print(&a->call, r, show ? stdout : NULL) : 0;
+    } else if (w->rq.op == RKC_ECHO) {
         if (r->len != w->rq.len || (r->len && memcmp(r->data, w->rq.data, r->len))) {
             fprintf(stderr, "rk-client: echo: MISMATCH: %zu bytes back for %zu sent\n", r->len, w->rq.len);
             return 1;
@@ -289,10 +331,11 @@ static int rkc__run(const rkc__args *a, rkc__work *w, rkc *c)
     if (!bad && a->count > 1) {
         long n = a->count;
         qsort(lat, (size_t)n, sizeof *lat, cmp_d);
-        printf("%s x %ld: round trip p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n", a->cmd,
+        printf("%s x %ld: round trip p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",
+               w->rq.name ? w->rq.name : a->cmd,
                n, lat[n / 2], lat[n * 9 / 10], lat[n * 99 / 100], lat[n - 1]);
     } else if (!bad && a->quiet) {
-        printf("%s: ok, %.1f us\n", a->cmd, lat[0]);
+        printf("%s: ok, %.1f us\n", w->rq.name ? w->rq.name : a->cmd, lat[0]);
     }
     free(lat);
     return bad;
@@ -326,9 +369,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "rk-client: %s\n", rkc_last_error());
         rc = 1;
     }
-    if (!rc)
+    if (!rc && !strcmp(a.cmd, "actors"))
+        rc = rkc__actors(c, a.endpoint, (int)a.timeout);
+    else if (!rc)
         rc = rkc__run(&a, &w, c);
     rkc_close(c);
+    rkc__call_free(&a.call);
     free(w.buf);
     free(w.a);
     free(w.b);

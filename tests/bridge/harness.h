@@ -17,7 +17,7 @@
 #include <msgpack.h>
 #include <zmq.h>
 
-#include "client.h"
+#include "rk/client.h"
 
 #define TMO 20000 /* ms: any reply that takes longer is a failure */
 
@@ -91,6 +91,9 @@ uint64_t map_uint(const msgpack_object *m, const char *k);
 int run_prog(const char *const *argv, int umask_v, const char *const *env, char *out, size_t cap);
 /* The first line of a key file (a Z85 key, 40 characters) into out. */
 void read_z85(const char *path, char out[41]);
+/* Runs a program (test_cli.c); expects its exit status and, when one_line
+ * names something, exactly one line that names it and points to --help. */
+void cli(const char *const *argv, int want, const char *one_line, char *out, size_t cap);
 /* Lines in s (counting a last line without a newline). */
 int count_lines(const char *s);
 /* Occurrences of needle in s. */
@@ -146,6 +149,7 @@ void test_keys(void **state);
 void test_fdlimit(void **state);
 void test_admin(void **state);
 void test_cli(void **state);
+void test_client(void **state);
 void test_notify(void **state);
 
 #endif

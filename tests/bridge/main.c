@@ -40,6 +40,7 @@ int main(int argc, char **argv)
         {"fdlimit", cmocka_unit_test(test_fdlimit)},
         {"admin", cmocka_unit_test(test_admin)},
         {"cli", cmocka_unit_test(test_cli)},
+        {"client", cmocka_unit_test(test_client)},
         {"notify", cmocka_unit_test(test_notify)},
         {"worker_kill", cmocka_unit_test(test_worker_kill)},
         {"worker_faults", cmocka_unit_test(test_worker_faults)},

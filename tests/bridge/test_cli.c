@@ -84,7 +84,7 @@ void test_admin(void **state)
 
 /* Runs a program; expects its exit status and, when `one_line` names
  * something, exactly one line that names it and points to --help. */
-static void cli(const char *const *argv, int want, const char *one_line, char *out, size_t cap)
+void cli(const char *const *argv, int want, const char *one_line, char *out, size_t cap)
 {
     int st = run_prog(argv, -1, NULL, out, cap);
     fprintf(stderr, "  %s %s -> %d: %s", argv[0], argv[1] ? argv[1] : "", st, out);

@@ -1,0 +1,197 @@
+/* tests/bridge/test_client.c - librkc's generic API (any actor by name with
+ * named fields, pipelined; reply fields by name; error codes as errno
+ * values; the actor list from status; client-side refusals; a timeout)
+ * and rk-client's call and actors commands (suite 'bridge'). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* Calls op with fields; expects an error reply with that code and errno. */
+static void expect_refused(rkc *c, const char *op, const rkc_field *f, size_t n, const char *code,
+                           int err, const char *msg_has)
+{
+    rkc_reply r;
+    assert_int_equal(rkc_actor_call(c, op, f, n, &r, TMO), 0);
+    fprintf(stderr, "  %s -> %s: %s\n", op, r.code, r.message);
+    assert_false(r.ok);
+    assert_string_equal(r.code, code);
+    assert_int_equal(rkc_reply_errno(&r), err);
+    assert_non_null(strstr(r.message, msg_has));
+    rkc_reply_free(&r);
+}
+
+/* 64 pipelined vadds by name, waited for last first, then a batch read in
+ * arrival order: every c is a + b. */
+static void pipelined_vadd(rkc *c)
+{
+    enum { N = 64, E = 100 };
+    static float a[N][E], b[N][E];
+    uint64_t id[N];
+    for (int i = 0; i < N; i++) {
+        for (int k = 0; k < E; k++)
+            a[i][k] = (float)(i * 1000 + k), b[i][k] = 0.5f;
+        rkc_field f[] = {RKC_FIELD("a", a[i], sizeof a[i]), RKC_FIELD("b", b[i], sizeof b[i])};
+        assert_int_equal(rkc_actor_send(c, "vadd", f, 2, &id[i], TMO), 0);
+    }
+    for (int i = N - 1; i >= 0; i--) {
+        rkc_reply r;
+        assert_int_equal(rkc_wait(c, id[i], &r, TMO), 0);
+        const void *p;
+        size_t n;
+        assert_true(r.ok);
+        assert_int_equal(rkc_reply_bin(&r, "c", &p, &n), 0);
+        assert_int_equal(n, sizeof a[i]);
+        for (int k = 0; k < E; k++) {
+            float got;
+            memcpy(&got, (const char *)p + 4 * k, 4);
+            assert_true(got == a[i][k] + 0.5f);
+        }
+        rkc_reply_free(&r);
+    }
+    rkc_field f[] = {RKC_FIELD("data", "x", 1)};
+    for (int i = 0; i < N; i++)
+        assert_int_equal(rkc_actor_send(c, "echo", f, 1, NULL, TMO), 0);
+    for (int i = 0; i < N; i++) {
+        rkc_reply r;
+        assert_int_equal(rkc_recv(c, &r, TMO), 0);
+        assert_true(r.ok && r.len == 1 && r.data[0] == 'x');
+        rkc_reply_free(&r);
+    }
+}
+
+static void actor_list(rkc *c)
+{
+    rkc_actor_list l;
+    assert_int_equal(rkc_actors(c, &l, TMO), 0);
+    const rkc_actor_info *e = rkc_actor_find(&l, "echo"), *v = rkc_actor_find(&l, "vadd");
+    assert_non_null(e);
+    assert_non_null(v);
+    assert_null(rkc_actor_find(&l, "nope"));
+    assert_int_equal(e->n_inputs, 1);
+    assert_string_equal(e->inputs[0], "data");
+    assert_string_equal(e->outputs[0], "data");
+    assert_int_equal(v->n_inputs, 2);
+    assert_string_equal(v->inputs[1], "b");
+    assert_int_equal(v->n_outputs, 1);
+    assert_string_equal(v->outputs[0], "c");
+    assert_true(v->cpu);
+    rkc_actor_list_free(&l);
+    rkc_actor_list_free(&l); /* a released list is a no-op */
+    /* a reply without `actors` (an older bridge's status): -ENOENT */
+    rkc_reply r;
+    assert_int_equal(rkc_actor_call(c, "ping", NULL, 0, &r, TMO), 0);
+    assert_int_equal(rkc_status_actors(&r, &l), -ENOENT);
+    rkc_reply_free(&r);
+}
+
+/* What the library refuses before sending, each with a sentence. */
+static void refused_locally(rkc *c)
+{
+    rkc_reply r;
+    rkc_field id[] = {RKC_FIELD("id", "x", 1)}, twice[] = {RKC_FIELD("a", "x", 1), RKC_FIELD("a", "y", 1)};
+    rkc_field nul[] = {RKC_FIELD("data", NULL, 4)}, noname[] = {RKC_FIELD(NULL, "x", 1)};
+    rkc_field bad[] = {{.name = "data", .type = (rkc_field_type)9}};
+    assert_int_equal(rkc_actor_call(c, "echo", id, 1, &r, TMO), -EINVAL);
+    assert_non_null(strstr(rkc_errmsg(c), "`id`"));
+    assert_int_equal(rkc_actor_call(c, "echo", twice, 2, &r, TMO), -EINVAL);
+    assert_non_null(strstr(rkc_errmsg(c), "twice"));
+    assert_int_equal(rkc_actor_call(c, "echo", nul, 1, &r, TMO), -EINVAL);
+    assert_int_equal(rkc_actor_call(c, "echo", noname, 1, &r, TMO), -EINVAL);
+    assert_int_equal(rkc_actor_call(c, "echo", bad, 1, &r, TMO), -EINVAL);
+    assert_int_equal(rkc_actor_call(c, NULL, NULL, 0, &r, TMO), -EINVAL);
+    assert_int_equal(rkc_actor_call(c, "", NULL, 0, &r, TMO), -EINVAL);
+    rkc_request rq = {.op = RKC_ECHO, .data = "x", .len = 1, .fields = id, .n_fields = 1};
+    assert_int_equal(rkc_call(c, &rq, &r, TMO), -EINVAL);
+    rkc_field dup[] = {RKC_FIELD("data", "y", 1)};
+    rq.fields = dup;
+    assert_int_equal(rkc_call(c, &rq, &r, TMO), -EINVAL);
+    assert_non_null(strstr(rkc_errmsg(c), "echo's own"));
+}
+
+static void library(const bridge *b)
+{
+    rkc *c = client(b);
+    rkc_field f[] = {RKC_FIELD("data", "\0hi", 3)};
+    rkc_reply r;
+    assert_int_equal(rkc_actor_call(c, "echo", f, 1, &r, TMO), 0);
+    const void *p;
+    size_t n;
+    assert_true(r.ok);
+    assert_string_equal(r.code, "");
+    assert_int_equal(rkc_reply_errno(&r), 0);
+    assert_int_equal(rkc_reply_bin(&r, "data", &p, &n), 0);
+    assert_int_equal(n, 3);
+    assert_memory_equal(p, "\0hi", 3);
+    assert_int_equal(rkc_reply_bin(&r, "nope", &p, &n), -ENOENT);
+    assert_int_equal(rkc_reply_bin(&r, "ok", &p, &n), -EPROTO);
+    rkc_reply_free(&r);
+    rkc_reply_free(&r); /* a released reply is a no-op */
+    pipelined_vadd(c);
+    rkc_field a_only[] = {RKC_FIELD("a", "abcd", 4)}, str[] = {RKC_FIELD_STR("data", "hi", 2)};
+    expect_refused(c, "nope", NULL, 0, "UNKNOWN_OP", -ENOSYS, "echo");
+    expect_refused(c, "vadd", a_only, 1, "INVALID_ARGUMENT", -EINVAL, "`b`");
+    expect_refused(c, "echo", str, 1, "INVALID_ARGUMENT", -EINVAL, "`data`");
+    rkc_field launch[] = {RKC_FIELD_UINT("grid", 1), RKC_FIELD_UINT("block", 64), RKC_FIELD_UINT("smem", 0)};
+    expect_refused(c, "launch", launch, 3, "PERMISSION_DENIED", -EPERM, "admin");
+    actor_list(c);
+    refused_locally(c);
+    rkc_close(c);
+    /* nobody there: a timeout, said */
+    c = client_ep("ipc:///tmp/rkbt-nobody-here");
+    assert_int_equal(rkc_actor_call(c, "echo", f, 1, &r, 300), -ETIMEDOUT);
+    assert_non_null(strstr(rkc_errmsg(c), "300 ms"));
+    rkc_close(c);
+}
+
+static void command_line(const bridge *b)
+{
+    char out[65536], file[300];
+    const char *C = g_client_path, *E = b->ep;
+    cli((const char *[]){C, "-e", E, "call", "echo", "data=hello", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "data: \"hello\" (5 B)"));
+    cli((const char *[]){C, "-e", E, "call", "echo", "data=hex:00ff", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "data: hex:00ff  (2 B)"));
+    cli((const char *[]){C, "-e", E, "call", "vadd", "a=f32:1,2,3", "b=f32:0.5,0.5,inf", "-f", "f32", NULL},
+        0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "c: f32:1.5,2.5,inf  (12 B)"));
+    snprintf(file, sizeof file, "%s/c.bin", b->dir);
+    char spec[320];
+    snprintf(spec, sizeof spec, "c=%s", file);
+    cli((const char *[]){C, "-e", E, "call", "vadd", "a=f32:1,2", "b=f32:3,4", "-o", spec, NULL}, 0, NULL,
+        out, sizeof out);
+    FILE *f = fopen(file, "rb");
+    assert_non_null(f);
+    float c[3];
+    assert_int_equal(fread(c, 1, sizeof c, f), 8);
+    fclose(f);
+    assert_true(c[0] == 4.0f && c[1] == 6.0f);
+    snprintf(spec, sizeof spec, "data=@%s", file); /* a file's bytes as a field */
+    cli((const char *[]){C, "-e", E, "call", "echo", spec, "-f", "f32", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "data: f32:4,6  (8 B)"));
+    cli((const char *[]){C, "-e", E, "call", "nope", NULL}, 1, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "UNKNOWN_OP"));
+    cli((const char *[]){C, "-e", E, "call", "echo", "data=hex:abc", NULL}, 2, "hex:abc", out, sizeof out);
+    cli((const char *[]){C, "-e", E, "call", "vadd", "a=f32:1,x", NULL}, 2, "f32:1,x", out, sizeof out);
+    cli((const char *[]){C, "-e", E, "call", "echo", "nodata", NULL}, 2, "FIELD=VALUE", out, sizeof out);
+    cli((const char *[]){C, "-e", E, "call", NULL}, 2, "actor name", out, sizeof out);
+    cli((const char *[]){C, "-e", E, "call", "echo", "-f", "wide", NULL}, 2, "--format wide", out, sizeof out);
+    cli((const char *[]){C, "-e", E, "call", "echo", "data=x", "-o", "data=/nonexistent/dir/f", NULL}, 1,
+        NULL, out, sizeof out);
+    assert_non_null(strstr(out, "cannot write"));
+    cli((const char *[]){C, "-e", E, "actors", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "a, b -> c"));
+    assert_non_null(strstr(out, "data -> data"));
+}
+
+void test_client(void **state)
+{
+    (void)state;
+    bridge b;
+    bridge_start(&b, NULL);
+    library(&b);
+    command_line(&b);
+    assert_int_equal(bridge_stop(&b), 0);
+}
