@@ -280,7 +280,7 @@ static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, s
 {
     size_t len;
     int rc = rk__iov_len(iov, iovcnt, &len);
-    if (rc == 0)
+    if (rc == 0 && a) /* a NULL actor is rk__prepare's error to name */
         rc = rk__decl_cap(a->rt, type, iov, iovcnt, len, &reply_cap);
     if (rc)
         return rc;
