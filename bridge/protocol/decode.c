@@ -62,6 +62,7 @@ int rkb_error_set(rkb_error *err, int code, const char *fmt, ...)
 void rkb_decode_state_init(rkb_decode_state *st)
 {
     memset(&st->obj, 0, sizeof st->obj);
+    st->zone_used = st->no_flat = false;
     st->zone_ok = msgpack_zone_init(&st->zone, MSGPACK_ZONE_CHUNK_SIZE);
 }
 
