@@ -51,13 +51,12 @@ static int rkb__actor_iov(rkb_loop *l, rkb_entry *e, uint16_t *type, rk_iov *iov
             iov[n++] = (rk_iov){in[i].ptr, in[i].len};
         return n;
     }
-    size_t head = rk_fields_head(d->n_inputs);
-    memset(table, 0, head);
-    memcpy(table, &d->n_inputs, 4);
-    iov[n++] = (rk_iov){table, head};
+    size_t lens[RK_FIELDS_MAX];
+    for (uint32_t i = 0; i < d->n_inputs; i++)
+        lens[i] = in[i].len;
+    rk_fields_write_head(table, d->n_inputs, lens);
+    iov[n++] = (rk_iov){table, rk_fields_head(d->n_inputs)};
     for (uint32_t i = 0; i < d->n_inputs; i++) {
-        uint32_t len = (uint32_t)in[i].len;
-        memcpy(table + 4 + 4 * i, &len, 4);
         iov[n++] = (rk_iov){in[i].ptr, in[i].len};
         if (in[i].len % 16)
             iov[n++] = (rk_iov){zeros, 16 - in[i].len % 16};

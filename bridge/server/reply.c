@@ -133,10 +133,9 @@ void rkb_answer_rk_error(rkb_loop *l, rkb_entry *e, int rc, const char *detail)
  * from the codec, then the payload copied once, from the runtime's reply
  * straight into the frame ZeroMQ sends. Releases r (its arena space goes
  * back before the send). */
-void rkb_answer_data(rkb_loop *l, rkb_entry *e, rk_reply *r)
+/* One frame: head[0..hl) then r's payload; releases r. */
+static void rkb__answer_frame(rkb_loop *l, rkb_entry *e, rk_reply *r, const uint8_t *head, size_t hl)
 {
-    uint8_t head[RKB_DATA_HEAD_MAX];
-    size_t hl = rkb_encode_data_head(&l->enc, head, e->req.has_id, e->req.id, e->req.op, r->len);
     zmq_msg_t m;
     if (zmq_msg_init_size(&m, hl + r->len) != 0) {
         size_t len = r->len;
@@ -150,6 +149,13 @@ void rkb_answer_data(rkb_loop *l, rkb_entry *e, rk_reply *r)
         memcpy(d + hl, r->data, r->len);
     rk_reply_release(l->act, r);
     rkb__deliver(l, e, &m);
+}
+
+void rkb_answer_data(rkb_loop *l, rkb_entry *e, rk_reply *r)
+{
+    uint8_t head[RKB_DATA_HEAD_MAX];
+    size_t hl = rkb_encode_data_head(&l->enc, head, e->req.has_id, e->req.id, e->req.op, r->len);
+    rkb__answer_frame(l, e, r, head, hl);
 }
 
 void rkb_answer_actor(rkb_loop *l, rkb_entry *e, rk_reply *r)
@@ -169,17 +175,7 @@ void rkb_answer_actor(rkb_loop *l, rkb_entry *e, rk_reply *r)
     if (d->n_outputs == 1) {
         uint8_t head[RKB_KEY_HEAD_MAX];
         size_t hl = rkb_encode_key_head(head, e->req.has_id, e->req.id, d->outputs[0], r->len);
-        zmq_msg_t m;
-        if (zmq_msg_init_size(&m, hl + r->len) != 0) {
-            rk_reply_release(l->act, r);
-            rkb_answer_error(l, e, RKB_E_INTERNAL, "out of memory for a reply");
-            return;
-        }
-        memcpy(zmq_msg_data(&m), head, hl);
-        if (r->len)
-            memcpy((uint8_t *)zmq_msg_data(&m) + hl, r->data, r->len);
-        rk_reply_release(l->act, r);
-        rkb__deliver(l, e, &m);
+        rkb__answer_frame(l, e, r, head, hl);
         return;
     }
     rk_field f[RK_FIELDS_MAX];

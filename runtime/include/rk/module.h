@@ -171,6 +171,19 @@ static inline int rk_fields_parse(const void *buf, size_t len, uint32_t n, int e
     return 0;
 }
 
+/* Writes the table head of n fields of lens[] (rk_fields_head(n) bytes,
+ * padding zeroed) at buf; the fields follow, each 16-byte aligned. */
+static inline void rk_fields_write_head(void *buf, uint32_t n, const size_t *lens)
+{
+    unsigned char *b = (unsigned char *)buf;
+    memset(b, 0, rk_fields_head(n));
+    memcpy(b, &n, 4);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t l = (uint32_t)lens[i];
+        memcpy(b + 4 + 4 * i, &l, 4);
+    }
+}
+
 /* Lays out n fields of lens[] in buf (cap bytes) in the table layout (n >= 2)
  * or as the bytes themselves (n == 1): writes the head and stores where
  * each field goes in at[0..n); the caller then fills them. Returns the total
@@ -188,11 +201,8 @@ static inline size_t rk_fields_layout(void *buf, size_t cap, uint32_t n, const s
     if (n == 0 || n > RK_FIELDS_MAX || total > cap)
         return 0;
     size_t off = rk_fields_head(n);
-    memset(b, 0, off);
-    memcpy(b, &n, 4);
+    rk_fields_write_head(b, n, lens);
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t l = (uint32_t)lens[i];
-        memcpy(b + 4 + 4 * i, &l, 4);
         at[i] = b + off;
         off += (lens[i] + 15u) & ~(size_t)15;
     }
