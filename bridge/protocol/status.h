@@ -44,7 +44,10 @@
     X(disconnects, "client connections closed, by the client or by ZeroMQ (a frame above "        \
                    "transport_cap_bytes closes its connection)")                                   \
     X(accept_failures, "connections the listener could not accept (e.g. no file descriptor left)") \
-    X(listen_pauses, "times an endpoint stopped listening for a while after accept failures")      \
+    X(listen_pauses, "times an endpoint stopped taking new connections for a while after accept "  \
+                     "failures")                                                                   \
+    X(connections_shed, "connections accepted and closed at once during such a pause (they were "  \
+                        "waiting when it began)")                                                  \
     X(log_suppressed, "log lines left out by the per-kind rate limit")                            \
     X(ring_requests, "requests the runtime enqueued")                                              \
     X(ring_replies, "replies the runtime delivered")                                               \

@@ -163,31 +163,21 @@ static int rkb__bind_ipc(rkb_port *p, rkb_endpoint *e, const char *ep, char *msg
 
 int rkb_endpoint_bind(rkb_port *p, rkb_endpoint *e, char *msg, size_t cap)
 {
-    /* again after a pause: the address it had (a tcp://HOST:* port stays) */
-    const char *ep = e->bound[0] ? e->bound : e->asked;
-    char again[sizeof e->bound];
-    snprintf(again, sizeof again, "%s", ep);
-    if (!strncmp(again, "ipc://", 6)) {
-        if (rkb__bind_ipc(p, e, again, msg, cap))
+    if (!strncmp(e->asked, "ipc://", 6)) {
+        if (rkb__bind_ipc(p, e, e->asked, msg, cap))
             return -1;
     } else {
-        if (zmq_bind(p->router, again) != 0) {
+        if (zmq_bind(p->router, e->asked) != 0) {
             snprintf(msg, cap, "%s", zmq_strerror(errno));
             return -1;
         }
         size_t sz = sizeof e->bound;
         if (zmq_getsockopt(p->router, ZMQ_LAST_ENDPOINT, e->bound, &sz) != 0)
-            snprintf(e->bound, sizeof e->bound, "%s", again);
+            snprintf(e->bound, sizeof e->bound, "%s", e->asked);
     }
     e->listening = true;
+    rkb_listener_find(p, e);
     return 0;
-}
-
-void rkb_endpoint_unbind(rkb_port *p, rkb_endpoint *e)
-{
-    if (e->listening && zmq_unbind(p->router, e->bound) != 0)
-        rkb_logk(RKB_LK_SYSTEM, RKB_LOG_ERROR, "zmq_unbind %s: %s", e->bound, zmq_strerror(errno));
-    e->listening = false;
 }
 
 void rkb_endpoint_remove_file(rkb_endpoint *e)

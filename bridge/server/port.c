@@ -252,6 +252,7 @@ int rkb_port_open(rkb_port *p, rkb_shared *sh, rkb_counters *n)
     const rkb_config *c = sh->cfg;
     p->sh = sh;
     p->n = n;
+    rkb_listener_open(p);
     p->router = zmq_socket(sh->ctx, ZMQ_ROUTER);
     if (!p->router) {
         fprintf(stderr, "rk-bridge: zmq_socket: %s\n", zmq_strerror(errno));
@@ -271,11 +272,17 @@ int rkb_port_open(rkb_port *p, rkb_shared *sh, rkb_counters *n)
         return rc;
     if ((rc = rkb__monitor(p)) || (rc = rkb__bind_all(p)))
         return rc;
+    size_t sz = sizeof p->backlog;
+    if (zmq_getsockopt(p->router, ZMQ_BACKLOG, &p->backlog, &sz) != 0)
+        p->backlog = 100;
+    p->base_fds = rkb_listener_count();
     return 0;
 }
 
 void rkb_port_close(rkb_port *p, int linger_ms)
 {
+    for (int i = 0; i < p->n_eps; i++)
+        rkb_listener_resume(p, &p->eps[i]);
     if (p->monitor) {
         /* first: the I/O thread must never wait for a reader that is gone */
         zmq_socket_monitor(p->router, NULL, 0);
@@ -289,6 +296,7 @@ void rkb_port_close(rkb_port *p, int linger_ms)
     }
     for (int i = 0; i < p->n_eps; i++)
         rkb_endpoint_remove_file(&p->eps[i]);
+    rkb_listener_close(p);
     free(p->conn_fds);
     p->conn_fds = NULL;
     p->n_conn = p->cap_conn = 0;

@@ -36,7 +36,7 @@
     X(requests) X(replies) X(errors) X(busy) X(too_large) X(malformed)         \
     X(shutting_down) X(device_fault) X(internal) X(permission_denied)          \
     X(queued_total) X(dropped_replies) X(unroutable) X(accepted)               \
-    X(disconnects) X(accept_failures) X(listen_pauses)
+    X(disconnects) X(accept_failures) X(listen_pauses) X(connections_shed)
 
 typedef struct rkb_counters {
 #define RKB__TC_FIELD(name) uint64_t name;
@@ -45,6 +45,7 @@ typedef struct rkb_counters {
 } rkb_counters;
 
 #define RKB_INC(n, f) __atomic_store_n(&(n)->f, (n)->f + 1, __ATOMIC_RELAXED)
+#define RKB_ADD(n, f, v) __atomic_store_n(&(n)->f, (n)->f + (v), __ATOMIC_RELAXED)
 #define RKB_SET(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define RKB_LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
@@ -80,10 +81,14 @@ typedef struct rkb_endpoint {
     const char *asked;    /* as given to --bind */
     char bound[256];      /* as ZeroMQ reports it (tcp://HOST:* -> the port) */
     bool ipc_file;        /* an ipc:// path this bridge created */
+    bool hidden;          /* ... renamed to PATH.paused during a pause (listener.c) */
     char path[200];       /* ... its file */
     uint64_t dev, ino;    /* ... which must still be this file to be removed */
-    bool listening;
-    int64_t resume_at;    /* paused after accept failures: listen again then */
+    int lfd;              /* ZeroMQ's descriptor of its listening socket, or -1 */
+    int real_fd;          /* ... and ours of the same socket (listener.c) */
+    bool listening;       /* false while paused after accept failures */
+    bool shed;            /* ... and connections wait to be shed */
+    int64_t resume_at;    /* ... until then */
     int64_t backoff_ns;
     int64_t last_failure;
 } rkb_endpoint;
@@ -96,6 +101,10 @@ typedef struct rkb_port {
     rkb_zap *zap;         /* CURVE's ZAP handler, or NULL */
     void *monitor;        /* PAIR receiving the ROUTER's socket events */
     int sfd;              /* signalfd for SIGINT/SIGTERM */
+    int spare_fd;         /* kept open for shedding connections (listener.c) */
+    int decoy_fd;         /* ... a listener nobody reaches, for pauses */
+    int backlog;          /* ZMQ_BACKLOG */
+    uint64_t base_fds;    /* descriptors open at start-up (before any client) */
     rkb_endpoint eps[RKB_MAX_BINDS];
     int n_eps;
     rkb_counters *n;      /* the owning thread's counters */
@@ -146,11 +155,26 @@ int rkb_endpoints_check(struct rkb_shared *sh);
 /* Binds e (first time or again after a pause): ipc paths are checked and
  * get their mode. Returns 0 or -1 with msg filled. */
 int rkb_endpoint_bind(rkb_port *p, rkb_endpoint *e, char *msg, size_t cap);
-void rkb_endpoint_unbind(rkb_port *p, rkb_endpoint *e);
 /* Removes the ipc file e created, if it is still that file. */
 void rkb_endpoint_remove_file(rkb_endpoint *e);
 /* Raises the soft file descriptor limit to the hard one; returns it. */
 uint64_t rkb_raise_fd_limit(void);
+
+/* listener.c: an endpoint's listening socket when descriptors run out
+ * (the port's thread only). find: sets e->lfd and e->real_fd (-1 and a
+ * warning when it cannot). pause: ZeroMQ stops accepting there and no new
+ * connection reaches the accept queue (0, or -1 logged). shed: accepts and
+ * closes what waits there while paused; returns how many. resume: undoes
+ * pause (also before the ROUTER closes). open/close: the spare descriptor
+ * and the decoy pausing needs; close also closes each real_fd. count:
+ * the descriptors open now (at start-up, for rkb_port_watch). */
+void rkb_listener_find(rkb_port *p, rkb_endpoint *e);
+int rkb_listener_pause(rkb_port *p, rkb_endpoint *e);
+void rkb_listener_resume(rkb_port *p, rkb_endpoint *e);
+uint64_t rkb_listener_shed(rkb_port *p, rkb_endpoint *e);
+void rkb_listener_open(rkb_port *p);
+void rkb_listener_close(rkb_port *p);
+uint64_t rkb_listener_count(void);
 
 /* ---- the request pool (pool.c) --------------------------------------------
  * A request lives in an entry from the moment it is read until its reply is

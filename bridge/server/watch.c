@@ -2,14 +2,18 @@
  * besides requests: the stop signal, the ROUTER's socket events, paused
  * endpoints, and the log's summaries.
  *
- * Accept failures: when the process runs out of file descriptors, the
- * kernel keeps the listening socket readable and every accept() fails, so
- * ZeroMQ's I/O thread would retry it in a loop, a whole core, for as long
- * as it lasts (ZeroMQ reports each failure as ZMQ_EVENT_ACCEPT_FAILED and
- * does nothing else). The bridge stops listening on that endpoint instead
- * (zmq_unbind; connected clients are not touched, new ones are refused and
- * ZeroMQ clients retry by themselves) and listens again after a pause that
- * grows from RKB_PAUSE_MIN_NS to RKB_PAUSE_MAX_NS while failures go on.
+ * Accept failures (no file descriptor left; listener.c says why they would
+ * cost a core): the endpoint pauses, what waits in its accept queue is
+ * shed, and it listens again after a pause that grows from
+ * RKB_PAUSE_MIN_NS to RKB_PAUSE_MAX_NS while failures go on. Connected
+ * clients are not touched; new ones wait (TCP) or retry (ipc).
+ *
+ * An ipc endpoint must not get there: libzmq (4.3) aborts the process
+ * when an ipc accept() fails for want of a descriptor (its ipc listener
+ * lacks EMFILE among the errors it expects). So it pauses while fewer than
+ * its backlog + RKB_IPC_RESERVE descriptors are free (connections counted
+ * from the socket events, the rest counted at start-up), and resumes once
+ * RKB_IPC_RESERVE more are.
  *
  * Settling at exit: libzmq writes a reply into the connection and forgets
  * it; a client whose receive queue is full (ZMQ_RCVHWM) reads no more
@@ -32,6 +36,7 @@
 #define RKB_PAUSE_MIN_NS 100000000LL    /* 100 ms */
 #define RKB_PAUSE_MAX_NS 2000000000LL   /* 2 s */
 #define RKB_PAUSE_RESET_NS 10000000000LL /* no failure for 10 s: back to the minimum */
+#define RKB_IPC_RESERVE 32              /* descriptors kept free, beyond the backlog (ipc) */
 
 static int rkb__signal(rkb_port *p)
 {
@@ -53,22 +58,56 @@ static rkb_endpoint *rkb__find(rkb_port *p, const char *addr, size_t len)
 
 static void rkb__pause(rkb_port *p, rkb_endpoint *e, int err, int64_t now)
 {
-    if (!e || !e->listening)
-        return; /* events queued before the pause */
+    if (!e || e->lfd < 0)
+        return; /* listener.c warned at start-up */
+    e->shed = true;
+    /* paused already (events queued meanwhile, or the decoy's EAGAIN), a
+     * failure that is not about descriptors, or it cannot */
+    if (!e->listening || (err != EMFILE && err != ENFILE) || rkb_listener_pause(p, e) != 0)
+        return;
     bool recent = e->last_failure && now - e->last_failure < RKB_PAUSE_RESET_NS;
     e->backoff_ns = !recent || !e->backoff_ns ? RKB_PAUSE_MIN_NS
                     : e->backoff_ns * 2 > RKB_PAUSE_MAX_NS ? RKB_PAUSE_MAX_NS
                                                            : e->backoff_ns * 2;
     e->last_failure = now;
-    rkb_endpoint_unbind(p, e);
     e->resume_at = now + e->backoff_ns;
     RKB_INC(p->n, listen_pauses);
     rkb_logk(RKB_LK_ACCEPT, RKB_LOG_WARN,
              "cannot accept a connection on %s: %s (file descriptor limit %llu, %llu connections "
-             "open); not listening there for %lld ms",
+             "open); new connections wait for %lld ms",
              e->bound, strerror(err), (unsigned long long)p->sh->fd_limit,
              (unsigned long long)(RKB_LD(p->n->accepted) - RKB_LD(p->n->disconnects)),
              (long long)(e->backoff_ns / 1000000));
+}
+
+/* Descriptors free: the limit less those open at start-up and the
+ * connections open now. */
+static uint64_t rkb__free_fds(const rkb_port *p)
+{
+    uint64_t used = p->base_fds + (uint64_t)p->n_conn;
+    return p->sh->fd_limit > used ? p->sh->fd_limit - used : 0;
+}
+
+static bool rkb__is_ipc(const rkb_endpoint *e) { return !strncmp(e->bound, "ipc://", 6); }
+
+static void rkb__guard(rkb_port *p, int64_t now)
+{
+    uint64_t reserve = (uint64_t)p->backlog + RKB_IPC_RESERVE, free_fds = rkb__free_fds(p);
+    if (free_fds >= reserve)
+        return;
+    for (int i = 0; i < p->n_eps; i++) {
+        rkb_endpoint *e = &p->eps[i];
+        if (!rkb__is_ipc(e) || !e->listening || rkb_listener_pause(p, e) != 0)
+            continue;
+        e->shed = true;
+        e->resume_at = now + RKB_PAUSE_MIN_NS;
+        RKB_INC(p->n, listen_pauses);
+        rkb_logk(RKB_LK_ACCEPT, RKB_LOG_WARN,
+                 "%llu file descriptors free (limit %llu, %d connections open): %s takes no new "
+                 "connection until %llu are (libzmq would abort on an ipc accept with none left)",
+                 (unsigned long long)free_fds, (unsigned long long)p->sh->fd_limit, p->n_conn,
+                 e->bound, (unsigned long long)(reserve + RKB_IPC_RESERVE));
+    }
 }
 
 /* The descriptors of open connections (the events' value), for
@@ -128,20 +167,24 @@ static int rkb__event(rkb_port *p, int64_t now)
     return 1;
 }
 
+/* Sheds what waits after failures (once per watch however many events
+ * came), and resumes endpoints whose pause is over. */
 static void rkb__resume(rkb_port *p, int64_t now)
 {
     for (int i = 0; i < p->n_eps; i++) {
         rkb_endpoint *e = &p->eps[i];
+        if (e->shed) {
+            e->shed = false;
+            RKB_ADD(p->n, connections_shed, rkb_listener_shed(p, e));
+        }
         if (e->listening || now < e->resume_at)
             continue;
-        char msg[256];
-        if (rkb_endpoint_bind(p, e, msg, sizeof msg) == 0) {
-            rkb_logk(RKB_LK_ACCEPT, RKB_LOG_INFO, "listening on %s again", e->bound);
-        } else {
-            e->resume_at = now + RKB_PAUSE_MAX_NS;
-            rkb_logk(RKB_LK_ACCEPT, RKB_LOG_ERROR, "cannot listen on %s again: %s; next try in %lld ms",
-                     e->bound, msg, (long long)(RKB_PAUSE_MAX_NS / 1000000));
+        if (rkb__is_ipc(e) && rkb__free_fds(p) < (uint64_t)p->backlog + 2 * RKB_IPC_RESERVE) {
+            e->resume_at = now + RKB_PAUSE_MIN_NS;
+            continue;
         }
+        rkb_listener_resume(p, e);
+        rkb_logk(RKB_LK_ACCEPT, RKB_LOG_INFO, "accepting connections on %s again", e->bound);
     }
 }
 
@@ -152,6 +195,7 @@ int rkb_port_watch(rkb_port *p, int64_t now)
     /* bounded: a flood of events must not starve the requests */
     for (int k = 0; p->monitor && k < 4096 && rkb__event(p, now); k++)
         ;
+    rkb__guard(p, now);
     rkb__resume(p, now);
     if (now >= p->next_flush) {
         p->next_flush = now + 1000000000;
