@@ -89,6 +89,47 @@ static void read_line(int fd, char *buf, size_t cap)
     }
 }
 
+/* Bridges started and not yet reaped (copies: a failed assertion leaves
+ * the test's stack), for bridge_teardown. */
+static struct {
+    pid_t pid;
+    char dir[64];
+    bool own_dir;
+} g_live[16];
+
+static void live_add(const bridge *b)
+{
+    for (size_t i = 0; i < sizeof g_live / sizeof *g_live; i++)
+        if (g_live[i].pid == 0) {
+            g_live[i].pid = b->pid;
+            snprintf(g_live[i].dir, sizeof g_live[i].dir, "%s", b->dir);
+            g_live[i].own_dir = b->own_dir;
+            return;
+        }
+}
+
+static void live_remove(pid_t pid)
+{
+    for (size_t i = 0; i < sizeof g_live / sizeof *g_live; i++)
+        if (g_live[i].pid == pid)
+            g_live[i].pid = 0;
+}
+
+int bridge_teardown(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof g_live / sizeof *g_live; i++) {
+        if (g_live[i].pid == 0)
+            continue;
+        bridge b = {.pid = g_live[i].pid, .own_dir = g_live[i].own_dir};
+        snprintf(b.dir, sizeof b.dir, "%s", g_live[i].dir);
+        fprintf(stderr, "-- the test left rk-bridge %d running; its stderr:\n", (int)b.pid);
+        kill(b.pid, SIGKILL);
+        bridge_reap(&b, 60000);
+    }
+    return 0;
+}
+
 int bridge_start_opts(bridge *b, const bridge_opts *o, const char *const *args)
 {
     if (!o->keep_dir) {
@@ -115,6 +156,7 @@ int bridge_start_opts(bridge *b, const bridge_opts *o, const char *const *args)
     if (b->pid == 0)
         child_exec(argv, o, pfd[1], -1, b->dir);
     close(pfd[1]);
+    live_add(b);
     read_line(pfd[0], b->line, sizeof b->line);
     close(pfd[0]); /* the bridge writes nothing more to stdout */
     if (strstr(b->line, "listening on")) {
@@ -164,6 +206,7 @@ static int bridge_wait(bridge *b, int ms)
 int bridge_reap(bridge *b, int ms)
 {
     b->status = bridge_wait(b, ms);
+    live_remove(b->pid);
     char path[128];
     snprintf(path, sizeof path, "%s/stderr.%d", b->dir, (int)b->pid);
     free(g_last_err);

@@ -71,6 +71,9 @@ void bridge_start(bridge *b, const char *first, ...);
  * ours), b->dir is removed. Returns the exit status (-1: still running
  * after 60 s, killed). */
 int bridge_stop(bridge *b);
+/* cmocka's group teardown: kills the bridges a failed test left running
+ * and copies their stderr into the test's log. */
+int bridge_teardown(void **state);
 /* Waits (up to ms) for an exit already under way; returns the status,
  * reads g_last_err and removes the directory like bridge_stop. */
 int bridge_reap(bridge *b, int ms);

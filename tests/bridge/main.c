@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     int rc = 2;
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (!strcmp(argv[2], all[i].name))
-            rc = _cmocka_run_group_tests(argv[2], &all[i].t, 1, NULL, NULL);
+            rc = _cmocka_run_group_tests(argv[2], &all[i].t, 1, NULL, bridge_teardown);
     if (rc == 2)
         fprintf(stderr, "no test group %s\n", argv[2]);
     free(g_last_err);
