@@ -12,6 +12,8 @@
 #    package imports from the prefix (PYTHONPATH) and pings it;
 #  - the installed rk-bench, rk-client and rk-bridge run from the prefix
 #    (rpath $ORIGIN/..), with matching versions; rk-bridge serves a ping;
+#  - a module of GPU actors builds from the prefix with nvcc as the README
+#    says (rk/gpu_actor.cuh) and the installed rk-bridge serves its CPU twins;
 #  - every man page renders with `man --warnings -l` and no warning;
 #  - rk-bridge.service passes `systemd-analyze verify` (skipped where
 #    there is no systemd-analyze) and `security` below exposure 2.5.
@@ -94,7 +96,8 @@ installed_files() {
       include/rk/client.h share/man/man3/rkc.3 share/man/man3/rkc_actor_call.3 \
       lib/python3/dist-packages/ringkernel/__init__.py \
       share/man/man3/rk_runtime_open.3 share/man/man3/rk_ring_init.3 \
-      share/man/man3/rk_actor_call.3 lib/systemd/system/rk-bridge.service; do
+      share/man/man3/rk_actor_call.3 lib/systemd/system/rk-bridge.service \
+      include/rk/gpu_actor.cuh include/rk/device/kernel.cuh include/rk/device/rk_abi.h; do
     [ -e "$prefix/$f" ] || { echo "missing: $f"; missing=1; }
   done
   for f in librk.so librk.a pkgconfig/rk.pc librkc.so librkc.a pkgconfig/rkc.pc; do
@@ -188,6 +191,29 @@ if /usr/bin/python3 -c 'import zmq, msgpack' 2>/dev/null; then
   check clients_pkgconfig_python bash -c "$(declare -f clients); src='$src' prefix='$prefix' out='$out' libdir='$libdir' clients"
 else
   result clients_pkgconfig_python SKIP "/usr/bin/python3 lacks zmq or msgpack (.ci/deps installs them)"
+fi
+
+gpu_module() { # issue 10: GPU actors built from the prefix as the README says, served on the CPU
+  set -e
+  local nvcc; nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  echo "nvcc ... $(pkg-config --cflags rk)"
+  "$nvcc" -std=c++17 -arch=sm_90 -shared -Xcompiler -fPIC,-fvisibility=hidden $(pkg-config --cflags rk) \
+    "$src/samples/gpu_module/sample_actors.cu" -o "$out/sample_actors.so"
+  local sock=$out/gm.sock
+  env -u LD_LIBRARY_PATH "$prefix/bin/rk-bridge" --backend cpu --bind "ipc://$sock" \
+    --actors "$out/sample_actors.so" >"$out/bridge-gm.out" 2>&1 &
+  local pid=$!
+  trap 'kill -TERM $pid 2>/dev/null; wait $pid' RETURN
+  for _ in $(seq 100); do grep -q listening "$out/bridge-gm.out" && break; sleep 0.1; done
+  local pydir; pydir=$(dirname "$(dirname "$(find "$prefix" -path '*/ringkernel/__init__.py')")")
+  /usr/bin/python3 "$src/samples/gpu_module/check_sample_actors.py" "ipc://$sock" --client-path "$pydir"
+}
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  result gpu_module_from_prefix SKIP "no nvcc"
+elif ! /usr/bin/python3 -c 'import zmq, msgpack, numpy' 2>/dev/null; then
+  result gpu_module_from_prefix SKIP "/usr/bin/python3 lacks zmq, msgpack or numpy (.ci/deps installs them)"
+else
+  check gpu_module_from_prefix bash -c "$(declare -f gpu_module); src='$src' prefix='$prefix' out='$out' gpu_module"
 fi
 
 man_pages() {

@@ -101,7 +101,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
                               reinterpret_cast<uint8_t *>(r + 7), out.msg_max - sizeof(rk_msg_hdr), &out_len);
         status = __shfl_sync(FULL, status, 0);
         out_len = __shfl_sync(FULL, out_len, 0);
-        rwords = sizeof(rk_msg_hdr) + (status == 0 ? out_len : 0);
+        rwords = sizeof(rk_msg_hdr) + (reply_has_data(status) ? out_len : 0);
     }
     __syncwarp();
     if (lane >= 1 && lane < 5)
@@ -111,7 +111,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
     if (lane == 5)
         r[5] = (uint32_t)status;
     if (lane == 6)
-        r[6] = status == 0 ? out_len : 0;
+        r[6] = reply_has_data(status) ? out_len : 0;
     __syncwarp();
     d2h_post_words(out, dpos, dhead, sh, r, lane);
     if (run && lane == 0) /* answered: no longer running */

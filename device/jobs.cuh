@@ -68,7 +68,7 @@ __device__ __noinline__ void post_job_replies(const rk_kargs &ka, scratch *ds, s
         if (lane == 0) {
             r[0] = sizeof(rk_msg_hdr) + sizeof(rk_arena_ref);
             r[5] = (uint32_t)j->status;
-            r[6] = j->status == 0 ? j->out_len : 0;
+            r[6] = reply_has_data(j->status) ? j->out_len : 0;
         }
         __syncwarp();
         d2h_post_words(out, dpos, dhead, sh, r, lane);

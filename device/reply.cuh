@@ -10,10 +10,16 @@
 #include "block0.cuh"
 #include "kernel_desc.h"
 #include "ring.cuh"
+#include "rk/error.h"
 #include "rk/msg.h"
 
 namespace rk {
 namespace dev {
+
+/* Whether a reply of this status carries the handler's bytes: a success,
+ * or an actor's own error (-RK_EACTOR: its sentence), as on the CPU
+ * backend (runtime/src/serve_cpu.c). */
+__device__ __forceinline__ bool reply_has_data(int status) { return status == 0 || status == -RK_EACTOR; }
 
 /* Waits until position dpos is free in D2H. The cached head is refreshed
  * (one PCIe read) only when it says "full". acquire: pairs with the host

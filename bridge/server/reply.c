@@ -105,14 +105,17 @@ void rkb_answer_rk_error(rkb_loop *l, rkb_entry *e, int rc, const char *detail)
 {
     int c = rc < 0 ? -rc : rc;
     const char *d = detail && detail[0] ? detail : rk_strerror(rc);
+    const char *what = e->req.op == RKB_OP_ACTOR ? l->actors[e->req.u.actor.index].decl->name
+                                                 : rkb_op_name(e->req.op);
     switch (c) {
+    case RK_ENODEV: /* nothing failed: this backend cannot serve it (a GPU-only actor on the CPU) */
+        rkb_answer_error(l, e, RKB_E_DEVICE_FAULT, "the %s backend cannot serve %s: %s",
+                        l->info.backend_name, what, d);
+        break;
     case RK_EDEVICE:
-    case RK_ENODEV:
     case RK_ESELFTEST:
         rkb_answer_error(l, e, RKB_E_DEVICE_FAULT, "the %s backend failed with request %s in flight: %s",
-                        l->info.backend_name,
-                        e->req.op == RKB_OP_ACTOR ? l->actors[e->req.u.actor.index].decl->name
-                                                  : rkb_op_name(e->req.op), d);
+                        l->info.backend_name, what, d);
         break;
     case RK_ECLOSED:
         rkb_answer_error(l, e, RKB_E_SHUTTING_DOWN, "the bridge is shutting down: %s", d);

@@ -17,8 +17,8 @@
  *     };
  *     RK_MODULE_EXPORT("counters", actors, NULL)
  *
- * built with `cc -shared -fPIC $(pkg-config --cflags ringkernel)`; a module
- * with GPU actors is built with nvcc and passes its kernel (rk/gpu_actor.cuh).
+ * built with `cc -shared -fPIC $(pkg-config --cflags rk)`; a module with GPU
+ * actors is built with nvcc from one list (rk/gpu_actor.cuh, RK_GPU_MODULE).
  *
  * Field layout (requests and replies): one field is the payload itself. Several
  * fields of an actor flagged RK_ACTOR_EQUAL_INPUTS are concatenated, each
@@ -109,8 +109,13 @@ typedef struct rk_module {
 
 typedef const rk_module *(*rk_module_fn)(void);
 
+#ifdef __cplusplus
+#define RK__MODULE_LINKAGE extern "C" /* dlsym finds the symbol by its C name */
+#else
+#define RK__MODULE_LINKAGE
+#endif
 #define RK_MODULE_EXPORT(name_, actors_, kernel_)                                                  \
-    __attribute__((visibility("default"))) const rk_module *rk_module_v1(void)                     \
+    RK__MODULE_LINKAGE __attribute__((visibility("default"))) const rk_module *rk_module_v1(void)  \
     {                                                                                              \
         static const rk_module m = {RK_MODULE_ABI, (uint32_t)(sizeof(actors_) / sizeof((actors_)[0])), \
                                     (name_), (actors_), (kernel_)};                                \
@@ -124,11 +129,18 @@ typedef struct rk_field {
     size_t len;
 } rk_field;
 
+/* The field helpers also run in a GPU actor (nvcc: host and device). */
+#ifdef __CUDACC__
+#define RK_FIELDS_FN static inline __host__ __device__
+#else
+#define RK_FIELDS_FN static inline
+#endif
+
 /* Bytes of a table's head for n fields (16-byte aligned). */
-static inline size_t rk_fields_head(uint32_t n) { return (4u + 4u * (size_t)n + 15u) & ~(size_t)15; }
+RK_FIELDS_FN size_t rk_fields_head(uint32_t n) { return (4u + 4u * (size_t)n + 15u) & ~(size_t)15; }
 
 /* Bytes of n fields of lens[] in the table layout. */
-static inline size_t rk_fields_size(uint32_t n, const size_t *lens)
+RK_FIELDS_FN size_t rk_fields_size(uint32_t n, const size_t *lens)
 {
     size_t s = rk_fields_head(n);
     for (uint32_t i = 0; i < n; i++)
@@ -139,7 +151,7 @@ static inline size_t rk_fields_size(uint32_t n, const size_t *lens)
 /* Splits a payload of n fields (layout above; equal: RK_ACTOR_EQUAL_INPUTS)
  * into out[0..n). Returns 0, or -RK_EPROTO when the bytes do not hold n
  * fields (a length past the end, a wrong count, unequal parts). */
-static inline int rk_fields_parse(const void *buf, size_t len, uint32_t n, int equal, rk_field *out)
+RK_FIELDS_FN int rk_fields_parse(const void *buf, size_t len, uint32_t n, int equal, rk_field *out)
 {
     const unsigned char *b = (const unsigned char *)buf;
     if (n == 0 || n > RK_FIELDS_MAX)
@@ -147,8 +159,10 @@ static inline int rk_fields_parse(const void *buf, size_t len, uint32_t n, int e
     if (n == 1 || equal) {
         if (len % n)
             return -RK_EPROTO;
-        for (uint32_t i = 0; i < n; i++)
-            out[i] = (rk_field){b + i * (len / n), len / n};
+        for (uint32_t i = 0; i < n; i++) {
+            out[i].data = b + i * (len / n);
+            out[i].len = len / n;
+        }
         return 0;
     }
     size_t off = rk_fields_head(n);
@@ -163,7 +177,8 @@ static inline int rk_fields_parse(const void *buf, size_t len, uint32_t n, int e
         memcpy(&l, b + 4 + 4 * i, 4);
         if (l > len - off)
             return -RK_EPROTO;
-        out[i] = (rk_field){b + off, l};
+        out[i].data = b + off;
+        out[i].len = l;
         off += ((size_t)l + 15u) & ~(size_t)15;
         if (off > len)
             off = len; /* the last field's padding may be cut off */
@@ -173,7 +188,7 @@ static inline int rk_fields_parse(const void *buf, size_t len, uint32_t n, int e
 
 /* Writes the table head of n fields of lens[] (rk_fields_head(n) bytes,
  * padding zeroed) at buf; the fields follow, each 16-byte aligned. */
-static inline void rk_fields_write_head(void *buf, uint32_t n, const size_t *lens)
+RK_FIELDS_FN void rk_fields_write_head(void *buf, uint32_t n, const size_t *lens)
 {
     unsigned char *b = (unsigned char *)buf;
     memset(b, 0, rk_fields_head(n));
@@ -188,7 +203,7 @@ static inline void rk_fields_write_head(void *buf, uint32_t n, const size_t *len
  * or as the bytes themselves (n == 1): writes the head and stores where
  * each field goes in at[0..n); the caller then fills them. Returns the total
  * bytes, or 0 when they do not fit in cap. */
-static inline size_t rk_fields_layout(void *buf, size_t cap, uint32_t n, const size_t *lens, void **at)
+RK_FIELDS_FN size_t rk_fields_layout(void *buf, size_t cap, uint32_t n, const size_t *lens, void **at)
 {
     unsigned char *b = (unsigned char *)buf;
     if (n == 1) {
