@@ -193,10 +193,16 @@ int rkc_wait(rkc *c, uint64_t id, rkc_reply *out, int timeout_ms)
     }
 }
 
-static int rkc__send_buf(rkc *c, const void *buf, size_t len, int timeout_ms)
+/* delim (DEALER): the empty delimiter frame first, as REQ sends it, so that the
+ * reply finds its way back through any broker (bridge/PROTOCOL.md). */
+static int rkc__send_buf(rkc *c, const void *buf, size_t len, int timeout_ms, bool delim)
 {
     for (;;) {
-        if (zmq_send(c->sock, buf, len, ZMQ_DONTWAIT) >= 0)
+        /* the rest of a message whose first frame went is always taken */
+        if (delim && zmq_send(c->sock, "", 0, ZMQ_DONTWAIT | ZMQ_SNDMORE) >= 0)
+            return zmq_send(c->sock, buf, len, 0) >= 0 ? 0
+                   : rkc__fail(c, -EIO, "zmq_send: %s", zmq_strerror(errno));
+        if (!delim && zmq_send(c->sock, buf, len, ZMQ_DONTWAIT) >= 0)
             return 0;
         if (errno != EAGAIN)
             return rkc__fail(c, -EIO, "zmq_send: %s", zmq_strerror(errno));
@@ -210,7 +216,7 @@ int rkc_send_raw(rkc *c, const void *frame, size_t len, int timeout_ms)
 {
     if (!c || (!frame && len))
         return -EINVAL;
-    return rkc__send_buf(c, frame, len, timeout_ms);
+    return rkc__send_buf(c, frame, len, timeout_ms, false);
 }
 
 static void rkc__key(msgpack_packer *pk, const char *k)
@@ -325,7 +331,7 @@ int rkc_send(rkc *c, const rkc_request *rq, uint64_t *id_out, int timeout_ms)
         e |= rkc__pack_field(pk, &rq->fields[i]);
     if (e || !c->sbuf.data)
         return rkc__fail(c, -ENOMEM, "out of memory for a %s request", op);
-    rc = rkc__send_buf(c, c->sbuf.data, c->sbuf.size, timeout_ms);
+    rc = rkc__send_buf(c, c->sbuf.data, c->sbuf.size, timeout_ms, c->type != RKC_REQ); /* REQ adds its own */
     if (rc == 0 && id_out)
         *id_out = id;
     return rc;

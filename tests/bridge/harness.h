@@ -150,6 +150,7 @@ void test_ipc(void **state);
 void test_remote(void **state);
 void test_keys(void **state);
 void test_fdlimit(void **state);
+void test_broker(void **state);
 void test_admin(void **state);
 void test_cli(void **state);
 void test_client(void **state);

@@ -38,6 +38,7 @@ int main(int argc, char **argv)
         {"remote", cmocka_unit_test(test_remote)},
         {"keys", cmocka_unit_test(test_keys)},
         {"fdlimit", cmocka_unit_test(test_fdlimit)},
+        {"broker", cmocka_unit_test(test_broker)},
         {"admin", cmocka_unit_test(test_admin)},
         {"cli", cmocka_unit_test(test_cli)},
         {"client", cmocka_unit_test(test_client)},

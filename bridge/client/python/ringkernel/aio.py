@@ -97,7 +97,8 @@ class AsyncClient:
         if self._reader is None or self._reader.done():
             self._reader = loop.create_task(self._read())
         try:
-            await asyncio.wait_for(self._sock.send(encode(rid), copy=False), t)
+            # the empty delimiter first (client.py says why)
+            await asyncio.wait_for(self._sock.send_multipart([b"", encode(rid)], copy=False), t)
             return await asyncio.wait_for(asyncio.shield(fut), t)
         except asyncio.TimeoutError:
             raise wire.timeout_error(op, rid, self.endpoint, t) from None
@@ -111,7 +112,7 @@ class AsyncClient:
 
     async def _read(self):
         while True:
-            got = wire.match(await self._sock.recv(), self._take)
+            got = wire.match((await self._sock.recv_multipart())[-1], self._take)
             if got is None:
                 self.late_replies += 1
                 continue

@@ -232,14 +232,16 @@ class Client:
             rid, body = backlog[0]
             if rid in self._pending:  # not timed out while waiting to go
                 try:
-                    self._sock.send(body, zmq.NOBLOCK, copy=False)
+                    # the empty delimiter first, as REQ sends it: the
+                    # reply then finds its way back through any broker
+                    self._sock.send_multipart([b"", body], zmq.NOBLOCK, copy=False)
                 except zmq.Again:
                     break
             backlog.popleft()
         if events.get(self._sock, 0) & zmq.POLLIN:
             while True:
                 try:
-                    frame = self._sock.recv(zmq.NOBLOCK)
+                    frame = self._sock.recv_multipart(zmq.NOBLOCK)[-1]
                 except zmq.Again:
                     break
                 self._deliver(frame)
