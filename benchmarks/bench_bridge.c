@@ -25,7 +25,7 @@ typedef struct bb_opts {
     long count, messages, warmup;
     int threads, window;
     size_t size;
-    bool ring, latency;
+    bool ring, latency, broker;
     double timeout_s; /* for the bridge's first answer */
 } bb_opts;
 
@@ -100,7 +100,7 @@ static void *bb_raw_main(void *arg)
 
 /* The sibling endpoint: tcp on the same host with an ephemeral port, ipc
  * beside the bridge's path, inproc is not reachable from here. */
-static int bb_sibling(const char *ep, char *out, size_t cap)
+static int bb_sibling(const char *ep, const char *tag, char *out, size_t cap)
 {
     if (!strncmp(ep, "tcp://", 6)) {
         const char *colon = strrchr(ep + 6, ':');
@@ -108,7 +108,7 @@ static int bb_sibling(const char *ep, char *out, size_t cap)
             return -1;
         snprintf(out, cap, "%.*s:*", (int)(colon - ep), ep);
     } else if (!strncmp(ep, "ipc://", 6)) {
-        snprintf(out, cap, "%s.raw-%d", ep, (int)getpid());
+        snprintf(out, cap, "%s.%s-%d", ep, tag, (int)getpid());
     } else {
         return -1;
     }
@@ -159,15 +159,16 @@ static void *bb_dealer(void *ctx, const char *ep)
  * payload itself is the frame; else a protocol v1 echo. */
 typedef struct bb_lat {
     void *ctx, *s;
-    bool raw;
+    bool raw, delim; /* delim: the empty delimiter frame first (behind a broker) */
     size_t size, rlen;
     uint64_t next_id;
     uint8_t payload[BB_MAX_PAYLOAD], req[BB_MAX_PAYLOAD + 64], rep[BB_MAX_PAYLOAD + 256];
 } bb_lat;
 
-static void bb_lat_open(bb_lat *l, const char *ep, bool raw, size_t size)
+static void bb_lat_open(bb_lat *l, const char *ep, bool raw, bool delim, size_t size)
 {
     l->raw = raw;
+    l->delim = delim;
     l->size = size;
     l->next_id = 1;
     for (size_t i = 0; i < size; i++)
@@ -194,8 +195,12 @@ static int bb_lat_run(bb_lat *l, const char *ep, long n, uint64_t *out)
         if (!l->raw)
             bb_set_id(l->req, l->next_id++);
         uint64_t t0 = bench_now_ns();
+        if (l->delim)
+            zmq_send(l->s, "", 0, ZMQ_SNDMORE);
         zmq_send(l->s, l->req, l->rlen, 0);
-        int k = zmq_recv(l->s, l->rep, sizeof l->rep, 0);
+        int k = l->delim ? zmq_recv(l->s, l->rep, sizeof l->rep, 0) : 0;
+        if (k == 0)
+            k = zmq_recv(l->s, l->rep, sizeof l->rep, 0);
         uint64_t t1 = bench_now_ns();
         if (k < 0) {
             if (!bench_interrupted()) /* Ctrl-C: the reporter prints the table */
@@ -219,28 +224,33 @@ static int bb_lat_run(bb_lat *l, const char *ep, long n, uint64_t *out)
  * blocks (raw, bridge, bridge, raw, ...) so that drift of the host (other
  * load, clock frequency) falls on both alike. */
 #define BB_BLOCKS 10
-/* Adds zmq_raw_echo_64 and bridge_echo_64 (after measuring them, so that a
- * row is whole when it appears) with `extra`; their p50s in p50[0..1]. */
-static int bb_latency_pair(const bb_opts *o, bench_report *rep, const char *backend,
-                           const char *extra, double p50[2])
+/* One side of an interleaved latency comparison. */
+typedef struct bb_leg {
+    const char *name, *backend, *ep;
+    bool raw, delim;
+} bb_leg;
+
+/* Adds a row for each leg (after measuring both, so that a row is whole
+ * when it appears) with `extra`; their p50s in p50[0..1]. */
+static int bb_latency_legs(const bb_opts *o, bench_report *rep, const bb_leg leg[2], const char *extra,
+                           double p50[2])
 {
     bb_lat *l = calloc(2, sizeof *l);
-    const char *ep[2] = {o->raw_endpoint, o->endpoint};
     uint64_t *smp[2];
     long per = o->count / BB_BLOCKS, total = per * BB_BLOCKS;
     int rc = 0;
     for (int k = 0; k < 2; k++) {
-        bb_lat_open(&l[k], ep[k], k == 0, o->size);
+        bb_lat_open(&l[k], leg[k].ep, leg[k].raw, leg[k].delim, o->size);
         smp[k] = malloc((size_t)total * sizeof *smp[k]);
-        rc |= bb_lat_run(&l[k], ep[k], o->warmup, NULL);
+        rc |= bb_lat_run(&l[k], leg[k].ep, o->warmup, NULL);
     }
     for (int blk = 0; blk < BB_BLOCKS && !rc; blk++)
         for (int j = 0; j < 2 && !rc; j++) {
             int k = (blk & 1) ? 1 - j : j;
-            rc |= bb_lat_run(&l[k], ep[k], per, smp[k] + (long)blk * per);
+            rc |= bb_lat_run(&l[k], leg[k].ep, per, smp[k] + (long)blk * per);
         }
     for (int k = 0; k < 2 && !rc; k++) {
-        bench_result *r = bench_add(rep, k ? "bridge_echo_64" : "zmq_raw_echo_64", k ? backend : "zmq");
+        bench_result *r = bench_add(rep, leg[k].name, leg[k].backend);
         snprintf(r->extra, sizeof r->extra, "%s, \"interleaved_blocks\": %d", extra, BB_BLOCKS);
         bench_latency_stats(r, smp[k], (size_t)total);
         p50[k] = r->p50_ns;
@@ -253,10 +263,19 @@ static int bb_latency_pair(const bb_opts *o, bench_report *rep, const char *back
     return rc;
 }
 
+/* zmq_raw_echo_64 and bridge_echo_64. */
+static int bb_latency_pair(const bb_opts *o, bench_report *rep, const char *backend,
+                           const char *extra, double p50[2])
+{
+    const bb_leg leg[2] = {{"zmq_raw_echo_64", "zmq", o->raw_endpoint, true, false},
+                           {"bridge_echo_64", backend, o->endpoint, false, false}};
+    return bb_latency_legs(o, rep, leg, extra, p50);
+}
+
 typedef struct bb_tp {
     const bb_opts *o;
     const char *ep;
-    bool raw;
+    bool raw, delim;
     long n;
     long bad;
     pthread_barrier_t *start;
@@ -277,7 +296,11 @@ static void *bb_tp_main(void *arg)
     int tmo = 10000;
     zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
     /* one round trip first: connected before the clock starts */
+    if (t->delim)
+        zmq_send(s, "", 0, ZMQ_SNDMORE);
     zmq_send(s, req, rlen, 0);
+    if (t->delim)
+        zmq_recv(s, rep, sizeof rep, 0);
     zmq_recv(s, rep, sizeof rep, 0);
     pthread_barrier_wait(t->start);
     long sent = 0, got = 0;
@@ -285,11 +308,15 @@ static void *bb_tp_main(void *arg)
         while (sent < t->n && sent - got < o->window) {
             if (!t->raw)
                 bb_set_id(req, (uint64_t)sent + 2);
-            if (zmq_send(s, req, rlen, ZMQ_DONTWAIT) < 0)
+            if (t->delim && zmq_send(s, "", 0, ZMQ_DONTWAIT | ZMQ_SNDMORE) < 0)
+                break;
+            if (zmq_send(s, req, rlen, t->delim ? 0 : ZMQ_DONTWAIT) < 0)
                 break;
             sent++;
         }
         int n = zmq_recv(s, rep, sizeof rep, 0);
+        if (n == 0 && t->delim) /* the delimiter; the reply follows */
+            n = zmq_recv(s, rep, sizeof rep, 0);
         if (n < 0 && errno == EINTR && !bench_interrupted())
             continue;
         if (n < 0) {
@@ -307,7 +334,7 @@ static void *bb_tp_main(void *arg)
 
 /* Pipelined echo with o->threads clients x o->window in flight; adds the
  * row `name` after the run, returned in *out. 0, or 1 (replies missing). */
-static int bb_throughput(const bb_opts *o, const char *ep, bool raw, bench_report *rep,
+static int bb_throughput(const bb_opts *o, const char *ep, bool raw, bool delim, bench_report *rep,
                          const char *name, const char *backend, bench_result **out)
 {
     int T = o->threads;
@@ -316,7 +343,7 @@ static int bb_throughput(const bb_opts *o, const char *ep, bool raw, bench_repor
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, (unsigned)T + 1);
     for (int i = 0; i < T; i++) {
-        t[i] = (bb_tp){o, ep, raw, o->messages / T, 0, &start};
+        t[i] = (bb_tp){o, ep, raw, delim, o->messages / T, 0, &start};
         pthread_create(&th[i], NULL, bb_tp_main, &t[i]);
     }
     pthread_barrier_wait(&start);
@@ -412,6 +439,8 @@ void bench_bridge_usage(FILE *f)
 "      --no-ring          leave out the ring reference (the bridge's start-up\n"
 "                         measurement of its own ring, from its status)\n"
 "      --no-latency       skip the latency runs (and the ring): throughput only\n"
+"      --broker           also through a ZeroMQ broker (samples/broker.c's zmq_proxy, in\n"
+"                         this process) in front of the bridge: what the hop costs\n"
 "      --timeout S        seconds to wait for the bridge's first answer (its\n"
 "                         status) before giving up (default 3)\n"
 "The bridge throughput result also reports the bridge's CPU time per message\n"
@@ -423,14 +452,15 @@ void bench_bridge_usage(FILE *f)
 /* 0, or 2 (bad options, said on stderr) */
 static int bb_parse(int argc, char **argv, bb_opts *o)
 {
-    enum { O_SIZE = 256, O_NORING, O_NOLAT, O_TIMEOUT };
+    enum { O_SIZE = 256, O_NORING, O_NOLAT, O_TIMEOUT, O_BROKER };
     static const struct option opts[] = {
         {"endpoint", required_argument, 0, 'e'}, {"raw-endpoint", required_argument, 0, 'r'},
         {"count", required_argument, 0, 'n'},    {"messages", required_argument, 0, 'm'},
         {"threads", required_argument, 0, 't'},  {"window", required_argument, 0, 'w'},
         {"size", required_argument, 0, O_SIZE},  {"no-ring", no_argument, 0, O_NORING},
         {"no-latency", no_argument, 0, O_NOLAT}, {"timeout", required_argument, 0, O_TIMEOUT},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+        {"broker", no_argument, 0, O_BROKER},    {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     *o = (bb_opts){.endpoint = "tcp://127.0.0.1:5555", .count = 20000, .messages = 400000,
                    .warmup = 2000, .threads = 4, .window = 64, .size = 64, .ring = true,
@@ -450,6 +480,7 @@ static int bb_parse(int argc, char **argv, bb_opts *o)
         case O_NORING: o->ring = false; break;
         case O_NOLAT: o->latency = false, o->ring = false; break;
         case O_TIMEOUT: o->timeout_s = atof(optarg); break;
+        case O_BROKER: o->broker = true; break;
         case 'h': bench_bridge_usage(stdout); exit(0);
         default: bench_bridge_usage(stderr); return 2;
         }
@@ -463,7 +494,7 @@ static int bb_parse(int argc, char **argv, bb_opts *o)
         o->warmup = o->count / 5 + 100;
     if (raw_ep)
         snprintf(o->raw_endpoint, sizeof o->raw_endpoint, "%s", raw_ep);
-    else if (bb_sibling(o->endpoint, o->raw_endpoint, sizeof o->raw_endpoint)) {
+    else if (bb_sibling(o->endpoint, "raw", o->raw_endpoint, sizeof o->raw_endpoint)) {
         fprintf(stderr, "rk-bench bridge: give --raw-endpoint for %s (tcp:// and ipc:// have a "
                 "default sibling)\n", o->endpoint);
         return 2;
@@ -515,10 +546,10 @@ static double bb_ring_row(const bb_status *st, bench_report *rep)
 static int bb_throughput_pair(const bb_opts *o, bench_report *rep, const char *backend, const char *extra)
 {
     bench_result *r;
-    int rc = bb_throughput(o, o->raw_endpoint, true, rep, "zmq_raw_throughput_echo_64", "zmq", &r);
+    int rc = bb_throughput(o, o->raw_endpoint, true, false, rep, "zmq_raw_throughput_echo_64", "zmq", &r);
     bb_status s0, s1;
     int cpu_ok = bb_bridge_status(o->endpoint, 5000, &s0);
-    rc |= bb_throughput(o, o->endpoint, false, rep, "bridge_throughput_echo_64", backend, &r);
+    rc |= bb_throughput(o, o->endpoint, false, false, rep, "bridge_throughput_echo_64", backend, &r);
     cpu_ok |= bb_bridge_status(o->endpoint, 5000, &s1);
     size_t el = strlen(r->extra);
     snprintf(r->extra + el, sizeof r->extra - el, ", %s", extra);
@@ -530,6 +561,84 @@ static int bb_throughput_pair(const bb_opts *o, bench_report *rep, const char *b
         fprintf(stderr, "rk-bench bridge: bridge CPU %.3f us per message during the throughput "
                 "run (%.0f messages)\n", per, s1.requests - s0.requests);
     }
+    return rc;
+}
+
+/* ---- a broker hop (samples/broker.c, in this process) ----------------- */
+
+typedef struct bb_broker {
+    void *ctx, *front, *back, *ctl, *ctl_peer;
+    pthread_t thread;
+} bb_broker;
+
+static void *bb_broker_main(void *arg)
+{
+    bb_broker *b = arg;
+    zmq_proxy_steerable(b->front, b->back, NULL, b->ctl);
+    zmq_close(b->front);
+    zmq_close(b->back);
+    zmq_close(b->ctl);
+    return NULL;
+}
+
+/* ROUTER at `front` (filled in), DEALER (ZMQ_IMMEDIATE) to the bridge. */
+static int bb_broker_start(bb_broker *b, const char *bridge, char *front, size_t cap)
+{
+    int hwm = 100000, one = 1;
+    b->ctx = zmq_ctx_new();
+    b->front = zmq_socket(b->ctx, ZMQ_ROUTER);
+    b->back = zmq_socket(b->ctx, ZMQ_DEALER);
+    void *s[2] = {b->front, b->back};
+    for (int i = 0; i < 2; i++) {
+        zmq_setsockopt(s[i], ZMQ_SNDHWM, &hwm, sizeof hwm);
+        zmq_setsockopt(s[i], ZMQ_RCVHWM, &hwm, sizeof hwm);
+    }
+    zmq_setsockopt(b->back, ZMQ_IMMEDIATE, &one, sizeof one);
+    b->ctl = zmq_socket(b->ctx, ZMQ_PAIR);
+    b->ctl_peer = zmq_socket(b->ctx, ZMQ_PAIR);
+    if (zmq_bind(b->front, front) != 0 || zmq_connect(b->back, bridge) != 0 ||
+        zmq_bind(b->ctl, "inproc://bb-broker-ctl") != 0 || zmq_connect(b->ctl_peer, "inproc://bb-broker-ctl") != 0) {
+        fprintf(stderr, "rk-bench bridge: cannot start the broker on %s: %s\n", front, zmq_strerror(errno));
+        return -1;
+    }
+    size_t sz = cap;
+    zmq_getsockopt(b->front, ZMQ_LAST_ENDPOINT, front, &sz);
+    pthread_create(&b->thread, NULL, bb_broker_main, b);
+    return 0;
+}
+
+static void bb_broker_stop(bb_broker *b)
+{
+    zmq_send(b->ctl_peer, "TERMINATE", 9, 0);
+    pthread_join(b->thread, NULL);
+    zmq_close(b->ctl_peer);
+    zmq_ctx_term(b->ctx);
+}
+
+/* The same echo straight to the bridge and through the broker, both with
+ * the delimiter frame a client behind a broker sends: latency interleaved,
+ * then throughput of each. */
+static int bb_broker_rows(const bb_opts *o, bench_report *rep, const char *backend, const char *extra)
+{
+    char front[512];
+    if (bb_sibling(o->endpoint, "broker", front, sizeof front))
+        return 1;
+    bb_broker b;
+    if (bb_broker_start(&b, o->endpoint, front, sizeof front))
+        return 1;
+    fprintf(stderr, "rk-bench bridge: broker %s -> %s\n", front, o->endpoint);
+    double p50[2] = {0, 0};
+    const bb_leg leg[2] = {{"bridge_delim_echo_64", backend, o->endpoint, false, true},
+                           {"broker_bridge_echo_64", backend, front, false, true}};
+    int rc = o->latency ? bb_latency_legs(o, rep, leg, extra, p50) : 0;
+    bench_result *direct, *via;
+    rc |= bb_throughput(o, o->endpoint, false, true, rep, "bridge_delim_throughput_echo_64", backend, &direct);
+    rc |= bb_throughput(o, front, false, true, rep, "broker_bridge_throughput_echo_64", backend, &via);
+    bb_broker_stop(&b);
+    if (!rc)
+        fprintf(stderr, "rk-bench bridge: the broker hop: p50 %.0f ns vs %.0f ns direct (+%.0f ns); "
+                "throughput %.0f vs %.0f msg/s direct (%.2fx)\n", p50[1], p50[0], p50[1] - p50[0],
+                via->msgs_per_s, direct->msgs_per_s, via->msgs_per_s / direct->msgs_per_s);
     return rc;
 }
 
@@ -559,6 +668,8 @@ int bench_bridge_run(int argc, char **argv, bench_report *rep)
         ring_p50 = bb_ring_row(&st0, rep);
     rc |= bb_throughput_pair(&o, rep, backend, extra);
     bb_raw_stop(&raw);
+    if (o.broker && !rc)
+        rc |= bb_broker_rows(&o, rep, backend, extra);
     if (ring_p50 > 0 && o.latency && !rc)
         fprintf(stderr,
                 "rk-bench bridge: bridge p50 %.0f ns vs raw ZeroMQ p50 %.0f ns + 1.2 x ring p50 "
