@@ -74,7 +74,8 @@ static rkb_status_actor *rkb__actors(rk_runtime *rt, size_t *n_out)
             (*in)[k] = d->inputs[k];
         for (uint32_t k = 0; k < d->n_outputs; k++)
             (*out)[k] = d->outputs[k];
-        a[i] = (rkb_status_actor){d->name, *in, *out, (d->flags & RK_ACTOR_GPU) != 0, d->cpu || i < 2};
+        a[i] = (rkb_status_actor){d->name, *in, *out, (d->flags & RK_ACTOR_GPU) != 0,
+                                    d->cpu || i < RK_BUILTIN_ACTORS};
     }
     *n_out = (size_t)n;
     return a;

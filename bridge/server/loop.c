@@ -561,14 +561,14 @@ int rkb_loop_init(rkb_loop *l)
     l->lim.max_frame = c->max_message_bytes;
     l->lim.test_ops = c->rk.test_faults;
     /* the module actors (after the built-ins echo and vadd, decoded as ops) */
-    int n = rk_runtime_actor_count(l->sh->rt) - 2;
+    int n = rk_runtime_actor_count(l->sh->rt) - RK_BUILTIN_ACTORS;
     l->actors = calloc(n > 0 ? (size_t)n : 1, sizeof *l->actors);
     if (!l->actors) {
         fprintf(stderr, "rk-bridge: out of memory for the actor table\n");
         return -1;
     }
     for (int i = 0; i < n; i++)
-        l->actors[i].decl = rk_runtime_actor_at(l->sh->rt, i + 2, &l->actors[i].type, NULL);
+        l->actors[i].decl = rk_runtime_actor_at(l->sh->rt, i + RK_BUILTIN_ACTORS, &l->actors[i].type, NULL);
     l->lim.actors = l->actors;
     l->lim.n_actors = n > 0 ? (size_t)n : 0;
     return 0;

@@ -12,7 +12,7 @@
 #include "rk/module.h"
 
 /* The built-ins as declared actors: echo (data -> data) and vadd (a, b -> c). */
-#define RK__N_BUILTIN_ACTORS 2
+#define RK__N_BUILTIN_ACTORS RK_BUILTIN_ACTORS
 RK__HIDDEN extern const rk_actor_decl rk__builtin_decls[RK__N_BUILTIN_ACTORS];
 RK__HIDDEN extern const uint16_t rk__builtin_types[RK__N_BUILTIN_ACTORS];
 

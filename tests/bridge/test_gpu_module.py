@@ -31,7 +31,8 @@ if "cuda" in extra and not os.path.exists("/dev/nvidia0"):
     sys.exit(77)
 b = Bridge(bridge_path, "--actors", module, *extra)
 try:
-    rc = subprocess.call([sys.executable, check, b.ep, "--client-path", pydir], timeout=600)
+    spin = ["--spin"] if "--request-deadline-ms" in extra else []
+    rc = subprocess.call([sys.executable, check, b.ep, "--client-path", pydir] + spin, timeout=600)
 finally:
     b.stop()
 sys.exit(rc)

@@ -255,6 +255,8 @@ int rk_backend_parse(const char *s, rk_backend_kind *out);
 
 /* ---- the actors a runtime serves, by name (rk/module.h) ---- */
 struct rk_actor_decl;
+/* The built-in actors, echo and vadd: the first of rk_runtime_actor_at. */
+#define RK_BUILTIN_ACTORS 2
 /* How many actors the runtime serves by name: the built-ins echo and vadd,
  * then every actor of the loaded modules. Thread-safe. */
 int rk_runtime_actor_count(const rk_runtime *rt);
