@@ -113,6 +113,12 @@ static void serve_math(rk_isolation iso)
     /* a payload that is not saxpy's three fields is refused before sending */
     assert_int_equal(rk_actor_call(a, t_saxpy, "xyz", 3, 0, &r, 1000), -RK_EINVAL);
     assert_non_null(strstr(rk_last_detail(), "saxpy"));
+    /* ... as is a table whose lengths run past the payload (it would size
+     * a 3 GiB reply) */
+    uint32_t lie = 0xc0000000u;
+    memcpy(req + 4 + 4 * 2, &lie, 4);
+    assert_int_equal(rk_actor_call(a, t_saxpy, req, len, 0, &r, 1000), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "not the 3 input fields"));
     /* two outputs in the table layout */
     assert_int_equal(rk_actor_call(a, t_minmax, "hello", 5, 0, &r, 5000), 0);
     assert_int_equal(r.status, 0);

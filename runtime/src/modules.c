@@ -306,10 +306,18 @@ size_t rk__decl_reply_cap(const rk_actor_decl *d, const rk_iov *iov, int iovcnt)
         memcpy(&count, head, 4);
         if (count != d->n_inputs)
             return 0;
+        /* every length within the payload, as rk_fields_parse checks it
+         * (a lying table must not size a huge reply) */
+        size_t off = rk_fields_head(d->n_inputs);
         for (uint32_t i = 0; i < d->n_inputs; i++) {
             uint32_t l;
             memcpy(&l, head + 4 + 4 * i, 4);
+            if (l > total - off)
+                return 0;
             lens[i] = l;
+            off += ((size_t)l + 15u) & ~(size_t)15;
+            if (off > total)
+                off = total;
         }
     }
     size_t outs[RK_FIELDS_MAX];
