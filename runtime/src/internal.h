@@ -242,7 +242,26 @@ struct rk_runtime {
     struct rk__modset *mods;
     rk_actor_def *defs;
     size_t n_defs;
+
+    /* Several devices (group.c): a group holds one runtime per device in
+     * lanes[0..n_lanes) and nothing else of the above is used; each of
+     * those knows its index in `lane` (0 for a runtime of one device). */
+    struct rk_runtime **lanes;
+    int n_lanes, lane;
+    _Atomic uint32_t next_lane; /* placement ties go in turn */
 };
+
+/* group.c. rk__group_open: rk_runtime_open for n_devices > 1 or ALL.
+ * rk__lane0: the runtime answering for a group (itself when single). */
+RK__HIDDEN int rk__group_open(rk_runtime **out, const rk_config *cfg);
+RK__HIDDEN void rk__group_close(rk_runtime *rt);
+RK__HIDDEN void rk__group_stats(const rk_runtime *rt, rk_stats *out);
+RK__HIDDEN int rk__group_health(rk_runtime *rt);
+RK__HIDDEN rk_runtime *rk__group_place(rk_runtime *rt);
+static inline rk_runtime *rk__lane0(const rk_runtime *rt)
+{
+    return rt->lanes ? rt->lanes[0] : (rk_runtime *)rt;
+}
 
 /* The user actors (registry.c): loads rk_config.modules and merges them with
  * rk_config.actors into rt->defs (types must not collide); and frees them. */

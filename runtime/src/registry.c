@@ -68,6 +68,7 @@ int rk__registry_check(const rk_runtime *rt, uint16_t type)
 
 int rk_runtime_actor_count(const rk_runtime *rt)
 {
+    rt = rt ? rk__lane0(rt) : NULL; /* a group's devices load the same modules */
     return RK__N_BUILTIN_ACTORS + (int)(rt && rt->mods ? rt->mods->n : 0);
 }
 
@@ -75,6 +76,7 @@ const rk_actor_decl *rk_runtime_actor_at(const rk_runtime *rt, int i, uint16_t *
 {
     if (!rt || i < 0 || i >= rk_runtime_actor_count(rt))
         return NULL;
+    rt = rk__lane0(rt);
     if (i < RK__N_BUILTIN_ACTORS) {
         if (type)
             *type = rk__builtin_types[i];
@@ -111,6 +113,7 @@ int rk_runtime_actor_runs(const rk_runtime *rt, const rk_actor_decl *decl)
 {
     if (!rt || !decl)
         return 0;
+    rt = rk__lane0(rt);
     if (rt->info.backend == RK_BACKEND_CUDA)
         return (decl->flags & RK_ACTOR_GPU) != 0;
     return decl->cpu != NULL || (decl >= rk__builtin_decls && decl < rk__builtin_decls + RK__N_BUILTIN_ACTORS);

@@ -174,6 +174,8 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
     if (!out)
         return rk__fail(RK_EINVAL, "rk_runtime_open: out is NULL");
     *out = NULL;
+    if (cfg && cfg->n_devices != 0 && cfg->n_devices != 1)
+        return rk__group_open(out, cfg); /* several devices: group.c */
     rk_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)
         return rk__fail(RK_ENOMEM, "rk_runtime_open: out of memory");
@@ -231,6 +233,10 @@ void rk_runtime_close(rk_runtime *rt)
 {
     if (!rt)
         return;
+    if (rt->lanes) {
+        rk__group_close(rt);
+        return;
+    }
     atomic_store(&rt->closing, true);
     if (rt->backend)
         rt->backend->stop(rt);
@@ -238,10 +244,14 @@ void rk_runtime_close(rk_runtime *rt)
     rk__free(rt);
 }
 
-void rk_runtime_info(const rk_runtime *rt, rk_info *out) { *out = rt->info; }
+void rk_runtime_info(const rk_runtime *rt, rk_info *out) { *out = rk__lane0(rt)->info; }
 
 void rk_runtime_stats(const rk_runtime *rt, rk_stats *out)
 {
+    if (rt->lanes) {
+        rk__group_stats(rt, out);
+        return;
+    }
     rk_runtime *m = (rk_runtime *)rt; /* the arena lock is internal state */
     out->requests = atomic_load(&m->n_requests);
     out->replies = atomic_load(&m->n_replies);
@@ -255,6 +265,8 @@ void rk_runtime_stats(const rk_runtime *rt, rk_stats *out)
 
 int rk_runtime_health(rk_runtime *rt)
 {
+    if (rt->lanes)
+        return rk__group_health(rt);
     int f = atomic_load(&rt->fault);
     if (f)
         return f;
@@ -265,6 +277,11 @@ int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t 
 {
     if (!rt)
         return rk__fail(RK_EINVAL, "rk_runtime_relaunch: runtime is NULL");
+    for (int i = 0; i < rt->n_lanes; i++) { /* a group: every device */
+        int rc = rk_runtime_relaunch(rt->lanes[i], grid, block, smem);
+        if (rc || i == rt->n_lanes - 1)
+            return rc;
+    }
     if (rt->backend->relaunch) {
         int rc = rt->backend->relaunch(rt, grid, block, smem);
         if (rc == 0)
@@ -282,6 +299,7 @@ int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t 
 
 void rk_runtime_worker(rk_runtime *rt, rk_worker_info *out)
 {
+    rt = rk__lane0(rt);
     memset(out, 0, sizeof *out);
     out->last_fault.actor = 0xffff;
     if (rt->backend && rt->backend->worker) {
@@ -295,7 +313,10 @@ void rk_runtime_worker(rk_runtime *rt, rk_worker_info *out)
 
 int rk_runtime_recoveries(rk_runtime *rt, rk_recovery *out, int max)
 {
-    if (!rt || !out || max <= 0 || !rt->backend->recoveries)
+    if (!rt || !out || max <= 0)
+        return 0;
+    rt = rk__lane0(rt);
+    if (!rt->backend->recoveries)
         return 0;
     return rt->backend->recoveries(rt, out, max);
 }
@@ -304,6 +325,11 @@ int rk_runtime_retry_gpu(rk_runtime *rt)
 {
     if (!rt)
         return rk__fail(RK_EINVAL, "rk_runtime_retry_gpu: runtime is NULL");
+    for (int i = 0; i < rt->n_lanes; i++) { /* a group: every device */
+        int rc = rk_runtime_retry_gpu(rt->lanes[i]);
+        if (rc || i == rt->n_lanes - 1)
+            return rc;
+    }
     if (!rt->backend->retry)
         return rk__fail(RK_ENOTSUP, "rk_runtime_retry_gpu: the %s backend runs in this process; there "
                         "is no worker to restart", rt->info.backend_name);

@@ -77,6 +77,9 @@ typedef enum rk_isolation {
     RK_ISOLATION_NONE = 2,
 } rk_isolation;
 
+#define RK_MAX_DEVICES 16
+#define RK_DEVICES_ALL (-1) /* rk_config.n_devices: every GPU */
+
 typedef struct rk_config {
     rk_backend_kind backend; /* default RK_BACKEND_AUTO */
     rk_isolation isolation;  /* default RK_ISOLATION_AUTO */
@@ -119,6 +122,16 @@ typedef struct rk_config {
     int test_faults;           /* 1: accept the test-only ops RK_OP_FAULT and RK_OP_HANG
                                 * (a worker process must serve: they crash or hang it).
                                 * For tests; default 0 */
+
+    /* ---- several devices behind one runtime ---- */
+    int n_devices;             /* 0 or 1 (default 0): `device` alone. N > 1: devices[0..N),
+                                * each with its own worker, region and ring kernel, so a
+                                * fault on one costs the others nothing; RK_DEVICES_ALL:
+                                * every GPU the driver lists (at least one). On the CPU
+                                * backend each is one more CPU worker (what CI runs).
+                                * Each host actor's requests go to one device
+                                * (rk_actor_open says which) */
+    int devices[RK_MAX_DEVICES]; /* device ordinals for n_devices > 1, distinct */
 } rk_config;
 
 /* Fills *cfg with the defaults above. */
@@ -253,6 +266,19 @@ const char *rk_backend_name(rk_backend_kind kind);
 /* Parses "auto", "cpu" or "cuda"; returns 0 or -RK_EINVAL. */
 int rk_backend_parse(const char *s, rk_backend_kind *out);
 
+/* ---- several devices (rk_config.n_devices) ---- */
+/* How many devices serve this runtime: 1 unless rk_config.n_devices asked
+ * for more. Thread-safe. */
+int rk_runtime_device_count(const rk_runtime *rt);
+/* The runtime of device i (0 <= i < count; rt itself for a single device),
+ * owned by rt: read it with rk_runtime_info, _stats, _health, _worker and
+ * _recoveries, pin actors to it with rk_actor_open_on; never close it. NULL
+ * when i is out of range. On a runtime of several devices, rk_runtime_info,
+ * _worker, _recoveries and the actor list answer for device 0, _stats sums
+ * them, _health is 0 while any device serves, and _relaunch and _retry_gpu
+ * act on each. Thread-safe. */
+rk_runtime *rk_runtime_device(rk_runtime *rt, int i);
+
 /* ---- the actors a runtime serves, by name (rk/module.h) ---- */
 struct rk_actor_decl;
 /* The built-in actors, echo and vadd: the first of rk_runtime_actor_at. */
@@ -278,6 +304,15 @@ int rk_runtime_actor_runs(const rk_runtime *rt, const struct rk_actor_decl *decl
 /* Opens an actor on rt. *out is owned by the caller until rk_actor_close
  * (or rk_runtime_close). Fails with -RK_EBUSY at max_actors. */
 int rk_actor_open(rk_runtime *rt, rk_actor **out);
+/* On a runtime of several devices, rk_actor_open places the actor: every
+ * request of it goes to the device with the fewest requests outstanding
+ * when it opened, among those not failed for good (ties in turn), so one
+ * actor's requests keep their order. rk_actor_open_on pins it to device i
+ * instead (device-resident actor state then stays on one GPU); -RK_EINVAL
+ * names i and the count when it is out of range. */
+int rk_actor_open_on(rk_runtime *rt, int device, rk_actor **out);
+/* The index of the device an actor's requests go to (0 for one device). */
+int rk_actor_device(const rk_actor *a);
 
 /* Closes an actor. Replies still in flight are discarded when they arrive;
  * their arena space is reclaimed then. NULL is a no-op. */

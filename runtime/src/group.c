@@ -1,0 +1,187 @@
+/* runtime/src/group.c - several devices behind one runtime.
+ *
+ * A group is a runtime that holds one ordinary runtime per device (a lane):
+ * its own region, rings, worker process, supervisor and ring kernel. So a
+ * fault on one device is recovered by that lane's supervisor and the other
+ * lanes never see it; and nothing of the single-device paths changes. An
+ * actor belongs to one lane (rk_actor_open places it), which keeps its
+ * requests in order and its device-resident state on one GPU. */
+#include "internal.h"
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* GPUs the NVIDIA driver lists, without a CUDA call in this process. */
+static int rk__gpus_listed(void)
+{
+    DIR *d = opendir("/proc/driver/nvidia/gpus");
+    int n = 0;
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* The devices asked for, checked: count in *n, ordinals in dev[]. */
+static int rk__group_devices(const rk_config *cfg, int *n, int dev[RK_MAX_DEVICES])
+{
+    *n = cfg->n_devices;
+    if (*n == RK_DEVICES_ALL) {
+        int g = rk__gpus_listed();
+        *n = g < 1 ? 1 : g > RK_MAX_DEVICES ? RK_MAX_DEVICES : g;
+        for (int i = 0; i < *n; i++)
+            dev[i] = i;
+        return 0;
+    }
+    if (*n < 0 || *n > RK_MAX_DEVICES)
+        return rk__fail(RK_EINVAL, "n_devices is %d; it must be 0..%d or RK_DEVICES_ALL", *n,
+                        RK_MAX_DEVICES);
+    for (int i = 0; i < *n; i++) {
+        dev[i] = cfg->devices[i];
+        if (dev[i] < 0)
+            return rk__fail(RK_EINVAL, "devices[%d] is %d; a device ordinal is >= 0", i, dev[i]);
+        for (int j = 0; j < i; j++)
+            if (dev[j] == dev[i])
+                return rk__fail(RK_EINVAL, "devices[%d] and devices[%d] are both device %d; each "
+                                "device serves one lane", j, i, dev[i]);
+    }
+    return 0;
+}
+
+int rk__group_open(rk_runtime **out, const rk_config *cfg)
+{
+    int n, dev[RK_MAX_DEVICES];
+    int rc = rk__group_devices(cfg, &n, dev);
+    if (rc)
+        return rc;
+    rk_config one = *cfg;
+    one.n_devices = 0;
+    if (n == 1) {
+        one.device = dev[0];
+        return rk_runtime_open(out, &one);
+    }
+    rk_runtime *g = calloc(1, sizeof *g);
+    rk_runtime **lanes = calloc((size_t)n, sizeof *lanes);
+    if (!g || !lanes) {
+        free(g);
+        free(lanes);
+        return rk__fail(RK_ENOMEM, "rk_runtime_open: out of memory for %d devices", n);
+    }
+    g->cfg = *cfg;
+    g->lanes = lanes;
+    g->region_fd = -1;
+    for (int i = 0; i < n; i++) {
+        one.device = dev[i];
+        rc = rk_runtime_open(&lanes[i], &one);
+        if (rc) {
+            char detail[512];
+            snprintf(detail, sizeof detail, "%s", rk_last_detail());
+            g->n_lanes = i;
+            rk__group_close(g);
+            return rk__fail(rc, "device %d (%d of %d): %s", dev[i], i + 1, n, detail);
+        }
+        lanes[i]->lane = i;
+        g->n_lanes = i + 1;
+    }
+    *out = g;
+    return 0;
+}
+
+void rk__group_close(rk_runtime *rt)
+{
+    for (int i = 0; i < rt->n_lanes; i++)
+        rk_runtime_close(rt->lanes[i]);
+    free(rt->lanes);
+    free(rt);
+}
+
+void rk__group_stats(const rk_runtime *rt, rk_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < rt->n_lanes; i++) {
+        rk_stats s;
+        rk_runtime_stats(rt->lanes[i], &s);
+        out->requests += s.requests;
+        out->replies += s.replies;
+        out->errors += s.errors;
+        out->restarts += s.restarts;
+        out->arena_used += s.arena_used;
+        out->arena_peak += s.arena_peak;
+    }
+}
+
+int rk__group_health(rk_runtime *rt)
+{
+    int first = 0;
+    for (int i = 0; i < rt->n_lanes; i++) {
+        int h = rk_runtime_health(rt->lanes[i]);
+        if (h == 0)
+            return 0;
+        if (!first)
+            first = h;
+    }
+    return first;
+}
+
+/* Whether a lane takes new actors: not failed for good, and its worker
+ * neither crash-looping (degraded: its GPU is not restarted) nor failed. */
+static bool rk__lane_up(rk_runtime *l)
+{
+    if (atomic_load(&l->fault) || atomic_load(&l->closing))
+        return false;
+    rk_worker_info w;
+    rk_runtime_worker(l, &w);
+    return w.state != RK_WORKER_DEGRADED && w.state != RK_WORKER_FAILED;
+}
+
+/* The lane for a new actor: the fewest requests outstanding among the
+ * lanes that are up, ties in turn from a rotating start; when none is up,
+ * the same among those not failed for good (a degraded lane still serves
+ * the built-ins). NULL (detail set) when every lane has failed. */
+rk_runtime *rk__group_place(rk_runtime *rt)
+{
+    uint32_t start = atomic_fetch_add(&rt->next_lane, 1);
+    rk_runtime *best = NULL;
+    uint64_t best_out = 0;
+    for (int pass = 0; pass < 2 && !best; pass++)
+        for (int k = 0; k < rt->n_lanes; k++) {
+            rk_runtime *l = rt->lanes[(start + (uint32_t)k) % (uint32_t)rt->n_lanes];
+            if (pass == 0 ? !rk__lane_up(l) : atomic_load(&l->fault) != 0)
+                continue;
+            uint64_t req = atomic_load(&l->n_requests), rep = atomic_load(&l->n_replies);
+            uint64_t outstanding = req > rep ? req - rep : 0;
+            if (!best || outstanding < best_out) {
+                best = l;
+                best_out = outstanding;
+            }
+        }
+    if (!best)
+        rk__fail(RK_EDEVICE, "rk_actor_open: all %d devices of this runtime have failed for good "
+                 "(rk_runtime_device(rt, i) and rk_runtime_health say why)", rt->n_lanes);
+    return best;
+}
+
+int rk_runtime_device_count(const rk_runtime *rt) { return rt && rt->lanes ? rt->n_lanes : 1; }
+
+rk_runtime *rk_runtime_device(rk_runtime *rt, int i)
+{
+    if (!rt || i < 0 || i >= rk_runtime_device_count(rt))
+        return NULL;
+    return rt->lanes ? rt->lanes[i] : rt;
+}
+
+int rk_actor_open_on(rk_runtime *rt, int device, rk_actor **out)
+{
+    if (!rt || !out)
+        return rk__fail(RK_EINVAL, "rk_actor_open_on: %s is NULL", rt ? "out" : "runtime");
+    int n = rk_runtime_device_count(rt);
+    if (device < 0 || device >= n)
+        return rk__fail(RK_EINVAL, "rk_actor_open_on: device %d; this runtime has %d (0..%d)", device, n,
+                        n - 1);
+    return rk_actor_open(rk_runtime_device(rt, device), out);
+}

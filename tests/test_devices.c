@@ -1,0 +1,302 @@
+/* test_devices.c - several devices behind one runtime (rk_config.n_devices),
+ * with CPU workers standing in for GPUs (each device is its own worker
+ * process, region and supervisor, as a GPU's would be): placement spreads
+ * actors and follows outstanding work, pinning, per-actor order, a worker
+ * killed under load on one device while the others serve with no error, a
+ * device failed for good taken out of placement, and the bad
+ * configurations. Suite: isolation. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <rk/rk.h>
+
+enum { N_DEV = 3 };
+
+static rk_config devices_config(int n)
+{
+    rk_config c;
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CPU;
+    c.isolation = RK_ISOLATION_PROCESS;
+    c.arena_size = 16 << 20;
+    c.max_payload = 1 << 20;
+    c.n_devices = n;
+    for (int i = 0; i < n; i++)
+        c.devices[i] = i;
+    return c;
+}
+
+static rk_runtime *open_devices(int n)
+{
+    rk_config c = devices_config(n);
+    rk_runtime *rt = NULL;
+    int rc = rk_runtime_open(&rt, &c);
+    if (rc)
+        fail_msg("rk_runtime_open: %s: %s", rk_err_name(rc), rk_last_detail());
+    return rt;
+}
+
+static void echo_ok(rk_actor *a, uint64_t tag)
+{
+    rk_reply r;
+    assert_int_equal(rk_actor_call(a, RK_OP_ECHO, &tag, sizeof tag, 0, &r, 10000), 0);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.len, sizeof tag);
+    assert_memory_equal(r.data, &tag, sizeof tag);
+    rk_reply_release(a, &r);
+}
+
+/* Each device its own worker; actors spread over them in turn while none
+ * has work; the group's stats are the sum. */
+static void test_spread(void **state)
+{
+    (void)state;
+    rk_runtime *rt = open_devices(N_DEV);
+    assert_int_equal(rk_runtime_device_count(rt), N_DEV);
+    assert_null(rk_runtime_device(rt, N_DEV));
+    int pids[N_DEV];
+    for (int i = 0; i < N_DEV; i++) {
+        rk_worker_info w;
+        rk_runtime_worker(rk_runtime_device(rt, i), &w);
+        assert_int_equal(w.state, RK_WORKER_RUNNING);
+        pids[i] = w.pid;
+        for (int j = 0; j < i; j++)
+            assert_int_not_equal(pids[i], pids[j]);
+    }
+    rk_actor *a[2 * N_DEV];
+    int per[N_DEV] = {0};
+    for (int i = 0; i < 2 * N_DEV; i++) {
+        assert_int_equal(rk_actor_open(rt, &a[i]), 0);
+        int d = rk_actor_device(a[i]);
+        assert_true(d >= 0 && d < N_DEV);
+        per[d]++;
+        echo_ok(a[i], (uint64_t)i);
+    }
+    for (int d = 0; d < N_DEV; d++)
+        assert_int_equal(per[d], 2);
+    rk_stats s, one;
+    rk_runtime_stats(rt, &s);
+    uint64_t sum = 0;
+    for (int d = 0; d < N_DEV; d++) {
+        rk_runtime_stats(rk_runtime_device(rt, d), &one);
+        assert_true(one.requests >= 2);
+        sum += one.requests;
+    }
+    assert_int_equal(s.requests, sum);
+    assert_int_equal(rk_runtime_health(rt), 0);
+    for (int i = 0; i < 2 * N_DEV; i++)
+        rk_actor_close(a[i]);
+    rk_runtime_close(rt);
+}
+
+/* Placement follows outstanding work; pinning overrides it. */
+static void test_placement(void **state)
+{
+    (void)state;
+    rk_runtime *rt = open_devices(2);
+    rk_actor *busy, *pinned, *next;
+    assert_int_equal(rk_actor_open_on(rt, 1, &busy), 0);
+    assert_int_equal(rk_actor_device(busy), 1);
+    /* 200 requests outstanding on device 1 (sent, not yet received) */
+    for (uint64_t i = 0; i < 200; i++)
+        assert_int_equal(rk_actor_send(busy, RK_OP_ECHO, &i, sizeof i, 0, NULL, 10000), 0);
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(rk_actor_open(rt, &next), 0);
+        assert_int_equal(rk_actor_device(next), 0); /* whatever the turn */
+        rk_actor_close(next);
+    }
+    /* pinned to the busy one all the same */
+    assert_int_equal(rk_actor_open_on(rt, 1, &pinned), 0);
+    assert_int_equal(rk_actor_device(pinned), 1);
+    echo_ok(pinned, 7);
+    rk_actor_close(pinned);
+    /* every one of busy's replies, in order */
+    for (uint64_t i = 0; i < 200; i++) {
+        rk_reply r;
+        assert_int_equal(rk_actor_recv(busy, &r, 10000), 0);
+        uint64_t v;
+        memcpy(&v, r.data, sizeof v);
+        assert_int_equal(v, i);
+        rk_reply_release(busy, &r);
+    }
+    rk_actor_close(busy);
+    /* out of range: names the value and the count */
+    assert_int_equal(rk_actor_open_on(rt, 2, &next), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "device 2; this runtime has 2"));
+    assert_int_equal(rk_actor_open_on(rt, -1, &next), -RK_EINVAL);
+    rk_runtime_close(rt);
+}
+
+/* A stream of echoes on one actor, counting errors and the longest wait. */
+typedef struct streamer {
+    rk_actor *a;
+    atomic_bool stop;
+    long done, errors;
+    double worst_s;
+} streamer;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *stream_main(void *arg)
+{
+    streamer *s = arg;
+    for (uint64_t i = 0; !atomic_load(&s->stop); i++) {
+        double t0 = now_s();
+        rk_reply r;
+        int rc = rk_actor_call(s->a, RK_OP_ECHO, &i, sizeof i, 0, &r, 10000);
+        double dt = now_s() - t0;
+        if (dt > s->worst_s)
+            s->worst_s = dt;
+        if (rc || r.status || r.len != sizeof i || memcmp(r.data, &i, sizeof i))
+            s->errors++;
+        if (rc == 0)
+            rk_reply_release(s->a, &r);
+        s->done++;
+    }
+    return NULL;
+}
+
+/* Device 0's worker killed under load: its actor's requests are recovered
+ * (each answered once, by its supervisor); device 1's stream sees no error
+ * and waits no longer than it always does. */
+static void test_kill_one(void **state)
+{
+    (void)state;
+    rk_runtime *rt = open_devices(2);
+    streamer s[2] = {{0}};
+    pthread_t th[2];
+    for (int d = 0; d < 2; d++) {
+        assert_int_equal(rk_actor_open_on(rt, d, &s[d].a), 0);
+        pthread_create(&th[d], NULL, stream_main, &s[d]);
+    }
+    usleep(300000);
+    rk_worker_info w0, w1;
+    rk_runtime_worker(rk_runtime_device(rt, 0), &w0);
+    rk_runtime_worker(rk_runtime_device(rt, 1), &w1);
+    long before1 = s[1].done;
+    assert_int_equal(kill(w0.pid, SIGKILL), 0);
+    /* until device 0 serves again with a new worker */
+    double t0 = now_s();
+    for (;;) {
+        rk_worker_info w;
+        rk_runtime_worker(rk_runtime_device(rt, 0), &w);
+        if (w.state == RK_WORKER_RUNNING && w.pid > 0 && w.pid != w0.pid)
+            break;
+        if (now_s() - t0 > 10)
+            fail_msg("device 0's worker was not replaced within 10 s");
+        usleep(1000);
+    }
+    usleep(300000);
+    for (int d = 0; d < 2; d++) {
+        atomic_store(&s[d].stop, true);
+        pthread_join(th[d], NULL);
+    }
+    fprintf(stderr, "  device 0 (worker %d killed): %ld calls, %ld errors, longest %.1f ms; "
+            "device 1: %ld calls (%ld meanwhile), %ld errors, longest %.1f ms\n", w0.pid, s[0].done,
+            s[0].errors, s[0].worst_s * 1e3, s[1].done, s[1].done - before1, s[1].errors, s[1].worst_s * 1e3);
+    assert_int_equal(s[0].errors, 0); /* recovered: re-posted, answered once */
+    assert_int_equal(s[1].errors, 0);
+    assert_true(s[1].done - before1 > 100);
+    rk_worker_info w;
+    rk_runtime_worker(rk_runtime_device(rt, 1), &w);
+    assert_int_equal(w.pid, w1.pid); /* untouched */
+    assert_int_equal(w.restarts, w1.restarts);
+    for (int d = 0; d < 2; d++)
+        rk_actor_close(s[d].a);
+    rk_runtime_close(rt);
+}
+
+/* A device in a crash loop (its worker degraded: its GPU is not restarted)
+ * takes no new actors while another serves; its own actors keep getting
+ * answers (built-ins on the CPU), the others' never an error. */
+static void test_degraded_out(void **state)
+{
+    (void)state;
+    rk_config c = devices_config(2);
+    c.fault_limit = 2;
+    c.test_faults = 1;
+    rk_runtime *rt = NULL;
+    assert_int_equal(rk_runtime_open(&rt, &c), 0);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open_on(rt, 0, &a), 0);
+    uint64_t x = 1;
+    for (int k = 0; k < 2; k++) { /* two faults within the window: the crash loop */
+        rk_reply r;
+        assert_int_equal(rk_actor_call(a, RK_OP_FAULT, &x, sizeof x, 0, &r, 10000), 0);
+        assert_int_equal(r.status, -RK_EDEVICE);
+        rk_reply_release(a, &r);
+    }
+    rk_worker_info w;
+    rk_runtime_worker(rk_runtime_device(rt, 0), &w);
+    assert_int_equal(w.state, RK_WORKER_DEGRADED);
+    for (int k = 0; k < 6; k++) {
+        rk_actor *b;
+        assert_int_equal(rk_actor_open(rt, &b), 0);
+        assert_int_equal(rk_actor_device(b), 1);
+        echo_ok(b, (uint64_t)k);
+        rk_actor_close(b);
+    }
+    echo_ok(a, 9); /* device 0 still answers its actor */
+    assert_int_equal(rk_runtime_health(rt), 0);
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
+/* The bad configurations name the value and the limit. */
+static void test_bad_config(void **state)
+{
+    (void)state;
+    rk_runtime *rt = NULL;
+    rk_config c = devices_config(2);
+    c.devices[1] = 0;
+    assert_int_equal(rk_runtime_open(&rt, &c), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "devices[0] and devices[1] are both device 0"));
+    c = devices_config(2);
+    c.n_devices = RK_MAX_DEVICES + 1;
+    assert_int_equal(rk_runtime_open(&rt, &c), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "n_devices is 17; it must be 0..16"));
+    c = devices_config(2);
+    c.devices[1] = -3;
+    assert_int_equal(rk_runtime_open(&rt, &c), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "devices[1] is -3"));
+    assert_null(rt);
+    /* one device through the list is a plain runtime */
+    c = devices_config(1);
+    assert_int_equal(rk_runtime_open(&rt, &c), 0);
+    assert_int_equal(rk_runtime_device_count(rt), 1);
+    assert_ptr_equal(rk_runtime_device(rt, 0), rt);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    assert_int_equal(rk_actor_device(a), 0);
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spread),
+        cmocka_unit_test(test_placement),
+        cmocka_unit_test(test_kill_one),
+        cmocka_unit_test(test_degraded_out),
+        cmocka_unit_test(test_bad_config),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
