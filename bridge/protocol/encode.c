@@ -227,6 +227,20 @@ static int rkb__put_worker(msgpack_packer *pk, const rkb_status *st)
     return e | rkb__kv_str(pk, "why", st->worker_why);
 }
 
+static int rkb__put_devices(msgpack_packer *pk, const rkb_status *st)
+{
+    int e = msgpack_pack_array(pk, (uint32_t)st->n_devices);
+    for (size_t i = 0; i < st->n_devices; i++) {
+        const rkb_status_device *d = &st->devices[i];
+        e |= msgpack_pack_map(pk, 9) | rkb__kv_uint(pk, "index", i) | rkb__kv_str(pk, "backend", d->backend) |
+             rkb__kv_str(pk, "name", d->name) | rkb__kv_str(pk, "state", d->state) |
+             rkb__kv_uint(pk, "pid", d->pid) | rkb__kv_uint(pk, "requests", d->requests) |
+             rkb__kv_uint(pk, "replies", d->replies) | rkb__kv_uint(pk, "restarts", d->restarts) |
+             rkb__kv_uint(pk, "faults", d->faults);
+    }
+    return e;
+}
+
 static int rkb__put_device(msgpack_packer *pk, const rkb_status *st)
 {
     if (!st->has_device)

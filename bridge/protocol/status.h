@@ -78,6 +78,12 @@ typedef struct rkb_status_actor {
     bool gpu, cpu;
 } rkb_status_actor;
 
+/* One device serving the runtime (`devices`: one entry unless --devices). */
+typedef struct rkb_status_device {
+    const char *backend, *name, *state; /* name: the GPU's, or "cpu"; state: its worker's */
+    uint64_t pid, requests, replies, restarts, faults;
+} rkb_status_device;
+
 typedef struct rkb_status {
     const char *backend, *backend_why;
     /* `worker`: the supervised worker process; nil when the backend runs in
@@ -100,6 +106,8 @@ typedef struct rkb_status {
     uint64_t ring_p50_ns, ring_p99_ns, ring_count;
     const rkb_status_actor *actors;
     size_t n_actors;
+    const rkb_status_device *devices;
+    size_t n_devices;
     const char *const *warnings;     /* sentences an operator should read */
     size_t n_warnings;
     rkb_status_counters counters;
@@ -110,6 +118,7 @@ typedef struct rkb_status {
     X(backend, rkb__put_backend)                                               \
     X(backend_why, rkb__put_backend_why)                                       \
     X(worker, rkb__put_worker)                                                 \
+    X(devices, rkb__put_devices)                                               \
     X(device, rkb__put_device)                                                 \
     X(kernel, rkb__put_kernel)                                                 \
     X(limits, rkb__put_limits)                                                 \

@@ -157,6 +157,28 @@ static void rkb__worker(rkb_shared *sh, rk_worker_info *w, rkb_status *s)
     }
 }
 
+/* The `devices` list: each device's backend, worker and load. info and
+ * w (n each) hold the strings and must outlive the list. */
+static rkb_status_device *rkb__devices(rk_runtime *rt, rk_info *info, rk_worker_info *w, size_t *n_out)
+{
+    int n = rk_runtime_device_count(rt);
+    rkb_status_device *d = calloc((size_t)n, sizeof *d);
+    for (int i = 0; d && i < n; i++) {
+        rk_runtime *dev = rk_runtime_device(rt, i);
+        rk_stats st;
+        rk_runtime_info(dev, &info[i]);
+        rk_runtime_worker(dev, &w[i]);
+        rk_runtime_stats(dev, &st);
+        d[i] = (rkb_status_device){.backend = info[i].backend_name,
+                                   .name = info[i].has_device ? info[i].device_name : "cpu",
+                                   .state = w[i].state_name, .pid = (uint64_t)w[i].pid,
+                                   .requests = st.requests, .replies = st.replies,
+                                   .restarts = w[i].restarts, .faults = w[i].faults};
+    }
+    *n_out = d ? (size_t)n : 0;
+    return d;
+}
+
 void rkb_do_retry_gpu(rkb_loop *l, rkb_entry *e)
 {
     int rc = rk_runtime_retry_gpu(l->sh->rt);
@@ -191,7 +213,14 @@ void rkb_do_status(rkb_loop *l, rkb_entry *e)
     rkb__counters(l, &s.counters);
     rkb_status_actor *acts = rkb__actors(sh->rt, &s.n_actors);
     s.actors = acts;
-    int rc = acts ? rkb_encode_status(&l->enc, e->req.has_id, e->req.id, &s) : RKB_E_INTERNAL;
+    rk_info *dinfo = calloc(RK_MAX_DEVICES, sizeof *dinfo);
+    rk_worker_info *dw = calloc(RK_MAX_DEVICES, sizeof *dw);
+    rkb_status_device *devs = dinfo && dw ? rkb__devices(sh->rt, dinfo, dw, &s.n_devices) : NULL;
+    s.devices = devs;
+    int rc = acts && devs ? rkb_encode_status(&l->enc, e->req.has_id, e->req.id, &s) : RKB_E_INTERNAL;
+    free(devs);
+    free(dw);
+    free(dinfo);
     free(acts);
     if (rc != 0) {
         rkb_answer_error(l, e, RKB_E_INTERNAL, "out of memory encoding the status");

@@ -548,7 +548,10 @@ int rkb_loop_init(rkb_loop *l)
         fprintf(stderr, "rk-bridge: out of memory for the reply encoder\n");
         return -1;
     }
-    if (rk_actor_open(l->sh->rt, &l->act)) {
+    /* several devices (--devices): loop i serves device i mod n, so each
+     * device has a loop of its own (run.c makes enough) */
+    int nd = rk_runtime_device_count(l->sh->rt);
+    if (rk_actor_open_on(l->sh->rt, l->index % nd, &l->act)) {
         fprintf(stderr, "rk-bridge: rk_actor_open: %s\n", rk_last_detail());
         return -1;
     }

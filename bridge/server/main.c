@@ -38,6 +38,10 @@ static const char rkb__usage[] =
 "      --backend auto|cuda|cpu  auto (default) uses a GPU that passes launch\n"
 "                             validation and the self-test, else the CPU backend\n"
 "      --device N             CUDA device ordinal (default 0)\n"
+"      --devices all|LIST     several GPUs (LIST: ordinals like 0,1,3): one worker and\n"
+"                             ring kernel each, a request loop pinned to each (so at\n"
+"                             least that many --io-threads); on the CPU backend, one\n"
+"                             CPU worker each\n"
 "      --grid N               blocks of the ring kernel; 0 = as many as can be\n"
 "                             co-resident (default 0)\n"
 "      --block N              threads per block (default 256)\n"
@@ -118,7 +122,7 @@ static const char rkb__usage[] =
 "shutdown, 1 when something failed at run time, 2 for a bad command line.\n";
 
 enum {
-    O_BACKEND = 256, O_DEVICE, O_GRID, O_BLOCK, O_SMEM, O_RING_SLOTS, O_SLOT_SIZE, O_ARENA,
+    O_BACKEND = 256, O_DEVICE, O_DEVICES, O_GRID, O_BLOCK, O_SMEM, O_RING_SLOTS, O_SLOT_SIZE, O_ARENA,
     O_WINDOW, O_MAXMSG, O_QUEUE, O_QUEUE_BYTES, O_ADMISSION, O_SNDHWM, O_RCVHWM, O_GRACE,
     O_QUIET, O_DRAIN, O_LOG, O_CURVE_KEY, O_CURVE_ALLOW, O_CURVE_ADMIN, O_GEN_KEYS, O_FORCE,
     O_IO_THREADS, O_ZMQ_IO_THREADS, O_IPC_MODE, O_INSECURE_KEY, O_INSECURE_REMOTE, O_ADMIN_OPS,
@@ -130,6 +134,7 @@ static const struct option rkb__opts[] = {
     {"bind", required_argument, 0, 'b'},
     {"backend", required_argument, 0, O_BACKEND},
     {"device", required_argument, 0, O_DEVICE},
+    {"devices", required_argument, 0, O_DEVICES},
     {"grid", required_argument, 0, O_GRID},
     {"block", required_argument, 0, O_BLOCK},
     {"smem", required_argument, 0, O_SMEM},
@@ -275,6 +280,28 @@ static int rkb__word(rkb_config *c, int id, const char *arg)
                 return 0;
             }
         fprintf(stderr, "rk-bridge: --isolation %s: expected process, auto or none " RKB_HINT "\n", arg);
+        return -1;
+    }
+    case O_DEVICES: {
+        if (!strcmp(arg, "all")) {
+            c->rk.n_devices = RK_DEVICES_ALL;
+            return 0;
+        }
+        int n = 0;
+        for (const char *p = arg; *p;) {
+            char *end;
+            long d = strtol(p, &end, 10);
+            if (end == p || d < 0 || d > 1024 || n == RK_MAX_DEVICES || (*end && *end != ','))
+                break;
+            c->rk.devices[n++] = (int)d;
+            p = *end ? end + 1 : end;
+            if (!*end) {
+                c->rk.n_devices = n;
+                return 0;
+            }
+        }
+        fprintf(stderr, "rk-bridge: --devices %s: expected all, or up to %d device ordinals like 0,1 "
+                RKB_HINT "\n", arg, RK_MAX_DEVICES);
         return -1;
     }
     case O_IPC_MODE: {

@@ -102,12 +102,13 @@ static void rkb__ring_calibrate(rkb_shared *sh)
  * spare, workers decode, encode and drive the ring in parallel (H200 host,
  * 16 cores, tcp, 8 clients x 128: 0.84 M msg/s with 1 thread, 1.43 M with
  * 2 workers, 1.53 M with 3; bridge/README.md) */
-static int rkb__io_threads(const rkb_config *c)
+static int rkb__io_threads(const rkb_config *c, int devices)
 {
     if (c->io_threads > 0)
         return c->io_threads;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 8 ? 3 : n > 4 ? 2 : 1;
+    int auto_n = n > 8 ? 3 : n > 4 ? 2 : 1;
+    return auto_n > devices ? auto_n : devices; /* a request loop per device at least */
 }
 
 /* librk's own lines (a worker replaced, a fault blamed on a request) go
@@ -222,13 +223,22 @@ static void rkb__print_ready(const rkb_shared *sh, int nw)
 }
 
 /* Opens everything up to the moment the bridge may serve. */
-static int rkb__start(rkb_shared *sh, int nw)
+/* *nw: the request loops (sh->loops has room for RK_MAX_DEVICES or more):
+ * at least one per device, whose actor is pinned to it (loop.c). */
+static int rkb__start(rkb_shared *sh, int *nwp)
 {
     const rkb_config *c = sh->cfg;
-    int rc;
+    int rc, nw = *nwp;
     sh->fd_limit = rkb_raise_fd_limit();
     if ((rc = rkb_endpoints_check(sh)) || (rc = rkb__open_runtime(sh, nw)))
         return rc;
+    int nd = rk_runtime_device_count(sh->rt);
+    if (nd > nw && c->io_threads > 0) {
+        fprintf(stderr, "rk-bridge: --devices: %d devices but --io-threads %d: each device needs a "
+                "request loop of its own; give --io-threads %d or more (or auto)\n", nd, nw, nd);
+        return RKB_EXIT_USAGE;
+    }
+    *nwp = nw = nd > nw ? nd : nw;
     rkb__ring_calibrate(sh);
     if (!(sh->ctx = zmq_ctx_new())) {
         fprintf(stderr, "rk-bridge: zmq_ctx_new: %s\n", zmq_strerror(errno));
@@ -342,9 +352,10 @@ static void rkb__close(rkb_shared *sh, bool served)
 int rkb_run(const rkb_config *c)
 {
     rkb_log_set_level(c->log_level);
-    int nw = rkb__io_threads(c);
+    int nw = rkb__io_threads(c, c->rk.n_devices > 1 ? c->rk.n_devices : 1);
     rkb_shared *sh = calloc(1, sizeof *sh);
-    rkb_loop **loops = calloc((size_t)nw, sizeof *loops);
+    /* room for a loop per device, however many `--devices all` finds */
+    rkb_loop **loops = calloc((size_t)(nw > RK_MAX_DEVICES ? nw : RK_MAX_DEVICES), sizeof *loops);
     if (!sh || !loops) {
         free(sh);
         free(loops);
@@ -353,7 +364,7 @@ int rkb_run(const rkb_config *c)
     sh->cfg = c;
     sh->loops = loops;
     sh->port.sfd = -1;
-    int rc = rkb__start(sh, nw);
+    int rc = rkb__start(sh, &nw);
     if (rc == 0)
         rkb__serve(sh, nw);
     rkb__close(sh, rc == 0);

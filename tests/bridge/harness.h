@@ -151,6 +151,7 @@ void test_remote(void **state);
 void test_keys(void **state);
 void test_fdlimit(void **state);
 void test_broker(void **state);
+void test_devices(void **state);
 void test_admin(void **state);
 void test_cli(void **state);
 void test_client(void **state);

@@ -39,6 +39,7 @@ int main(int argc, char **argv)
         {"keys", cmocka_unit_test(test_keys)},
         {"fdlimit", cmocka_unit_test(test_fdlimit)},
         {"broker", cmocka_unit_test(test_broker)},
+        {"devices", cmocka_unit_test(test_devices)},
         {"admin", cmocka_unit_test(test_admin)},
         {"cli", cmocka_unit_test(test_cli)},
         {"client", cmocka_unit_test(test_client)},
