@@ -3,8 +3,8 @@
  * process, region and supervisor, as a GPU's would be): placement spreads
  * actors and follows outstanding work, pinning, per-actor order, a worker
  * killed under load on one device while the others serve with no error, a
- * device failed for good taken out of placement, and the bad
- * configurations. Suite: isolation. */
+ * device failed for good taken out of placement, a vadd split across the
+ * devices, and the bad configurations. Suite: isolation. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -259,6 +259,60 @@ static void test_degraded_out(void **state)
     rk_runtime_close(rt);
 }
 
+/* One vadd split across 3 devices: each adds a share, the result is the
+ * elementwise sum in order, for sizes that do not divide evenly and for
+ * fewer elements than devices; the bad calls are refused with what is
+ * wrong. */
+static void test_split(void **state)
+{
+    (void)state;
+    rk_runtime *rt = open_devices(N_DEV);
+    rk_split *sp;
+    assert_int_equal(rk_split_open(rt, &sp), 0);
+    static const size_t sizes[] = {1, 2, 3, 1000, 100003, 300000};
+    float *in = malloc(2 * 300000 * sizeof *in), *out = malloc(300000 * sizeof *out);
+    assert_true(in && out);
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        size_t n = sizes[t];
+        for (size_t i = 0; i < n; i++) {
+            in[i] = (float)i * 0.25f - 7.0f;
+            in[n + i] = 1.0f / (float)(i + 3);
+        }
+        uint64_t before[N_DEV];
+        for (int d = 0; d < N_DEV; d++) {
+            rk_stats st;
+            rk_runtime_stats(rk_runtime_device(rt, d), &st);
+            before[d] = st.requests;
+        }
+        size_t got = 0;
+        assert_int_equal(rk_split_call(sp, RK_OP_VADD, in, n * 8, out, n * 4, &got, 10000), 0);
+        assert_int_equal(got, n * 4);
+        for (size_t i = 0; i < n; i++) {
+            float want = in[i] + in[n + i];
+            if (memcmp(&out[i], &want, 4))
+                fail_msg("n=%zu: element %zu is %a, not %a", n, i, out[i], want);
+        }
+        int used = 0;
+        for (int d = 0; d < N_DEV; d++) {
+            rk_stats st;
+            rk_runtime_stats(rk_runtime_device(rt, d), &st);
+            used += st.requests > before[d];
+        }
+        assert_int_equal(used, n < N_DEV ? (int)n : N_DEV); /* every device, no empty chunk */
+    }
+    size_t got;
+    assert_int_equal(rk_split_call(sp, RK_OP_ECHO, in, 8, out, 8, &got, 1000), -RK_ENOTSUP);
+    assert_non_null(strstr(rk_last_detail(), "only vadd"));
+    assert_int_equal(rk_split_call(sp, RK_OP_VADD, in, 12, out, 8, &got, 1000), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "12 B is not a multiple of 8"));
+    assert_int_equal(rk_split_call(sp, RK_OP_VADD, in, 80, out, 39, &got, 1000), -RK_EMSGSIZE);
+    assert_non_null(strstr(rk_last_detail(), "needs 40 B; out has 39"));
+    free(in);
+    free(out);
+    rk_split_close(sp);
+    rk_runtime_close(rt);
+}
+
 /* The bad configurations name the value and the limit. */
 static void test_bad_config(void **state)
 {
@@ -296,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_placement),
         cmocka_unit_test(test_kill_one),
         cmocka_unit_test(test_degraded_out),
+        cmocka_unit_test(test_split),
         cmocka_unit_test(test_bad_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

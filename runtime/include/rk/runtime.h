@@ -314,6 +314,23 @@ int rk_actor_open_on(rk_runtime *rt, int device, rk_actor **out);
 /* The index of the device an actor's requests go to (0 for one device). */
 int rk_actor_device(const rk_actor *a);
 
+/* One large operation split across every device of a runtime, its reply
+ * assembled in order: a split holds an actor on each device (so it costs
+ * one actor slot per device). Only elementwise operations split; of the
+ * built-ins that is vadd (RK_OP_VADD, payload a || b of float32): each
+ * device adds a contiguous share, sent from the caller's buffer without a
+ * copy, all at once. rk_split_call writes the n * 4 result bytes to out and
+ * *out_len; -RK_ENOTSUP for another type, -RK_EINVAL for a payload that is
+ * not a || b, -RK_EMSGSIZE when out_cap is too small, else the first
+ * device's error (every chunk's reply is still taken). The result is the
+ * same as one unsplit call. A split is used by one thread at a time;
+ * rk_split_close before closing the runtime. */
+typedef struct rk_split rk_split;
+int rk_split_open(rk_runtime *rt, rk_split **out);
+void rk_split_close(rk_split *s);
+int rk_split_call(rk_split *s, uint16_t type, const void *data, size_t len, void *out, size_t out_cap,
+                  size_t *out_len, int timeout_ms);
+
 /* Closes an actor. Replies still in flight are discarded when they arrive;
  * their arena space is reclaimed then. NULL is a no-op. */
 void rk_actor_close(rk_actor *a);
