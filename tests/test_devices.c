@@ -28,7 +28,9 @@ static rk_config devices_config(int n)
 {
     rk_config c;
     rk_config_init(&c);
-    c.backend = RK_BACKEND_CPU;
+    /* RK_TEST_BACKEND=cuda: the same on real GPUs (a machine with n of them) */
+    const char *be = getenv("RK_TEST_BACKEND");
+    c.backend = be && !strcmp(be, "cuda") ? RK_BACKEND_CUDA : RK_BACKEND_CPU;
     c.isolation = RK_ISOLATION_PROCESS;
     c.arena_size = 16 << 20;
     c.max_payload = 1 << 20;
