@@ -27,24 +27,28 @@
  * address (127.0.0.0/8, ::1, localhost, the interface lo). Any other tcp
  * host (0.0.0.0, *, an interface, a name) and any other transport reach
  * further. */
+const char *rkb_tcp_host(const char *ep, char *host, size_t cap)
+{
+    if (strncmp(ep, "tcp://", 6))
+        return NULL;
+    const char *h = ep + 6, *colon = strrchr(h, ':');
+    size_t n = colon ? (size_t)(colon - h) : strlen(h);
+    if (n >= cap)
+        return NULL;
+    if (n >= 2 && h[0] == '[' && h[n - 1] == ']') /* [::1] */
+        h++, n -= 2;
+    memcpy(host, h, n);
+    host[n] = 0;
+    return colon ? colon : ep + strlen(ep);
+}
+
 static bool rkb__host_only(const char *ep)
 {
     if (!strncmp(ep, "ipc://", 6) || !strncmp(ep, "inproc://", 9))
         return true;
-    if (strncmp(ep, "tcp://", 6))
+    char hp[128];
+    if (!rkb_tcp_host(ep, hp, sizeof hp))
         return false;
-    const char *h = ep + 6, *colon = strrchr(h, ':');
-    char host[128];
-    size_t n = colon ? (size_t)(colon - h) : strlen(h);
-    if (n >= sizeof host)
-        return false;
-    memcpy(host, h, n);
-    host[n] = 0;
-    char *hp = host;
-    if (hp[0] == '[' && n >= 2 && hp[n - 1] == ']') {
-        hp[n - 1] = 0;
-        hp++;
-    }
     if (!strcmp(hp, "localhost") || !strcmp(hp, "lo"))
         return true;
     struct in_addr a4;

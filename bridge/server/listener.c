@@ -62,20 +62,10 @@ static socklen_t rkb__address(const rkb_endpoint *e, struct sockaddr_storage *ss
             un->sun_path[0] = 0; /* abstract: no terminating zero counts */
         return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (path[0] != '@'));
     }
-    if (strncmp(e->bound, "tcp://", 6))
+    char hp[128];
+    const char *colon = rkb_tcp_host(e->bound, hp, sizeof hp);
+    if (!colon || *colon != ':')
         return 0;
-    const char *h = e->bound + 6, *colon = strrchr(h, ':');
-    char host[128];
-    size_t n = colon ? (size_t)(colon - h) : 0;
-    if (!colon || n >= sizeof host)
-        return 0;
-    memcpy(host, h, n);
-    host[n] = 0;
-    char *hp = host;
-    if (hp[0] == '[' && n >= 2 && hp[n - 1] == ']') {
-        hp[n - 1] = 0;
-        hp++;
-    }
     uint16_t port = htons((uint16_t)strtoul(colon + 1, NULL, 10));
     struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;

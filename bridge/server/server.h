@@ -157,6 +157,10 @@ int rkb_endpoints_check(struct rkb_shared *sh);
 int rkb_endpoint_bind(rkb_port *p, rkb_endpoint *e, char *msg, size_t cap);
 /* Removes the ipc file e created, if it is still that file. */
 void rkb_endpoint_remove_file(rkb_endpoint *e);
+/* The host of a tcp:// endpoint, without IPv6 brackets, into host (cap
+ * bytes); returns where its ":PORT" starts (the end of ep when it has
+ * none), or NULL for another transport or a host too long. */
+const char *rkb_tcp_host(const char *ep, char *host, size_t cap);
 /* Raises the soft file descriptor limit to the hard one; returns it. */
 uint64_t rkb_raise_fd_limit(void);
 
