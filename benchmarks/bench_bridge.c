@@ -72,6 +72,30 @@ static bool bb_reply_ok(const uint8_t *r, size_t len, const uint8_t *payload, si
     return false;
 }
 
+/* ---- sockets --------------------------------------------------------- */
+
+/* A socket whose queues never make the benchmark's own side say busy. */
+static void *bb_socket(void *ctx, int type)
+{
+    void *s = zmq_socket(ctx, type);
+    int hwm = 100000;
+    zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    return s;
+}
+
+/* Binds s at endpoint and writes back the address it got (tcp port "*"). */
+static int bb_bind(void *s, char *endpoint, size_t cap, const char *what)
+{
+    if (zmq_bind(s, endpoint) != 0) {
+        fprintf(stderr, "rk-bench bridge: cannot bind the %s on %s: %s\n", what, endpoint, zmq_strerror(errno));
+        return -1;
+    }
+    size_t sz = cap;
+    zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, endpoint, &sz);
+    return 0;
+}
+
 /* ---- the raw echo server --------------------------------------------- */
 
 typedef struct bb_raw {
@@ -118,19 +142,12 @@ static int bb_sibling(const char *ep, const char *tag, char *out, size_t cap)
 static int bb_raw_start(bb_raw *s, char *endpoint, size_t cap)
 {
     s->ctx = zmq_ctx_new();
-    s->sock = zmq_socket(s->ctx, ZMQ_ROUTER);
-    int hwm = 100000;
-    zmq_setsockopt(s->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(s->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    if (zmq_bind(s->sock, endpoint) != 0) {
-        fprintf(stderr, "rk-bench bridge: cannot bind the raw echo server on %s: %s\n", endpoint,
-                zmq_strerror(errno));
+    s->sock = bb_socket(s->ctx, ZMQ_ROUTER);
+    if (bb_bind(s->sock, endpoint, cap, "raw echo server")) {
         zmq_close(s->sock);
         zmq_ctx_term(s->ctx);
         return -1;
     }
-    size_t sz = cap;
-    zmq_getsockopt(s->sock, ZMQ_LAST_ENDPOINT, endpoint, &sz);
     pthread_create(&s->thread, NULL, bb_raw_main, s);
     return 0;
 }
@@ -146,11 +163,9 @@ static void bb_raw_stop(bb_raw *s)
 
 static void *bb_dealer(void *ctx, const char *ep)
 {
-    void *s = zmq_socket(ctx, ZMQ_DEALER);
-    int linger = 0, hwm = 100000;
+    void *s = bb_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_connect(s, ep);
     return s;
 }
@@ -584,25 +599,24 @@ static void *bb_broker_main(void *arg)
 /* ROUTER at `front` (filled in), DEALER (ZMQ_IMMEDIATE) to the bridge. */
 static int bb_broker_start(bb_broker *b, const char *bridge, char *front, size_t cap)
 {
-    int hwm = 100000, one = 1;
+    int one = 1;
     b->ctx = zmq_ctx_new();
-    b->front = zmq_socket(b->ctx, ZMQ_ROUTER);
-    b->back = zmq_socket(b->ctx, ZMQ_DEALER);
-    void *s[2] = {b->front, b->back};
-    for (int i = 0; i < 2; i++) {
-        zmq_setsockopt(s[i], ZMQ_SNDHWM, &hwm, sizeof hwm);
-        zmq_setsockopt(s[i], ZMQ_RCVHWM, &hwm, sizeof hwm);
-    }
+    b->front = bb_socket(b->ctx, ZMQ_ROUTER);
+    b->back = bb_socket(b->ctx, ZMQ_DEALER);
     zmq_setsockopt(b->back, ZMQ_IMMEDIATE, &one, sizeof one);
     b->ctl = zmq_socket(b->ctx, ZMQ_PAIR);
     b->ctl_peer = zmq_socket(b->ctx, ZMQ_PAIR);
-    if (zmq_bind(b->front, front) != 0 || zmq_connect(b->back, bridge) != 0 ||
-        zmq_bind(b->ctl, "inproc://bb-broker-ctl") != 0 || zmq_connect(b->ctl_peer, "inproc://bb-broker-ctl") != 0) {
-        fprintf(stderr, "rk-bench bridge: cannot start the broker on %s: %s\n", front, zmq_strerror(errno));
+    bool wired = zmq_bind(b->ctl, "inproc://bb-broker-ctl") == 0 &&
+                 zmq_connect(b->ctl_peer, "inproc://bb-broker-ctl") == 0 && zmq_connect(b->back, bridge) == 0;
+    if (!wired)
+        fprintf(stderr, "rk-bench bridge: cannot start a broker to %s: %s\n", bridge, zmq_strerror(errno));
+    if (!wired || bb_bind(b->front, front, cap, "broker")) {
+        void *all[4] = {b->front, b->back, b->ctl, b->ctl_peer};
+        for (int i = 0; i < 4; i++)
+            zmq_close(all[i]);
+        zmq_ctx_term(b->ctx);
         return -1;
     }
-    size_t sz = cap;
-    zmq_getsockopt(b->front, ZMQ_LAST_ENDPOINT, front, &sz);
     pthread_create(&b->thread, NULL, bb_broker_main, b);
     return 0;
 }
