@@ -75,6 +75,38 @@ static void *wk_main(void *p)
     return NULL;
 }
 
+/* WK_CLIENTS clients pipelining echoes until wk_load_stop, which sums
+ * what they saw. */
+typedef struct wk_load {
+    void *ctx;
+    int stop;
+    wk_client c[WK_CLIENTS];
+    pthread_t t[WK_CLIENTS];
+    uint64_t sent, answered, bad, dup; /* after wk_load_stop */
+} wk_load;
+
+static void wk_load_start(wk_load *l, const char *ep)
+{
+    memset(l, 0, sizeof *l);
+    l->ctx = zmq_ctx_new();
+    for (int i = 0; i < WK_CLIENTS; i++) {
+        l->c[i] = (wk_client){.ep = ep, .ctx = l->ctx, .stop = &l->stop, .seen = calloc(WK_CAP, 1)};
+        pthread_create(&l->t[i], NULL, wk_main, &l->c[i]);
+    }
+}
+
+static void wk_load_stop(wk_load *l)
+{
+    __atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < WK_CLIENTS; i++) {
+        wk_client *c = &l->c[i];
+        pthread_join(l->t[i], NULL);
+        l->sent += c->sent, l->answered += c->answered, l->bad += c->bad, l->dup += c->dup;
+        free(c->seen);
+    }
+    zmq_ctx_term(l->ctx);
+}
+
 /* The `worker` map of a status reply: pid, state, restarts, ... */
 static uint64_t worker_uint(const bridge *b, const char *key, char *state, size_t cap)
 {
@@ -100,14 +132,8 @@ void test_worker_kill(void **state)
     snprintf(limit, sizeof limit, "%d", kills + 10);
     bridge b;
     bridge_start(&b, "--fault-limit", limit, NULL);
-    void *ctx = zmq_ctx_new();
-    int stop = 0;
-    wk_client c[WK_CLIENTS];
-    pthread_t t[WK_CLIENTS];
-    for (int i = 0; i < WK_CLIENTS; i++) {
-        c[i] = (wk_client){.ep = b.ep, .ctx = ctx, .stop = &stop, .seen = calloc(WK_CAP, 1)};
-        pthread_create(&t[i], NULL, wk_main, &c[i]);
-    }
+    wk_load l;
+    wk_load_start(&l, b.ep);
     int64_t t0 = now_ms();
     for (int k = 0; k < kills; k++) {
         /* replies between kills: each worker serves before it dies */
@@ -124,22 +150,15 @@ void test_worker_kill(void **state)
             usleep(1000);
         }
     }
-    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-    uint64_t sent = 0, answered = 0, bad = 0, dup = 0;
-    for (int i = 0; i < WK_CLIENTS; i++) {
-        pthread_join(t[i], NULL);
-        sent += c[i].sent, answered += c[i].answered, bad += c[i].bad, dup += c[i].dup;
-        free(c[i].seen);
-    }
+    wk_load_stop(&l);
     uint64_t restarts = worker_uint(&b, "restarts", NULL, 0);
     print_message("%d kills of the bridge's worker in %.1f s: %llu requests, %llu answered, %llu bad, "
                   "%llu duplicated; %llu restarts\n",
-                  kills, (double)(now_ms() - t0) / 1e3, (unsigned long long)sent, (unsigned long long)answered,
-                  (unsigned long long)bad, (unsigned long long)dup, (unsigned long long)restarts);
-    zmq_ctx_term(ctx);
-    assert_int_equal(bad, 0);
-    assert_int_equal(dup, 0);
-    assert_int_equal(answered, sent);
+                  kills, (double)(now_ms() - t0) / 1e3, (unsigned long long)l.sent, (unsigned long long)l.answered,
+                  (unsigned long long)l.bad, (unsigned long long)l.dup, (unsigned long long)restarts);
+    assert_int_equal(l.bad, 0);
+    assert_int_equal(l.dup, 0);
+    assert_int_equal(l.answered, l.sent);
     assert_true(restarts >= (uint64_t)kills);
     assert_alive(&b);
     pid_t bpid = b.pid;
@@ -252,14 +271,8 @@ void test_devices(void **state)
     bridge b;
     bridge_start(&b, "--devices", "0,1", NULL);
     assert_int_equal(device_uint(&b, 1, "index"), 1);
-    void *ctx = zmq_ctx_new();
-    int stop = 0;
-    wk_client c[WK_CLIENTS];
-    pthread_t t[WK_CLIENTS];
-    for (int i = 0; i < WK_CLIENTS; i++) {
-        c[i] = (wk_client){.ep = b.ep, .ctx = ctx, .stop = &stop, .seen = calloc(WK_CAP, 1)};
-        pthread_create(&t[i], NULL, wk_main, &c[i]);
-    }
+    wk_load l;
+    wk_load_start(&l, b.ep);
     /* 8 clients x 64 in flight spill past the first loop's ring (32) */
     for (int64_t t0 = now_ms(); device_uint(&b, 0, "requests") < 1000 || device_uint(&b, 1, "requests") < 1000;) {
         if (now_ms() - t0 > TMO)
@@ -278,21 +291,14 @@ void test_devices(void **state)
     }
     uint64_t r1 = device_uint(&b, 1, "requests");
     usleep(200000);
-    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-    uint64_t sent = 0, answered = 0, bad = 0, dup = 0;
-    for (int i = 0; i < WK_CLIENTS; i++) {
-        pthread_join(t[i], NULL);
-        sent += c[i].sent, answered += c[i].answered, bad += c[i].bad, dup += c[i].dup;
-        free(c[i].seen);
-    }
-    zmq_ctx_term(ctx);
+    wk_load_stop(&l);
     print_message("--devices 0,1: %llu requests, %llu answered, %llu bad, %llu duplicated; device 0 "
-                  "served %llu (worker killed once), device 1 %llu\n", (unsigned long long)sent,
-                  (unsigned long long)answered, (unsigned long long)bad, (unsigned long long)dup,
+                  "served %llu (worker killed once), device 1 %llu\n", (unsigned long long)l.sent,
+                  (unsigned long long)l.answered, (unsigned long long)l.bad, (unsigned long long)l.dup,
                   (unsigned long long)device_uint(&b, 0, "requests"), (unsigned long long)device_uint(&b, 1, "requests"));
-    assert_int_equal(bad, 0);
-    assert_int_equal(dup, 0);
-    assert_int_equal(answered, sent);
+    assert_int_equal(l.bad, 0);
+    assert_int_equal(l.dup, 0);
+    assert_int_equal(l.answered, l.sent);
     assert_true(device_uint(&b, 1, "requests") >= r1);
     assert_int_equal(device_uint(&b, 1, "pid"), pid1);
     assert_int_equal(device_uint(&b, 1, "restarts"), 0);
