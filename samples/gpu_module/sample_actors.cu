@@ -27,8 +27,9 @@
 #include <stdint.h>
 #include <string.h>
 
-/* An actor's own error: the sentence is the reply (status -RK_EACTOR). */
-__host__ __device__ static int sample_fail(void *out, size_t cap, size_t *out_len, const char *why)
+/* A CPU twin's own error: the sentence is the reply (status -RK_EACTOR);
+ * the GPU handlers use rk::actor_error. */
+static int sample_fail(void *out, size_t cap, size_t *out_len, const char *why)
 {
     size_t n = 0;
     while (why[n] && n < cap)
@@ -80,13 +81,8 @@ struct saxpy {
                               uint32_t cap, uint32_t *out_len)
     {
         rk_field f[3];
-        if (const char *why = saxpy_fields(in, in_len, f)) {
-            size_t len = 0;
-            if (c.rank == 0) /* rank 0's reply is the one sent */
-                sample_fail(out, cap, &len, why);
-            *out_len = (uint32_t)len;
-            return -RK_EACTOR;
-        }
+        if (const char *why = saxpy_fields(in, in_len, f))
+            return rk::actor_error(c, out, cap, out_len, why);
         /* the fields lie at 16-byte offsets in the payload (rk/module.h),
          * which is at least 4-byte aligned: float loads are fine */
         const uint32_t n = (uint32_t)(f[1].len / 4);
@@ -104,13 +100,14 @@ struct saxpy {
 
 __device__ unsigned long long sample_total; /* 0 when the module loads */
 static uint64_t sample_total_cpu;
+#define COUNT_BAD_ADD "count: add must be one u64 (8 bytes)"
 
 static int count_cpu(const void *in, size_t in_len, void *out, size_t cap, size_t *out_len, void *user)
 {
     (void)user;
     uint64_t add;
     if (in_len != 8)
-        return sample_fail(out, cap, out_len, "count: add must be one u64 (8 bytes)");
+        return sample_fail(out, cap, out_len, COUNT_BAD_ADD);
     memcpy(&add, in, 8);
     uint64_t t = sample_total_cpu += add; /* one consumer thread at a time (rk/module.h) */
     memcpy(out, &t, 8);
@@ -125,13 +122,8 @@ struct count {
     __device__ static int run(const rk::gpu_ctx &c, const void *in, uint32_t in_len, void *out,
                               uint32_t cap, uint32_t *out_len)
     {
-        if (in_len != 8) {
-            size_t len = 0;
-            if (c.rank == 0)
-                sample_fail(out, cap, &len, "count: add must be one u64 (8 bytes)");
-            *out_len = (uint32_t)len;
-            return -RK_EACTOR;
-        }
+        if (in_len != 8)
+            return rk::actor_error(c, out, cap, out_len, COUNT_BAD_ADD);
         if (c.rank == 0) {
             unsigned long long add;
             memcpy(&add, in, 8);

@@ -13,7 +13,8 @@
  *         // runs it (a warp for inline messages, the worker grid for arena
  *         // payloads above 16 KiB): loop rank-strided, never wait for other
  *         // threads; rank 0's return value (0 or -RK_E*) and *out_len make
- *         // the reply. Fields: rk_fields_parse / rk_fields_layout.
+ *         // the reply. Fields: rk_fields_parse / rk_fields_layout; an
+ *         // error of its own: return rk::actor_error(c, out, cap, out_len, "...").
  *         __device__ static int run(const rk::gpu_ctx &c, const void *in, uint32_t in_len,
  *                                   void *out, uint32_t out_cap, uint32_t *out_len);
  *     };
@@ -42,6 +43,7 @@
 #ifndef RK_GPU_ACTOR_CUH
 #define RK_GPU_ACTOR_CUH
 
+#include <string.h>
 #include <utility>
 
 /* installed: rk/device/; in ringkernel's source tree: device/ on the
@@ -54,6 +56,22 @@
 #include "rk/module.h"
 
 namespace rk {
+
+/* An actor's own error, from a GPU handler: every thread of the group
+ * calls it; rank 0 writes the sentence (at most cap bytes) as the reply,
+ * which the caller gets with status -RK_EACTOR (rk-bridge: ACTOR_FAILED).
+ * Returns -RK_EACTOR, for the handler to return. */
+__device__ inline int actor_error(const gpu_ctx &c, void *out, uint32_t cap, uint32_t *out_len,
+                                  const char *why)
+{
+    uint32_t n = 0;
+    while (why[n] && n < cap)
+        n++;
+    if (c.rank == 0)
+        memcpy(out, why, n);
+    *out_len = n;
+    return -RK_EACTOR;
+}
 
 /* A's handler served as message type T (the module's i-th actor). */
 template <uint16_t T, class A> struct typed_actor {
