@@ -102,13 +102,12 @@ static void rkb__ring_calibrate(rkb_shared *sh)
  * spare, workers decode, encode and drive the ring in parallel (H200 host,
  * 16 cores, tcp, 8 clients x 128: 0.84 M msg/s with 1 thread, 1.43 M with
  * 2 workers, 1.53 M with 3; bridge/README.md) */
-static int rkb__io_threads(const rkb_config *c, int devices)
+static int rkb__io_threads(const rkb_config *c)
 {
     if (c->io_threads > 0)
         return c->io_threads;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    int auto_n = n > 8 ? 3 : n > 4 ? 2 : 1;
-    return auto_n > devices ? auto_n : devices; /* a request loop per device at least */
+    return n > 8 ? 3 : n > 4 ? 2 : 1;
 }
 
 /* librk's own lines (a worker replaced, a fault blamed on a request) go
@@ -352,7 +351,7 @@ static void rkb__close(rkb_shared *sh, bool served)
 int rkb_run(const rkb_config *c)
 {
     rkb_log_set_level(c->log_level);
-    int nw = rkb__io_threads(c, c->rk.n_devices > 1 ? c->rk.n_devices : 1);
+    int nw = rkb__io_threads(c); /* rkb__start may add loops, one per device */
     rkb_shared *sh = calloc(1, sizeof *sh);
     /* room for a loop per device, however many `--devices all` finds */
     rkb_loop **loops = calloc((size_t)(nw > RK_MAX_DEVICES ? nw : RK_MAX_DEVICES), sizeof *loops);

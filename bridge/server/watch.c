@@ -88,11 +88,15 @@ static uint64_t rkb__free_fds(const rkb_port *p)
     return p->sh->fd_limit > used ? p->sh->fd_limit - used : 0;
 }
 
+/* ipc endpoints pause below this many free descriptors, and resume at
+ * RKB_IPC_RESERVE more */
+static uint64_t rkb__ipc_reserve(const rkb_port *p) { return (uint64_t)p->backlog + RKB_IPC_RESERVE; }
+
 static bool rkb__is_ipc(const rkb_endpoint *e) { return !strncmp(e->bound, "ipc://", 6); }
 
 static void rkb__guard(rkb_port *p, int64_t now)
 {
-    uint64_t reserve = (uint64_t)p->backlog + RKB_IPC_RESERVE, free_fds = rkb__free_fds(p);
+    uint64_t reserve = rkb__ipc_reserve(p), free_fds = rkb__free_fds(p);
     if (free_fds >= reserve)
         return;
     for (int i = 0; i < p->n_eps; i++) {
@@ -179,7 +183,7 @@ static void rkb__resume(rkb_port *p, int64_t now)
         }
         if (e->listening || now < e->resume_at)
             continue;
-        if (rkb__is_ipc(e) && rkb__free_fds(p) < (uint64_t)p->backlog + 2 * RKB_IPC_RESERVE) {
+        if (rkb__is_ipc(e) && rkb__free_fds(p) < rkb__ipc_reserve(p) + RKB_IPC_RESERVE) {
             e->resume_at = now + RKB_PAUSE_MIN_NS;
             continue;
         }
