@@ -24,6 +24,8 @@ typedef struct gpu_opts {
      * what is measured; --variants shows 1 + 1 too */
     uint32_t prod, cons;
     int faults; /* poison requests of the fault-recovery rows (0: none) */
+    int api_threads[4], n_api_threads; /* throughput_echo_64_api_Nt */
+    const char *module;                /* --module: user_actor_64 */
 } gpu_opts;
 
 /* ---------------- the rows ---------------- */
@@ -92,17 +94,23 @@ void bench_gpu_usage(FILE *f)
 "  -v, --variants       experiment: the ring kernel's busy-path variants (no rows)\n"
 "  -I, --idle-variants  experiment: the idle path's variants against the floor\n"
 "  -f, --faults N       poison requests for fault_recovery(_cold) (default 20, 0: none)\n"
+"  -a, --api-threads L  host threads of the throughput_echo_64_api_Nt rows, an actor\n"
+"                       each (comma list of 1..16, at most 4; default 2,4; 0: none)\n"
+"  -m, --module M       a module with an actor \"copy\" (benchmarks/bench_actors.so):\n"
+"                       user_actor_64 against module_echo_64\n"
 "Rows: floor, launch_sync, graph_sync, memcpy_launch_memcpy, pinned_copy,\n"
 "vadd_staged_16777216, ring_echo_64_raw, throughput_echo_64, vadd_16777216,\n"
-"ring_echo_64, ring_echo_64_inprocess, throughput_echo_64_api(_inprocess),\n"
-"vadd_16777216_api, vadd_16777216_buf_api, idle_cpu, fault_recovery(_cold).\n"
+"ring_echo_64, ring_echo_64_inprocess, ring_echo_64_fixed_delay,\n"
+"throughput_echo_64_api(_inprocess), throughput_echo_64_api_Nt, module_echo_64,\n"
+"user_actor_64, vadd_16777216_api, vadd_16777216_buf_api, idle_cpu,\n"
+"fault_recovery(_cold).\n"
 "Raw latency samples go into the JSON by default (for plot_cdf.py).\n");
 }
 
 /* 0 or 2 (bad options, said on stderr) */
 static int gpu_parse(int argc, char **argv, gpu_opts *o)
 {
-    *o = (gpu_opts){200000, 2.0, 5.0, 0, 0, 2, 2, 20};
+    *o = (gpu_opts){200000, 2.0, 5.0, 0, 0, 2, 2, 20, {2, 4}, 2, NULL};
     static const struct option opts[] = {{"count", required_argument, 0, 'n'},
                                          {"seconds", required_argument, 0, 't'},
                                          {"device", required_argument, 0, 'd'},
@@ -111,11 +119,13 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
                                          {"idle-variants", no_argument, 0, 'I'},
                                          {"threads", required_argument, 0, 'T'},
                                          {"faults", required_argument, 0, 'f'},
+                                         {"api-threads", required_argument, 0, 'a'},
+                                         {"module", required_argument, 0, 'm'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:a:m:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n': o->count = atol(optarg); break;
         case 't': o->seconds = atof(optarg); break;
@@ -124,6 +134,23 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
         case 'v': o->variants = 1; break;
         case 'I': o->variants = 2; break;
         case 'f': o->faults = atoi(optarg); break;
+        case 'm': o->module = optarg; break;
+        case 'a': {
+            o->n_api_threads = 0;
+            char *end = optarg;
+            while (*end && strcmp(optarg, "0")) {
+                long v = strtol(end, &end, 10);
+                if (v < 1 || v > 16 || o->n_api_threads == 4 || (*end && *end != ',')) {
+                    fprintf(stderr, "rk-bench gpu: --api-threads: a comma list of at most 4 counts of 1..16, or 0 "
+                                    "(got \"%s\")\n", optarg);
+                    return 2;
+                }
+                o->api_threads[o->n_api_threads++] = (int)v;
+                if (*end)
+                    end++;
+            }
+            break;
+        }
         case 'T':
             if (sscanf(optarg, "%u,%u", &o->prod, &o->cons) != 2 || o->prod < 1 || o->prod > 8 || o->cons < 1 ||
                 o->cons > 8) {
@@ -193,6 +220,29 @@ static void gpu_isolation_claims(const bench_report *rep)
                fw->p50_ns / 1e6, fc->p50_ns / 1e6);
 }
 
+/* The actor API against the floor and the raw rings, the adaptive idle
+ * wait against the fixed one, a user actor against echo. */
+static void gpu_api_claims(const bench_report *rep)
+{
+    const bench_result *fl = find_row(rep, "floor"), *ring = find_row(rep, "ring_echo_64");
+    const bench_result *fix = find_row(rep, "ring_echo_64_fixed_delay");
+    const bench_result *me = find_row(rep, "module_echo_64"), *ua = find_row(rep, "user_actor_64");
+    const bench_result *raw = find_row(rep, "throughput_echo_64");
+    if (fl && ring && fix)
+        printf("  rk_actor_call / floor: p50 %.3f (<= 1.05), p99 %.3f (<= 1.3); idle wait fixed: %.3f, %.3f\n",
+               ring->p50_ns / fl->p50_ns, ring->p99_ns / fl->p99_ns, fix->p50_ns / fl->p50_ns,
+               fix->p99_ns / fl->p99_ns);
+    for (size_t i = 0; i < rep->n; i++) {
+        const bench_result *t = &rep->results[i];
+        if (!strncmp(t->name, "throughput_echo_64_api_", 23) && t->name[23] >= '0' && t->name[23] <= '9')
+            printf("  %-28s = %.2f M msg/s (>= 20), %.3f x the raw rings\n", t->name, t->msgs_per_s / 1e6,
+                   raw ? t->msgs_per_s / raw->msgs_per_s : 0.0);
+    }
+    if (me && ua)
+        printf("  user actor / echo, same runtime: p50 %.3f, p99 %.3f (each <= 1.05)\n", ua->p50_ns / me->p50_ns,
+               ua->p99_ns / me->p99_ns);
+}
+
 static void gpu_claims(const bench_report *rep)
 {
     const bench_result *fl = NULL, *ring = NULL, *mlm = NULL, *thr = NULL, *va = NULL, *pc = NULL, *idle = NULL,
@@ -220,6 +270,7 @@ static void gpu_claims(const bench_report *rep)
         printf("  idle CPU                    = %.3f %% of a core (< 5)\n", idle->cpu_percent);
     }
     gpu_isolation_claims(rep);
+    gpu_api_claims(rep);
 }
 
 int bench_gpu_run(int argc, char **argv, bench_report *rep)
@@ -240,7 +291,7 @@ int bench_gpu_run(int argc, char **argv, bench_report *rep)
     /* the ring kernel, raw, then through the runtime (each holds the whole GPU) */
     if (raw_section(rep, sm_count, o.count, o.seconds, o.prod, o.cons))
         return 1;
-    if (runtime_section(rep, o.device, o.count, o.seconds, o.idle_s))
+    if (runtime_section(rep, o.device, o.count, o.seconds, o.idle_s, o.api_threads, o.n_api_threads, o.module))
         return 1;
     if (fault_section(rep, o.device, o.faults))
         return 1;

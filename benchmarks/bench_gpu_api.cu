@@ -1,14 +1,20 @@
 /* bench_gpu_api.cu - `rk-bench gpu` through the runtime's public API (a
- * CUDA runtime opened with rk_runtime_open, one actor):
+ * CUDA runtime opened with rk_runtime_open, one actor per host thread):
  *
  *   ring_echo_64           64 B echo round trip (rk_actor_call), kernel in a worker
  *   ring_echo_64_inprocess the same with the kernel in this process
+ *   ring_echo_64_fixed_delay  the same in a worker, the kernel's idle wait fixed
+ *                          (RK_KF_IDLE_FIXED: the kernel before it adapted)
  *   throughput_echo_64_api pipelined 64 B echoes (rk_actor_send_batch/recv_batch:
- *                          batches of 32, window 256)
+ *                          batches of 32, window 256), 1 host thread
  *   throughput_echo_64_api_inprocess  the same in this process
+ *   throughput_echo_64_api_Nt  N host threads, an actor each (--api-threads)
+ *   module_echo_64, user_actor_64  (--module M) echo and M's trivial actor
+ *                          `copy` through the same runtime, alternating
  *   vadd_16777216_api      vadd of 2^24 float32 by rk_actor_call (operands copied in)
  *   vadd_16777216_buf_api  the same with the operands written in place (rk_actor_buf_*)
  *   idle_cpu               host CPU of the idle runtime over --idle seconds */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,19 +22,21 @@
 
 #include "bench_gpu_internal.h"
 
-int api_echo_lat(rk_actor *a, uint64_t *smp, long count)
+/* count timed round trips of a 64 B request of `type` that must come back
+ * as it went (echo, or a user actor that copies), after `warm` untimed */
+static int api_lat(rk_actor *a, uint16_t type, uint64_t *smp, long count, long warm)
 {
     uint8_t msg[64];
     for (int i = 0; i < 64; i++)
         msg[i] = (uint8_t)i;
-    const long warm = 20000;
     for (long i = 0; i < warm + count; i++) {
         rk_reply r;
         uint64_t t0 = bench_now_ns();
-        int rc = rk_actor_call(a, RK_OP_ECHO, msg, 64, 0, &r, 5000);
+        int rc = rk_actor_call(a, type, msg, 64, 0, &r, 5000);
         uint64_t t1 = bench_now_ns();
-        if (rc || r.status || r.len != 64) {
-            fprintf(stderr, "rk-bench gpu: echo: %s status %d\n", rk_err_name(rc), rc ? 0 : r.status);
+        if (rc || r.status || r.len != 64 || memcmp(r.data, msg, 64)) {
+            fprintf(stderr, "rk-bench gpu: type %u: %s status %d: %s\n", type, rk_err_name(rc),
+                    rc ? 0 : r.status, rk_last_detail());
             return 1;
         }
         rk_reply_release(a, &r);
@@ -37,6 +45,8 @@ int api_echo_lat(rk_actor *a, uint64_t *smp, long count)
     }
     return 0;
 }
+
+int api_echo_lat(rk_actor *a, uint64_t *smp, long count) { return api_lat(a, RK_OP_ECHO, smp, count, 20000); }
 
 /* pipelined through the batch API: one actor, a window of 256, requests
  * posted in batches of up to 32 (one ring reservation and doorbell each),
@@ -165,73 +175,202 @@ static void api_idle(bench_report *rep, double idle_s)
     printf("  %-24s %.3f %% of a core over %.1f s\n", "idle_cpu", pct, idle_s);
 }
 
-static int open_cuda(rk_runtime **rt, int device, rk_isolation iso)
+/* A CUDA runtime on device, in a worker (RK_ISOLATION_AUTO) or in this
+ * process; kflags: RK_KF_* for its kernel (RK_CUDA_KFLAGS, read when the
+ * kernel launches); module: a module to load, or NULL. */
+static int open_cuda(rk_runtime **rt, int device, rk_isolation iso, uint32_t kflags, const char *module)
 {
     rk_config cfg;
     rk_config_init(&cfg);
     cfg.backend = RK_BACKEND_CUDA;
     cfg.device = device;
     cfg.isolation = iso;
-    CKRK(rk_runtime_open(rt, &cfg));
+    if (module) {
+        cfg.modules = &module;
+        cfg.n_modules = 1;
+    }
+    char fl[32];
+    snprintf(fl, sizeof fl, "%u", kflags);
+    if (kflags)
+        setenv("RK_CUDA_KFLAGS", fl, 1);
+    int rc = rk_runtime_open(rt, &cfg);
+    unsetenv("RK_CUDA_KFLAGS");
+    CKRK(rc);
     rk_info in;
     rk_runtime_info(*rt, &in);
-    printf("  runtime: %s\n", in.why);
+    printf("  runtime: %s%s\n", in.why, kflags ? " (kernel flags set)" : "");
     return 0;
 }
 
-/* The hot path in the default, isolated mode (a worker process runs the
- * kernel) and in-process, alternating A B A B in halves so that drift of
- * the machine falls on both alike: ring_echo_64 and throughput_echo_64_api,
- * ring_echo_64_inprocess and throughput_echo_64_api_inprocess. */
+/* The hot path in three configurations, taken in turn, ROUNDS times each,
+ * so that drift of the machine falls on all alike: the default (kernel in a
+ * worker, its idle wait adapting), in-process, and in a worker with the
+ * idle wait fixed (the kernel before it adapted). Rows ring_echo_64,
+ * ring_echo_64_inprocess, ring_echo_64_fixed_delay and the pipelined
+ * throughput_echo_64_api(_inprocess) of the first two. */
 static int api_isolation_pair(bench_report *rep, int device, long count, double seconds)
 {
-    const long half = count / 2;
-    uint64_t *s[2] = {(uint64_t *)malloc(sizeof(uint64_t) * (size_t)half * 2),
-                      (uint64_t *)malloc(sizeof(uint64_t) * (size_t)half * 2)};
-    double rate[2] = {0, 0};
-    uint64_t n[2] = {0, 0};
-    for (int round = 0; round < 4; round++) {
-        const int m = round & 1; /* 0 isolated, 1 in-process */
+    enum { MODES = 3, ROUNDS = 4 };
+    const long part = count / ROUNDS;
+    uint64_t *s[MODES];
+    for (int m = 0; m < MODES; m++)
+        s[m] = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)part * ROUNDS);
+    double rate[MODES] = {0, 0, 0};
+    uint64_t n[MODES] = {0, 0, 0};
+    for (int round = 0; round < MODES * ROUNDS; round++) {
+        const int m = round % MODES;
         rk_runtime *rt;
-        if (open_cuda(&rt, device, m ? RK_ISOLATION_NONE : RK_ISOLATION_AUTO))
+        if (open_cuda(&rt, device, m == 1 ? RK_ISOLATION_NONE : RK_ISOLATION_AUTO, m == 2 ? RK_KF_IDLE_FIXED : 0,
+                      NULL))
             return 1;
         rk_actor *a;
         CKRK(rk_actor_open(rt, &a));
-        if (api_echo_lat(a, s[m] + (round >> 1) * half, half))
+        if (api_lat(a, RK_OP_ECHO, s[m] + (round / MODES) * part, part, 20000))
             return 1;
-        double r = api_pipelined(a, seconds / 2, &n[m]);
-        if (r == 0) {
-            fprintf(stderr, "rk-bench gpu: pipelined echo failed: %s\n", rk_last_detail());
-            return 1;
+        if (m < 2) {
+            double r = api_pipelined(a, seconds / ROUNDS, &n[m]);
+            if (r == 0) {
+                fprintf(stderr, "rk-bench gpu: pipelined echo failed: %s\n", rk_last_detail());
+                return 1;
+            }
+            rate[m] += r / ROUNDS;
         }
-        rate[m] += r / 2;
         rk_actor_close(a);
         rk_runtime_close(rt);
     }
-    latency_row(rep, "ring_echo_64", "cuda", s[0], (size_t)half * 2,
-                "\"path\": \"rk_actor_call, kernel in a worker process (default)\"");
-    latency_row(rep, "ring_echo_64_inprocess", "cuda", s[1], (size_t)half * 2,
-                "\"path\": \"rk_actor_call, kernel in this process (isolation none)\"");
+    static const char *const lat[MODES] = {"ring_echo_64", "ring_echo_64_inprocess", "ring_echo_64_fixed_delay"};
+    static const char *const path[MODES] = {
+        "\"path\": \"rk_actor_call, kernel in a worker process (default)\"",
+        "\"path\": \"rk_actor_call, kernel in this process (isolation none)\"",
+        "\"path\": \"rk_actor_call, kernel in a worker process, idle wait fixed (RK_KF_IDLE_FIXED)\""};
+    for (int m = 0; m < MODES; m++)
+        latency_row(rep, lat[m], "cuda", s[m], (size_t)part * ROUNDS, path[m]);
     static const char *const names[2] = {"throughput_echo_64_api", "throughput_echo_64_api_inprocess"};
     for (int m = 0; m < 2; m++) {
         bench_result *b = bench_add(rep, names[m], "cuda");
         b->msgs_per_s = rate[m];
         b->count = n[m];
-        snprintf(b->extra, sizeof b->extra, "\"path\": \"rk_actor_send_batch/recv_batch, 1 actor, batches of 32, window 256, %s\"",
+        snprintf(b->extra, sizeof b->extra, "\"path\": \"rk_actor_send_batch/recv_batch, 1 actor, batches of 32, window 256, %s\", \"threads\": 1",
                  m ? "in-process" : "worker process");
         printf("  %-32s %.2f M msg/s\n", names[m], rate[m] / 1e6);
     }
-    free(s[0]);
-    free(s[1]);
+    for (int m = 0; m < MODES; m++)
+        free(s[m]);
     return 0;
 }
 
-int runtime_section(bench_report *rep, int device, long count, double seconds, double idle_s)
+/* ---- pipelined echo from several host threads, an actor each ---- */
+typedef struct api_thread {
+    rk_runtime *rt;
+    double seconds;
+    pthread_barrier_t *go;
+    uint64_t count;
+    double rate;
+} api_thread;
+
+static void *api_thread_main(void *p)
+{
+    api_thread *t = (api_thread *)p;
+    rk_actor *a = NULL;
+    int rc = rk_actor_open(t->rt, &a);
+    pthread_barrier_wait(t->go);
+    if (rc == 0) {
+        t->rate = api_pipelined(a, t->seconds, &t->count);
+        rk_actor_close(a);
+    }
+    return NULL;
+}
+
+/* throughput_echo_64_api_Nt: `threads` host threads, each with its own
+ * actor pipelining as api_pipelined does, on one runtime (default mode) */
+static int api_threads(bench_report *rep, int device, int threads, double seconds)
+{
+    rk_runtime *rt;
+    if (open_cuda(&rt, device, RK_ISOLATION_AUTO, 0, NULL))
+        return 1;
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, (unsigned)threads);
+    api_thread t[16];
+    pthread_t th[16];
+    for (int i = 0; i < threads; i++) {
+        t[i] = (api_thread){rt, seconds, &go, 0, 0};
+        pthread_create(&th[i], NULL, api_thread_main, &t[i]);
+    }
+    double total = 0;
+    uint64_t n = 0;
+    int failed = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        total += t[i].rate;
+        n += t[i].count;
+        failed += t[i].rate == 0;
+    }
+    pthread_barrier_destroy(&go);
+    rk_runtime_close(rt);
+    if (failed) {
+        fprintf(stderr, "rk-bench gpu: pipelined echo failed in %d of %d threads\n", failed, threads);
+        return 1;
+    }
+    char name[48];
+    snprintf(name, sizeof name, "throughput_echo_64_api_%dt", threads);
+    bench_result *b = bench_add(rep, name, "cuda");
+    b->msgs_per_s = total;
+    b->count = n;
+    snprintf(b->extra, sizeof b->extra,
+             "\"path\": \"rk_actor_send_batch/recv_batch, an actor per thread, batches of 32, window 256 each, "
+             "worker process\", \"threads\": %d", threads);
+    printf("  %-32s %.2f M msg/s\n", name, total / 1e6);
+    return 0;
+}
+
+/* module_echo_64 and user_actor_64: one runtime with `module` loaded (its
+ * ring kernel serves both), echo and the module's `copy` taken in turn in
+ * eight parts, so that the only difference is the actor path */
+static int api_module(bench_report *rep, int device, const char *module, long count)
+{
+    rk_runtime *rt;
+    if (open_cuda(&rt, device, RK_ISOLATION_AUTO, 0, module))
+        return 1;
+    uint16_t type;
+    if (!rk_runtime_actor_find(rt, "copy", &type)) {
+        fprintf(stderr, "rk-bench gpu: module %s has no actor \"copy\" (benchmarks/bench_actors.cu)\n", module);
+        rk_runtime_close(rt);
+        return 1;
+    }
+    rk_actor *a;
+    CKRK(rk_actor_open(rt, &a));
+    enum { PARTS = 8 };
+    const long part = count / PARTS;
+    uint64_t *s[2] = {(uint64_t *)malloc(sizeof(uint64_t) * (size_t)part * PARTS),
+                      (uint64_t *)malloc(sizeof(uint64_t) * (size_t)part * PARTS)};
+    int rc = 0;
+    for (int k = 0; k < 2 * PARTS && !rc; k++)
+        rc = api_lat(a, k & 1 ? type : (uint16_t)RK_OP_ECHO, s[k & 1] + (k / 2) * part, part, k < 2 ? 20000 : 1000);
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+    if (!rc) {
+        latency_row(rep, "module_echo_64", "cuda", s[0], (size_t)part * PARTS,
+                    "\"path\": \"rk_actor_call of the built-in echo, a module's ring kernel (worker process)\"");
+        latency_row(rep, "user_actor_64", "cuda", s[1], (size_t)part * PARTS,
+                    "\"path\": \"rk_actor_call of a module's user actor copy (64 B in, 64 B out), same runtime\"");
+    }
+    free(s[0]);
+    free(s[1]);
+    return rc;
+}
+
+int runtime_section(bench_report *rep, int device, long count, double seconds, double idle_s,
+                    const int *threads, int n_threads, const char *module)
 {
     if (api_isolation_pair(rep, device, count, seconds))
         return 1;
+    for (int i = 0; i < n_threads; i++)
+        if (api_threads(rep, device, threads[i], seconds))
+            return 1;
+    if (module && api_module(rep, device, module, count))
+        return 1;
     rk_runtime *rt;
-    if (open_cuda(&rt, device, RK_ISOLATION_AUTO))
+    if (open_cuda(&rt, device, RK_ISOLATION_AUTO, 0, NULL))
         return 1;
     rk_actor *a;
     CKRK(rk_actor_open(rt, &a));

@@ -328,7 +328,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) { /* bridge mode has a --help of its own */
         if ((!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) &&
             (i == 1 || strcmp(argv[1], "bridge"))) {
-            usage(stdout);
+            if (i == 1)
+                usage(stdout);
+            else
+                mode_usage(argv[1], stdout); /* after a mode name: that mode's options */
             return 0;
         }
         if (!strcmp(argv[i], "--version")) {

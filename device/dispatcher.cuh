@@ -24,6 +24,13 @@ namespace dev {
 #ifndef RK_KERNEL_IDLE_DELAY
 #define RK_KERNEL_IDLE_DELAY 500u /* cycles (~0.25 us): see the idle poll */
 #endif
+/* The adaptive wait (idle_learn): a first read after a reply that missed
+ * by one read adds IDLE_UP cycles, one that hit takes IDLE_DOWN off, so
+ * the wait settles where about IDLE_DOWN / (IDLE_UP + IDLE_DOWN) of the
+ * first reads miss (0.5 %), within [0, IDLE_MAX]. */
+#define RK_KERNEL_IDLE_UP 200u
+#define RK_KERNEL_IDLE_DOWN 1u
+#define RK_KERNEL_IDLE_MAX 2400u /* ~1.2 us: past it, a read time is cheaper than the wait */
 
 /* Serves a staged request (sh.words) with the warp; posts its reply or a
  * grid job. Returns false when it could not be taken now (aborting): the
@@ -162,6 +169,8 @@ struct dispatch {
     uint32_t ns;     /* ... the back-off */
     uint32_t idle_delay; /* cycles from an idle-path reply to the next poll read */
     uint32_t idle_wait;  /* ... still to wait before the next idle poll read */
+    bool idle_adapt;     /* idle_delay learns (idle_learn); off: RK_KF_IDLE_FIXED */
+    bool idle_probe;     /* the next idle poll is the first read after a reply */
     bool pipe;       /* pipelined busy polls: the crew is warps 2.. */
     uint32_t pipe_n; /* slots per pipelined poll */
     uint32_t gen;    /* the request generation served (rk_kargs.gen) */
@@ -193,12 +202,16 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.idle = 0;
     d.ns = 0;
     d.idle_wait = 0;
+    d.idle_adapt = !(ka.flags & RK_KF_IDLE_FIXED);
+    d.idle_probe = false;
     d.busy = false;
     d.stalled = false;
     d.burst = false;
     d.gen = ka.gen;
 #ifdef RK_KERNEL_EXPERIMENTS
     d.idle_delay = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY);
+    if ((ka.flags >> 16) & 0xffu) /* RK_KF_IDLE_DELAY(x): a fixed wait to compare */
+        d.idle_adapt = false;
     d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
     d.pipe_n = pipe_slots(d.ncrew - 1, (ka.flags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX);
 #else
@@ -210,6 +223,30 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     if (d.lane == 0)
         for (int i = 0; i < 8; i++)
             sh.st[i] = 0;
+}
+
+/* The wait after a reply learns the host's answer time. A host that
+ * answers a reply at once has its next request in memory when a read
+ * issued idle_delay after the reply gets there; one that takes longer
+ * makes that read miss, and the next read, a whole read time (~1 us)
+ * later, find it: the round trip is bimodal. How long the host takes
+ * depends on its code (the raw rings answer in ~0.1 us, rk_actor_call
+ * later), its CPU and its load, so no constant fits all: a first read
+ * that missed by exactly one read lengthens the wait, one that hit
+ * shortens it a little (a read later than that: the host was busy
+ * elsewhere, no lesson). reads: the polls this idle_poll issued. */
+__device__ __forceinline__ void idle_learn(dispatch &d, uint32_t reads)
+{
+    if (!d.idle_probe)
+        return;
+    d.idle_probe = false;
+    if (!d.idle_adapt)
+        return;
+    if (reads == 1)
+        d.idle_delay = d.idle_delay > RK_KERNEL_IDLE_DOWN ? d.idle_delay - RK_KERNEL_IDLE_DOWN : 0u;
+    else if (reads == 2)
+        d.idle_delay = d.idle_delay + RK_KERNEL_IDLE_UP < RK_KERNEL_IDLE_MAX ? d.idle_delay + RK_KERNEL_IDLE_UP
+                                                                          : RK_KERNEL_IDLE_MAX;
 }
 
 /* Idle: polls the next slot, one strong read in flight (a strong read
@@ -235,11 +272,14 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
          * round-trip p99 3.6 -> 3.0 us for +0.3 us at p50). */
         spin_cycles(d.idle_wait);
         d.idle_wait = 0;
+        d.idle_probe = true;
     }
     uint64_t a = 0, b = 0;
     bool got = false;
+    uint32_t reads = 0;
     for (int it = 0; it < 64 && !got; it++) {
         a = rk__ld_relaxed_sys(slot);
+        reads++;
         /* the next slot: its line 0 only (is a burst coming?) */
         b = lane == 0 ? rk__ld_cv(next) : 0ull;
         got = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32) == flag;
@@ -251,10 +291,12 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         }
     }
     if (!got) {
+        d.idle_probe = false; /* the host was busy elsewhere */
         d.idle += 64;
         stat_add(sh, 6, 1, lane);
         return false;
     }
+    idle_learn(d, reads);
     if (p.dpos - p.dhead < p.out.slots && slot_fast(p.in, a, d.hpos, lane, d.gen)) {
         /* the round trip's common case, answered straight from the
          * registers: an echo/NOP with room in D2H (no staging in
@@ -458,6 +500,7 @@ __device__ __forceinline__ void dispatcher_stop(dispatch &d, const dispatch_ref 
     if (lane == 0) {
         for (int i = 0; i < 8; i++)
             ds->stats[i] = sh.st[i];
+        ds->stats[8] = d.idle_delay;
         flag_st(&sh.d2h_tail, (unsigned long long)p.dpos);
         flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
         flag_st(&sh.dispatcher_done, 1u);
@@ -507,6 +550,10 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         }
         serve_staged<A...>(d, p, ka, sh, ds, has_workers, done, nload);
         __syncwarp();
+        /* a request the idle poll staged (a user actor, vadd) was
+         * answered by this warp: its next read waits as after an echo */
+        if (!d.busy && !quick && done == 1 && p.posted == p.replied)
+            d.idle_wait = d.idle_delay;
         const long long c2 = clock64();
         if (lane == 0) { /* counters: after the replies, off the round trip */
             sh.st[2] += done;

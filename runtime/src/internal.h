@@ -49,6 +49,7 @@ typedef struct rk__backoff {
 } rk__backoff;
 #define RK__SPIN_NS 10000
 #define RK__YIELD_NS 40000
+#define RK__HOT_SPINS 256u /* bare spins (no clock, no pause) before the timed phases */
 static inline void rk__backoff_reset(rk__backoff *b) { b->t0 = 0, b->elapsed = 0, b->iter = 0, b->sleeps = 0; }
 /* Returns true while the caller should keep busy-polling (spin or yield
  * phases; it yields itself in the yield phase); false once the caller

@@ -107,6 +107,10 @@ static int rk__drain_some(rk_runtime *rt, const rk_actor *self, int *others, int
 
 int rk__drain(rk_runtime *rt, const rk_actor *self)
 {
+    /* nothing there: no lock taken (the waiter's loop asks this at every
+     * spin; a trylock and unlock are two locked instructions) */
+    if (!rk__ring_ready(rt->d2h))
+        return 0;
     if (pthread_mutex_trylock(&rt->d2h_lock) != 0)
         return 0;
     int others = 0, rc;
@@ -283,6 +287,10 @@ int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
             return rk__fail(RK_ECLOSED, "the runtime is closing");
         if (deadline == 0) /* a poll: cheap, it runs in every bridge loop */
             return rk__fail_str(RK_ETIMEDOUT, "no reply ready (polled with timeout 0)");
+        /* the clock every 16th spin: a deadline is milliseconds away, and
+         * each read would delay noticing the reply */
+        if ((spins & 15) != 15 && rk__backoff_poll(&b))
+            continue;
         int64_t now = rk__now_ns();
         if (now >= deadline)
             return rk__fail(RK_ETIMEDOUT, "no reply within the timeout (%u requests in flight)",

@@ -275,8 +275,10 @@ static void rk__gather(uint8_t *dst, const rk_iov *iov, int iovcnt)
     }
 }
 
+/* deadline: rk__deadline of the caller's timeout (rk_actor_call reads the
+ * clock once for the send and the wait) */
 static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, size_t reply_cap,
-                    uint64_t *id_out, int timeout_ms, uint16_t *tag_out)
+                    uint64_t *id_out, int64_t deadline, uint16_t *tag_out)
 {
     size_t len;
     int rc = rk__iov_len(iov, iovcnt, &len);
@@ -284,7 +286,6 @@ static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, s
         rc = rk__decl_cap(a->rt, type, iov, iovcnt, len, &reply_cap);
     if (rc)
         return rc;
-    int64_t deadline = rk__deadline(timeout_ms);
     uint16_t tag = 0;
     uint8_t *dst = NULL;
     rc = rk__prepare(a, type, len, reply_cap, deadline, true, &tag, &dst);
@@ -339,14 +340,14 @@ void rk_actor_buf_abandon(rk_actor *a, rk_buf *buf)
 int rk_actor_sendv(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, size_t reply_cap,
                    uint64_t *id, int timeout_ms)
 {
-    return rk__send(a, type, iov, iovcnt, reply_cap, id, timeout_ms, NULL);
+    return rk__send(a, type, iov, iovcnt, reply_cap, id, rk__deadline(timeout_ms), NULL);
 }
 
 int rk_actor_send(rk_actor *a, uint16_t type, const void *data, size_t len, size_t reply_cap,
                   uint64_t *id, int timeout_ms)
 {
     rk_iov v = {data, len};
-    return rk__send(a, type, &v, 1, reply_cap, id, timeout_ms, NULL);
+    return rk__send(a, type, &v, 1, reply_cap, id, rk__deadline(timeout_ms), NULL);
 }
 
 int rk_actor_call(rk_actor *a, uint16_t type, const void *data, size_t len, size_t reply_cap,
@@ -357,7 +358,7 @@ int rk_actor_call(rk_actor *a, uint16_t type, const void *data, size_t len, size
     int64_t deadline = rk__deadline(timeout_ms);
     rk_iov v = {data, len};
     uint16_t tag;
-    int rc = rk__send(a, type, &v, 1, reply_cap, NULL, timeout_ms, &tag);
+    int rc = rk__send(a, type, &v, 1, reply_cap, NULL, deadline, &tag);
     if (rc)
         return rc;
     return rk__wait(a, tag, out, deadline);

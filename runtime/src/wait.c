@@ -54,6 +54,14 @@ static void rk__phases_init(void)
 
 bool rk__backoff_poll(rk__backoff *b)
 {
+    /* The first spins are bare: a reply usually comes within a few
+     * microseconds, and both the clock (~20-40 ns in a VM) and a pause
+     * (~40 ns on recent Xeons) would add to how late the waiter notices
+     * it. The phases are timed from the end of these. */
+    if (b->iter < RK__HOT_SPINS) {
+        b->iter++;
+        return true;
+    }
     pthread_once(&rk__phases_once, rk__phases_init);
     const int64_t spin = rk__spin_ns, yield = rk__yield_ns;
     if (!b->t0)

@@ -4,7 +4,7 @@
 and checks what it answers, by the bridge's backend:
 
   cpu:  saxpy bit-identical to numpy's float32 a * x + y (its CPU twin),
-        inline and arena sized; bad fields -> ACTOR_FAILED naming the
+        inline and arena sized up to 2^24 elements; bad fields -> ACTOR_FAILED naming the
         field, a missing one -> INVALID_ARGUMENT; count keeps a running
         total; crash and spin (GPU only) -> DEVICE_FAULT saying the
         backend cannot serve them, and the service goes on.
@@ -73,7 +73,7 @@ with ringkernel.Client(endpoint, timeout=30) as c:
     check("crash and spin have no CPU twin", not actors["crash"].cpu and not actors["spin"].cpu)
     gpu = "cuda" in backend
     print("backend:", backend)
-    for n in (1, 1000, 100_000):
+    for n in (1, 1000, 100_000, 1 << 24):  # 2^24: the size the GPU benchmark adds (a 128 MiB request)
         check(f"saxpy n={n} bit-identical to float32 a*x+y", saxpy(c, n))
     try:
         c.call("saxpy", a=b"12", x=b"1234", y=b"1234")

@@ -11,28 +11,36 @@ mkdir -p "$OUT" "$LOGS"
 B=${B:-/tmp/b}
 [ -f .devdeps/activate ] && source .devdeps/activate >/dev/null 2>&1
 export CPATH=${RK_DEPS:-/tmp/rkdeps}/usr/include${CPATH:+:$CPATH}
+# the Python tests (gpu_module_cuda, interop) with the packed Python
+# (../shared/device/pack-pydeps puts it in .devdeps/py; they skip without)
+if [ -f .devdeps/py/activate ]; then
+  source .devdeps/py/activate
+  MESON_OPTS="${MESON_OPTS:-} -Dtest_python=$(command -v rkpython)"
+fi
 t0=$SECONDS
 stamp() { echo "[$((SECONDS - t0)) s] $*"; }
 step_build() {
   stamp build
   { meson setup "$B" -Dcuda=enabled -Dbuildtype=release ${MESON_OPTS:-} >"$LOGS/setup.log" 2>&1 ||
-    meson setup --reconfigure "$B" -Dcuda=enabled >"$LOGS/setup.log" 2>&1; } &&
+    meson setup --reconfigure "$B" -Dcuda=enabled ${MESON_OPTS:-} >"$LOGS/setup.log" 2>&1; } &&
     ninja -C "$B" >"$LOGS/build.log" 2>&1 || { tail -n 40 "$LOGS/build.log"; step_pack; exit 1; }
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 }
 step_tests() {
   stamp "gpu + isolation suites"
-  meson test -C "$B" --suite gpu --suite isolation --print-errorlogs >"$OUT/gpu_tests.log" 2>&1
+  timeout ${TESTS_TIMEOUT:-900} meson test -C "$B" --suite gpu --suite isolation --print-errorlogs \
+    >"$OUT/gpu_tests.log" 2>&1
   echo "gpu + isolation suites rc=$?"; grep -E "^ *[0-9]+/[0-9]+ " "$OUT/gpu_tests.log"
-  grep -h -E "PASS|poisons in|endless loop|refused|auto beside|share_gpu|fault seen|close after|kills in" \
+  grep -h -E "^FAIL|saxpy n=16777216|crash on|spin on|PASS|poisons in|endless loop|refused|auto beside|share_gpu|fault seen|close after|kills in" \
     "$B"/meson-logs/testlog.txt | head -n 20
   cp "$B"/meson-logs/testlog.txt "$LOGS/gpu_testlog.txt" 2>/dev/null
 }
 step_bench() {
   stamp "rk-bench gpu"
+  local run=${RUN:-1}
   timeout ${BENCH_TIMEOUT:-300} "$B/benchmarks/rk-bench" gpu --count ${COUNT:-100000} --faults ${FAULTS:-20} \
-    --json "$OUT/bench_gpu.json" >"$OUT/bench.log" 2>&1
-  echo "bench rc=$?"; tail -n 40 "$OUT/bench.log"
+    --module "$B/benchmarks/bench_actors.so" --json "$OUT/bench_gpu_$run.json" >"$OUT/bench_$run.log" 2>&1
+  echo "bench rc=$?"; tail -n ${BENCH_TAIL:-45} "$OUT/bench_$run.log"
 }
 step_variants() {
   # busy-path variants (needs -Dkernel_experiments=true in MESON_OPTS)
