@@ -272,7 +272,6 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
          * round-trip p99 3.6 -> 3.0 us for +0.3 us at p50). */
         spin_cycles(d.idle_wait);
         d.idle_wait = 0;
-        d.idle_probe = true;
     }
     uint64_t a = 0, b = 0;
     bool got = false;
@@ -318,6 +317,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         p.dpos++;
         quick = 1;
         d.idle_wait = d.idle_delay;
+        d.idle_probe = true; /* the next read teaches idle_learn (a wait of 0 too) */
         nload = 0;
     } else {
         /* counter 7: line 0 there but a later line not yet (the
@@ -344,6 +344,7 @@ __device__ __forceinline__ void pipe_poll(dispatch &d, const dispatch_ref &p, sh
 {
     const uint32_t lane = d.lane;
     d.idle_wait = 0; /* a burst came instead: no wait for the next idle poll */
+    d.idle_probe = false;
     /* room for all the replies first */
     const uint32_t n = d.pipe_n < p.out.slots ? d.pipe_n : p.out.slots;
     d2h_wait(p.out, p.dpos + n - 1, p.dhead, sh, lane);
@@ -367,6 +368,7 @@ __device__ __forceinline__ void serial_poll(dispatch &d, const dispatch_ref &p, 
 {
     const uint32_t lane = d.lane;
     d.idle_wait = 0;
+    d.idle_probe = false;
     /* room for a whole batch of replies first (the crew writes
      * them at wr_dpos + k without asking) */
     d2h_wait(p.out, p.dpos + (K < p.out.slots ? K : p.out.slots) - 1, p.dhead, sh, lane);
@@ -552,8 +554,10 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         __syncwarp();
         /* a request the idle poll staged (a user actor, vadd) was
          * answered by this warp: its next read waits as after an echo */
-        if (!d.busy && !quick && done == 1 && p.posted == p.replied)
+        if (!d.busy && !quick && done == 1 && p.posted == p.replied) {
             d.idle_wait = d.idle_delay;
+            d.idle_probe = true;
+        }
         const long long c2 = clock64();
         if (lane == 0) { /* counters: after the replies, off the round trip */
             sh.st[2] += done;
