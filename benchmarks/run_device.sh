@@ -14,7 +14,8 @@ export CPATH=/tmp/rkdeps/usr/include${CPATH:+:$CPATH}
 t0=$SECONDS
 stamp() { echo "[$((SECONDS - t0)) s] $*"; }
 stamp build
-meson setup "$B" -Dcuda=enabled -Dbuildtype=release >"$L/setup.log" 2>&1 &&
+{ meson setup "$B" -Dcuda=enabled -Dbuildtype=release >"$L/setup.log" 2>&1 ||
+  meson setup --reconfigure "$B" >"$L/setup.log" 2>&1; } &&
   ninja -C "$B" >"$L/build.log" 2>&1 || { tail -40 "$L/build.log" "$L/setup.log"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$L/gpu.txt"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then

@@ -25,12 +25,16 @@ namespace dev {
 #define RK_KERNEL_IDLE_DELAY 500u /* cycles (~0.25 us): see the idle poll */
 #endif
 /* The adaptive wait (idle_learn): a first read after a reply that missed
- * by one read adds IDLE_UP cycles, one that hit takes IDLE_DOWN off, so
+ * by a few reads adds IDLE_UP cycles, one that hit takes IDLE_DOWN off, so
  * the wait settles where about IDLE_DOWN / (IDLE_UP + IDLE_DOWN) of the
  * first reads miss (0.5 %), within [0, IDLE_MAX]. */
 #define RK_KERNEL_IDLE_UP 200u
 #define RK_KERNEL_IDLE_DOWN 1u
 #define RK_KERNEL_IDLE_MAX 2400u /* ~1.2 us: past it, a read time is cheaper than the wait */
+/* a request found by read 2..4 after a reply was missed by the wait (an
+ * idle read takes ~0.6 us on the H100: one that came later than that
+ * had a host busy elsewhere, no lesson) */
+#define RK_KERNEL_IDLE_MISS_READS 4u
 
 /* Serves a staged request (sh.words) with the warp; posts its reply or a
  * grid job. Returns false when it could not be taken now (aborting): the
@@ -108,6 +112,13 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
                               reinterpret_cast<uint8_t *>(r + 7), out.msg_max - sizeof(rk_msg_hdr), &out_len);
         status = __shfl_sync(FULL, status, 0);
         out_len = __shfl_sync(FULL, out_len, 0);
+        /* a store of the actor's that faults does so after the actor has
+         * returned: without a fence its reply could leave first and say
+         * RK_OK (H100, d660e6f: a test fault answered RK_OK). The fence
+         * waits for the actor's memory operations, so a faulting one
+         * stops the kernel before the reply exists. */
+        if (run)
+            rk__fence_release_sys();
         rwords = sizeof(rk_msg_hdr) + (reply_has_data(status) ? out_len : 0);
     }
     __syncwarp();
@@ -232,9 +243,9 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
  * later, find it: the round trip is bimodal. How long the host takes
  * depends on its code (the raw rings answer in ~0.1 us, rk_actor_call
  * later), its CPU and its load, so no constant fits all: a first read
- * that missed by exactly one read lengthens the wait, one that hit
- * shortens it a little (a read later than that: the host was busy
- * elsewhere, no lesson). reads: the polls this idle_poll issued. */
+ * that missed by a few reads lengthens the wait, one that hit shortens
+ * it a little (later than that: the host was busy elsewhere, no
+ * lesson). reads: the polls this idle_poll issued. */
 __device__ __forceinline__ void idle_learn(dispatch &d, uint32_t reads)
 {
     if (!d.idle_probe)
@@ -244,7 +255,7 @@ __device__ __forceinline__ void idle_learn(dispatch &d, uint32_t reads)
         return;
     if (reads == 1)
         d.idle_delay = d.idle_delay > RK_KERNEL_IDLE_DOWN ? d.idle_delay - RK_KERNEL_IDLE_DOWN : 0u;
-    else if (reads == 2)
+    else if (reads <= RK_KERNEL_IDLE_MISS_READS)
         d.idle_delay = d.idle_delay + RK_KERNEL_IDLE_UP < RK_KERNEL_IDLE_MAX ? d.idle_delay + RK_KERNEL_IDLE_UP
                                                                           : RK_KERNEL_IDLE_MAX;
 }
