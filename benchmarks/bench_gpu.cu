@@ -97,13 +97,12 @@ void bench_gpu_usage(FILE *f)
 "  -a, --api-threads L  host threads of the throughput_echo_64_api_Nt rows, an actor\n"
 "                       each (comma list of 1..16, at most 4; default 2,4; 0: none)\n"
 "  -m, --module M       a module with an actor \"copy\" (benchmarks/bench_actors.so):\n"
-"                       user_actor_64 against module_echo_64\n"
+"                       user_actor_64 and vadd_64_api against module_echo_64\n"
 "Rows: floor, launch_sync, graph_sync, memcpy_launch_memcpy, pinned_copy,\n"
 "vadd_staged_16777216, ring_echo_64_raw, throughput_echo_64, vadd_16777216,\n"
-"ring_echo_64, ring_echo_64_inprocess, ring_echo_64_fixed_delay,\n"
-"throughput_echo_64_api(_inprocess), throughput_echo_64_api_Nt, module_echo_64,\n"
-"user_actor_64, vadd_16777216_api, vadd_16777216_buf_api, idle_cpu,\n"
-"fault_recovery(_cold).\n"
+"ring_echo_64, ring_echo_64_inprocess, throughput_echo_64_api(_inprocess),\n"
+"throughput_echo_64_api_Nt, module_echo_64, user_actor_64, vadd_64_api,\n"
+"vadd_16777216_api, vadd_16777216_buf_api, idle_cpu, fault_recovery(_cold).\n"
 "Raw latency samples go into the JSON by default (for plot_cdf.py).\n");
 }
 
@@ -220,27 +219,26 @@ static void gpu_isolation_claims(const bench_report *rep)
                fw->p50_ns / 1e6, fc->p50_ns / 1e6);
 }
 
-/* The actor API against the floor and the raw rings, the adaptive idle
- * wait against the fixed one, a user actor against echo. */
+/* The actor API against the floor and the raw rings, a user actor against
+ * echo. */
 static void gpu_api_claims(const bench_report *rep)
 {
     const bench_result *fl = find_row(rep, "floor"), *ring = find_row(rep, "ring_echo_64");
-    const bench_result *fix = find_row(rep, "ring_echo_64_fixed_delay");
     const bench_result *me = find_row(rep, "module_echo_64"), *ua = find_row(rep, "user_actor_64");
+    const bench_result *v64 = find_row(rep, "vadd_64_api");
     const bench_result *raw = find_row(rep, "throughput_echo_64");
-    if (fl && ring && fix)
-        printf("  rk_actor_call / floor: p50 %.3f (<= 1.05), p99 %.3f (<= 1.3); idle wait fixed: %.3f, %.3f\n",
-               ring->p50_ns / fl->p50_ns, ring->p99_ns / fl->p99_ns, fix->p50_ns / fl->p50_ns,
-               fix->p99_ns / fl->p99_ns);
+    if (fl && ring)
+        printf("  rk_actor_call / floor: p50 %.3f (<= 1.05), p99 %.3f (<= 1.3)\n", ring->p50_ns / fl->p50_ns,
+               ring->p99_ns / fl->p99_ns);
     for (size_t i = 0; i < rep->n; i++) {
         const bench_result *t = &rep->results[i];
         if (!strncmp(t->name, "throughput_echo_64_api_", 23) && t->name[23] >= '0' && t->name[23] <= '9')
             printf("  %-28s = %.2f M msg/s (>= 20), %.3f x the raw rings\n", t->name, t->msgs_per_s / 1e6,
                    raw ? t->msgs_per_s / raw->msgs_per_s : 0.0);
     }
-    if (me && ua)
-        printf("  user actor / echo, same runtime: p50 %.3f, p99 %.3f (each <= 1.05)\n", ua->p50_ns / me->p50_ns,
-               ua->p99_ns / me->p99_ns);
+    if (me && ua && v64)
+        printf("  user actor / echo, same runtime: p50 %.3f, p99 %.3f (each <= 1.05); 64 B vadd / echo: %.3f, %.3f\n",
+               ua->p50_ns / me->p50_ns, ua->p99_ns / me->p99_ns, v64->p50_ns / me->p50_ns, v64->p99_ns / me->p99_ns);
 }
 
 static void gpu_claims(const bench_report *rep)

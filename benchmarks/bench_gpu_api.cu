@@ -3,14 +3,13 @@
  *
  *   ring_echo_64           64 B echo round trip (rk_actor_call), kernel in a worker
  *   ring_echo_64_inprocess the same with the kernel in this process
- *   ring_echo_64_fixed_delay  the same in a worker, the kernel's idle wait fixed
- *                          (RK_KF_IDLE_FIXED: the kernel before it adapted)
  *   throughput_echo_64_api pipelined 64 B echoes (rk_actor_send_batch/recv_batch:
  *                          batches of 32, window 256), 1 host thread
  *   throughput_echo_64_api_inprocess  the same in this process
  *   throughput_echo_64_api_Nt  N host threads, an actor each (--api-threads)
- *   module_echo_64, user_actor_64  (--module M) echo and M's trivial actor
- *                          `copy` through the same runtime, alternating
+ *   module_echo_64, user_actor_64, vadd_64_api  (--module M) echo, M's trivial
+ *                          actor `copy` and a 64 B vadd through the same runtime,
+ *                          taken in turn
  *   vadd_16777216_api      vadd of 2^24 float32 by rk_actor_call (operands copied in)
  *   vadd_16777216_buf_api  the same with the operands written in place (rk_actor_buf_*)
  *   idle_cpu               host CPU of the idle runtime over --idle seconds */
@@ -22,19 +21,17 @@
 
 #include "bench_gpu_internal.h"
 
-/* count timed round trips of a 64 B request of `type` that must come back
- * as it went (echo, or a user actor that copies), after `warm` untimed */
-static int api_lat(rk_actor *a, uint16_t type, uint64_t *smp, long count, long warm)
+/* count timed round trips of the request msg (len bytes) of `type` that
+ * must be answered want (want_len bytes), after `warm` untimed */
+static int api_lat_req(rk_actor *a, uint16_t type, const void *msg, size_t len, const void *want, size_t want_len,
+                       uint64_t *smp, long count, long warm)
 {
-    uint8_t msg[64];
-    for (int i = 0; i < 64; i++)
-        msg[i] = (uint8_t)i;
     for (long i = 0; i < warm + count; i++) {
         rk_reply r;
         uint64_t t0 = bench_now_ns();
-        int rc = rk_actor_call(a, type, msg, 64, 0, &r, 5000);
+        int rc = rk_actor_call(a, type, msg, len, 0, &r, 5000);
         uint64_t t1 = bench_now_ns();
-        if (rc || r.status || r.len != 64 || memcmp(r.data, msg, 64)) {
+        if (rc || r.status || r.len != want_len || memcmp(r.data, want, want_len)) {
             fprintf(stderr, "rk-bench gpu: type %u: %s status %d: %s\n", type, rk_err_name(rc),
                     rc ? 0 : r.status, rk_last_detail());
             return 1;
@@ -44,6 +41,28 @@ static int api_lat(rk_actor *a, uint16_t type, uint64_t *smp, long count, long w
             smp[i - warm] = t1 - t0;
     }
     return 0;
+}
+
+/* ... of a 64 B request that comes back as it went (echo, or a user actor
+ * that copies) */
+static int api_lat(rk_actor *a, uint16_t type, uint64_t *smp, long count, long warm)
+{
+    uint8_t msg[64];
+    for (int i = 0; i < 64; i++)
+        msg[i] = (uint8_t)i;
+    return api_lat_req(a, type, msg, 64, msg, 64, smp, count, warm);
+}
+
+/* ... of a vadd of two 8-float vectors (64 B in, 32 B out): a built-in the
+ * kernel serves off its echo fast path, as it serves a user actor */
+static int api_lat_vadd64(rk_actor *a, uint64_t *smp, long count, long warm)
+{
+    float v[16], c[8];
+    for (int i = 0; i < 16; i++)
+        v[i] = (float)i * 0.5f;
+    for (int i = 0; i < 8; i++)
+        c[i] = v[i] + v[8 + i];
+    return api_lat_req(a, RK_OP_VADD, v, sizeof v, c, sizeof c, smp, count, warm);
 }
 
 int api_echo_lat(rk_actor *a, uint64_t *smp, long count) { return api_lat(a, RK_OP_ECHO, smp, count, 20000); }
@@ -176,9 +195,8 @@ static void api_idle(bench_report *rep, double idle_s)
 }
 
 /* A CUDA runtime on device, in a worker (RK_ISOLATION_AUTO) or in this
- * process; kflags: RK_KF_* for its kernel (RK_CUDA_KFLAGS, read when the
- * kernel launches); module: a module to load, or NULL. */
-static int open_cuda(rk_runtime **rt, int device, rk_isolation iso, uint32_t kflags, const char *module)
+ * process; module: a module to load, or NULL. */
+static int open_cuda(rk_runtime **rt, int device, rk_isolation iso, const char *module)
 {
     rk_config cfg;
     rk_config_init(&cfg);
@@ -189,64 +207,52 @@ static int open_cuda(rk_runtime **rt, int device, rk_isolation iso, uint32_t kfl
         cfg.modules = &module;
         cfg.n_modules = 1;
     }
-    char fl[32];
-    snprintf(fl, sizeof fl, "%u", kflags);
-    if (kflags)
-        setenv("RK_CUDA_KFLAGS", fl, 1);
-    int rc = rk_runtime_open(rt, &cfg);
-    unsetenv("RK_CUDA_KFLAGS");
-    CKRK(rc);
+    CKRK(rk_runtime_open(rt, &cfg));
     rk_info in;
     rk_runtime_info(*rt, &in);
-    printf("  runtime: %s%s\n", in.why, kflags ? " (kernel flags set)" : "");
+    printf("  runtime: %s\n", in.why);
     return 0;
 }
 
-/* The hot path in three configurations, taken in turn, ROUNDS times each,
- * so that drift of the machine falls on all alike: the default (kernel in a
- * worker, its idle wait adapting), in-process, and in a worker with the
- * idle wait fixed (the kernel before it adapted). Rows ring_echo_64,
- * ring_echo_64_inprocess, ring_echo_64_fixed_delay and the pipelined
- * throughput_echo_64_api(_inprocess) of the first two. */
+/* The hot path in the default mode (the kernel in a worker process) and
+ * in-process, taken in turn, ROUNDS times each, so that drift of the
+ * machine falls on both alike: ring_echo_64, ring_echo_64_inprocess,
+ * throughput_echo_64_api, throughput_echo_64_api_inprocess. */
 static int api_isolation_pair(bench_report *rep, int device, long count, double seconds)
 {
-    enum { MODES = 3, ROUNDS = 4 };
+    enum { MODES = 2, ROUNDS = 4 };
     const long part = count / ROUNDS;
     uint64_t *s[MODES];
     for (int m = 0; m < MODES; m++)
         s[m] = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)part * ROUNDS);
-    double rate[MODES] = {0, 0, 0};
-    uint64_t n[MODES] = {0, 0, 0};
+    double rate[MODES] = {0, 0};
+    uint64_t n[MODES] = {0, 0};
     for (int round = 0; round < MODES * ROUNDS; round++) {
         const int m = round % MODES;
         rk_runtime *rt;
-        if (open_cuda(&rt, device, m == 1 ? RK_ISOLATION_NONE : RK_ISOLATION_AUTO, m == 2 ? RK_KF_IDLE_FIXED : 0,
-                      NULL))
+        if (open_cuda(&rt, device, m ? RK_ISOLATION_NONE : RK_ISOLATION_AUTO, NULL))
             return 1;
         rk_actor *a;
         CKRK(rk_actor_open(rt, &a));
         if (api_lat(a, RK_OP_ECHO, s[m] + (round / MODES) * part, part, 20000))
             return 1;
-        if (m < 2) {
-            double r = api_pipelined(a, seconds / ROUNDS, &n[m]);
-            if (r == 0) {
-                fprintf(stderr, "rk-bench gpu: pipelined echo failed: %s\n", rk_last_detail());
-                return 1;
-            }
-            rate[m] += r / ROUNDS;
+        double r = api_pipelined(a, seconds / ROUNDS, &n[m]);
+        if (r == 0) {
+            fprintf(stderr, "rk-bench gpu: pipelined echo failed: %s\n", rk_last_detail());
+            return 1;
         }
+        rate[m] += r / ROUNDS;
         rk_actor_close(a);
         rk_runtime_close(rt);
     }
-    static const char *const lat[MODES] = {"ring_echo_64", "ring_echo_64_inprocess", "ring_echo_64_fixed_delay"};
+    static const char *const lat[MODES] = {"ring_echo_64", "ring_echo_64_inprocess"};
     static const char *const path[MODES] = {
         "\"path\": \"rk_actor_call, kernel in a worker process (default)\"",
-        "\"path\": \"rk_actor_call, kernel in this process (isolation none)\"",
-        "\"path\": \"rk_actor_call, kernel in a worker process, idle wait fixed (RK_KF_IDLE_FIXED)\""};
+        "\"path\": \"rk_actor_call, kernel in this process (isolation none)\""};
     for (int m = 0; m < MODES; m++)
         latency_row(rep, lat[m], "cuda", s[m], (size_t)part * ROUNDS, path[m]);
     static const char *const names[2] = {"throughput_echo_64_api", "throughput_echo_64_api_inprocess"};
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < MODES; m++) {
         bench_result *b = bench_add(rep, names[m], "cuda");
         b->msgs_per_s = rate[m];
         b->count = n[m];
@@ -286,7 +292,7 @@ static void *api_thread_main(void *p)
 static int api_threads(bench_report *rep, int device, int threads, double seconds)
 {
     rk_runtime *rt;
-    if (open_cuda(&rt, device, RK_ISOLATION_AUTO, 0, NULL))
+    if (open_cuda(&rt, device, RK_ISOLATION_AUTO, NULL))
         return 1;
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, (unsigned)threads);
@@ -323,13 +329,13 @@ static int api_threads(bench_report *rep, int device, int threads, double second
     return 0;
 }
 
-/* module_echo_64 and user_actor_64: one runtime with `module` loaded (its
- * ring kernel serves both), echo and the module's `copy` taken in turn in
- * eight parts, so that the only difference is the actor path */
+/* module_echo_64, user_actor_64 and vadd_64_api: one runtime with
+ * `module` loaded (its ring kernel serves all three), taken in turn in
+ * eight parts, so that the only difference is the path in the kernel */
 static int api_module(bench_report *rep, int device, const char *module, long count)
 {
     rk_runtime *rt;
-    if (open_cuda(&rt, device, RK_ISOLATION_AUTO, 0, module))
+    if (open_cuda(&rt, device, RK_ISOLATION_AUTO, module))
         return 1;
     uint16_t type;
     if (!rk_runtime_actor_find(rt, "copy", &type)) {
@@ -339,13 +345,18 @@ static int api_module(bench_report *rep, int device, const char *module, long co
     }
     rk_actor *a;
     CKRK(rk_actor_open(rt, &a));
-    enum { PARTS = 8 };
+    enum { PARTS = 8, PATHS = 3 };
     const long part = count / PARTS;
-    uint64_t *s[2] = {(uint64_t *)malloc(sizeof(uint64_t) * (size_t)part * PARTS),
-                      (uint64_t *)malloc(sizeof(uint64_t) * (size_t)part * PARTS)};
+    uint64_t *s[PATHS];
+    for (int m = 0; m < PATHS; m++)
+        s[m] = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)part * PARTS);
     int rc = 0;
-    for (int k = 0; k < 2 * PARTS && !rc; k++)
-        rc = api_lat(a, k & 1 ? type : (uint16_t)RK_OP_ECHO, s[k & 1] + (k / 2) * part, part, k < 2 ? 20000 : 1000);
+    for (int k = 0; k < PATHS * PARTS && !rc; k++) {
+        const int m = k % PATHS;
+        uint64_t *dst = s[m] + (k / PATHS) * part;
+        const long warm = k < PATHS ? 20000 : 1000;
+        rc = m == 2 ? api_lat_vadd64(a, dst, part, warm) : api_lat(a, m ? type : (uint16_t)RK_OP_ECHO, dst, part, warm);
+    }
     rk_actor_close(a);
     rk_runtime_close(rt);
     if (!rc) {
@@ -353,9 +364,11 @@ static int api_module(bench_report *rep, int device, const char *module, long co
                     "\"path\": \"rk_actor_call of the built-in echo, a module's ring kernel (worker process)\"");
         latency_row(rep, "user_actor_64", "cuda", s[1], (size_t)part * PARTS,
                     "\"path\": \"rk_actor_call of a module's user actor copy (64 B in, 64 B out), same runtime\"");
+        latency_row(rep, "vadd_64_api", "cuda", s[2], (size_t)part * PARTS,
+                    "\"path\": \"rk_actor_call of the built-in vadd, 2 x 8 float32 (64 B in, 32 B out), same runtime\"");
     }
-    free(s[0]);
-    free(s[1]);
+    for (int m = 0; m < PATHS; m++)
+        free(s[m]);
     return rc;
 }
 
@@ -370,7 +383,7 @@ int runtime_section(bench_report *rep, int device, long count, double seconds, d
     if (module && api_module(rep, device, module, count))
         return 1;
     rk_runtime *rt;
-    if (open_cuda(&rt, device, RK_ISOLATION_AUTO, 0, NULL))
+    if (open_cuda(&rt, device, RK_ISOLATION_AUTO, NULL))
         return 1;
     rk_actor *a;
     CKRK(rk_actor_open(rt, &a));

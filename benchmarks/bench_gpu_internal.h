@@ -9,8 +9,8 @@
  *   bench_gpu_raw.cu        the ring kernel on the raw rings (no actor
  *                           layer): ring_echo_64_raw, throughput_echo_64,
  *                           vadd_16777216
- *   bench_gpu_api.cu        the runtime's public API: ring_echo_64 (three
- *                           ways), throughput_echo_64_api (1 and N host
+ *   bench_gpu_api.cu        the runtime's public API: ring_echo_64 (and
+ *                           in-process), throughput_echo_64_api (1 and N host
  *                           threads), user_actor_64 against module_echo_64,
  *                           vadd_16777216_api, vadd_16777216_buf_api, idle_cpu
  *   bench_gpu_fault.cu      what a faulting GPU actor costs: fault_recovery,
@@ -96,9 +96,9 @@ int raw_section(bench_report *rep, int sm_count, long count, double seconds, uin
 /* count timed rk_actor_call round trips of a 64-byte echo (after 20 000
  * untimed ones) into smp */
 int api_echo_lat(rk_actor *a, uint64_t *smp, long count);
-/* ring_echo_64(_inprocess, _fixed_delay), throughput_echo_64_api(_inprocess),
+/* ring_echo_64(_inprocess), throughput_echo_64_api(_inprocess),
  * throughput_echo_64_api_Nt for each of threads[0..n_threads), with a
- * module module_echo_64 and user_actor_64, vadd_16777216_api,
+ * module module_echo_64, user_actor_64 and vadd_64_api, vadd_16777216_api,
  * vadd_16777216_buf_api, then idle_cpu over idle_s seconds. */
 int runtime_section(bench_report *rep, int device, long count, double seconds, double idle_s,
                     const int *threads, int n_threads, const char *module);

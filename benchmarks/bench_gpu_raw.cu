@@ -76,15 +76,13 @@ void raw_close(raw *r, const char *label)
     cudaStreamSynchronize(r->s);
     if (label) {
         /* the dispatcher's counters (device/kernel.cuh scratch.stats) */
-        unsigned long long st[9] = {0};
+        unsigned long long st[8] = {0};
         size_t off = RK_KERNEL_STATS_OFFSET;
         if (cudaMemcpy(st, (char *)r->scratch + off, sizeof st, cudaMemcpyDeviceToHost) == cudaSuccess && st[0])
             printf("    [%s] dispatcher: %llu loops, %llu busy polls, %llu msgs (%.1f per busy poll), %llu idle polls; "
                    "%.0f cycles/loop to the checked batch, %.0f cycles/loop after it (serial path: %.0f writing)\n",
                    label, st[0], st[1], st[2], st[1] ? (double)st[2] / (double)st[1] : 0.0, st[6],
                    (double)st[4] / (double)st[0], (double)st[5] / (double)st[0], (double)st[3] / (double)st[0]);
-        if (st[0])
-            printf("    [%s] idle path: wait after a reply settled at %llu cycles\n", label, st[8]);
         if (cudaMemcpy(st, (char *)r->scratch + off, sizeof st, cudaMemcpyDeviceToHost) == cudaSuccess && st[0] && st[7])
             printf("    [%s] idle polls that saw line 0 before the rest of the slot: %llu (%.2f %% of messages)\n", label,
                    st[7], st[2] ? 100.0 * (double)st[7] / (double)st[2] : 0.0);

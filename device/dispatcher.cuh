@@ -24,17 +24,6 @@ namespace dev {
 #ifndef RK_KERNEL_IDLE_DELAY
 #define RK_KERNEL_IDLE_DELAY 500u /* cycles (~0.25 us): see the idle poll */
 #endif
-/* The adaptive wait (idle_learn): a first read after a reply that missed
- * by a few reads adds IDLE_UP cycles, one that hit takes IDLE_DOWN off, so
- * the wait settles where about IDLE_DOWN / (IDLE_UP + IDLE_DOWN) of the
- * first reads miss (0.5 %), within [0, IDLE_MAX]. */
-#define RK_KERNEL_IDLE_UP 200u
-#define RK_KERNEL_IDLE_DOWN 1u
-#define RK_KERNEL_IDLE_MAX 2400u /* ~1.2 us: past it, a read time is cheaper than the wait */
-/* a request found by read 2..4 after a reply was missed by the wait (an
- * idle read takes ~0.6 us on the H100: one that came later than that
- * had a host busy elsewhere, no lesson) */
-#define RK_KERNEL_IDLE_MISS_READS 4u
 
 /* Serves a staged request (sh.words) with the warp; posts its reply or a
  * grid job. Returns false when it could not be taken now (aborting): the
@@ -180,8 +169,6 @@ struct dispatch {
     uint32_t ns;     /* ... the back-off */
     uint32_t idle_delay; /* cycles from an idle-path reply to the next poll read */
     uint32_t idle_wait;  /* ... still to wait before the next idle poll read */
-    bool idle_adapt;     /* idle_delay learns (idle_learn); off: RK_KF_IDLE_FIXED */
-    bool idle_probe;     /* the next idle poll is the first read after a reply */
     bool pipe;       /* pipelined busy polls: the crew is warps 2.. */
     uint32_t pipe_n; /* slots per pipelined poll */
     uint32_t gen;    /* the request generation served (rk_kargs.gen) */
@@ -213,16 +200,12 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.idle = 0;
     d.ns = 0;
     d.idle_wait = 0;
-    d.idle_adapt = !(ka.flags & RK_KF_IDLE_FIXED);
-    d.idle_probe = false;
     d.busy = false;
     d.stalled = false;
     d.burst = false;
     d.gen = ka.gen;
 #ifdef RK_KERNEL_EXPERIMENTS
     d.idle_delay = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY);
-    if ((ka.flags >> 16) & 0xffu) /* RK_KF_IDLE_DELAY(x): a fixed wait to compare */
-        d.idle_adapt = false;
     d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
     d.pipe_n = pipe_slots(d.ncrew - 1, (ka.flags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX);
 #else
@@ -234,30 +217,6 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     if (d.lane == 0)
         for (int i = 0; i < 8; i++)
             sh.st[i] = 0;
-}
-
-/* The wait after a reply learns the host's answer time. A host that
- * answers a reply at once has its next request in memory when a read
- * issued idle_delay after the reply gets there; one that takes longer
- * makes that read miss, and the next read, a whole read time (~1 us)
- * later, find it: the round trip is bimodal. How long the host takes
- * depends on its code (the raw rings answer in ~0.1 us, rk_actor_call
- * later), its CPU and its load, so no constant fits all: a first read
- * that missed by a few reads lengthens the wait, one that hit shortens
- * it a little (later than that: the host was busy elsewhere, no
- * lesson). reads: the polls this idle_poll issued. */
-__device__ __forceinline__ void idle_learn(dispatch &d, uint32_t reads)
-{
-    if (!d.idle_probe)
-        return;
-    d.idle_probe = false;
-    if (!d.idle_adapt)
-        return;
-    if (reads == 1)
-        d.idle_delay = d.idle_delay > RK_KERNEL_IDLE_DOWN ? d.idle_delay - RK_KERNEL_IDLE_DOWN : 0u;
-    else if (reads <= RK_KERNEL_IDLE_MISS_READS)
-        d.idle_delay = d.idle_delay + RK_KERNEL_IDLE_UP < RK_KERNEL_IDLE_MAX ? d.idle_delay + RK_KERNEL_IDLE_UP
-                                                                          : RK_KERNEL_IDLE_MAX;
 }
 
 /* Idle: polls the next slot, one strong read in flight (a strong read
@@ -286,10 +245,8 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     }
     uint64_t a = 0, b = 0;
     bool got = false;
-    uint32_t reads = 0;
     for (int it = 0; it < 64 && !got; it++) {
         a = rk__ld_relaxed_sys(slot);
-        reads++;
         /* the next slot: its line 0 only (is a burst coming?) */
         b = lane == 0 ? rk__ld_cv(next) : 0ull;
         got = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32) == flag;
@@ -301,12 +258,10 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         }
     }
     if (!got) {
-        d.idle_probe = false; /* the host was busy elsewhere */
         d.idle += 64;
         stat_add(sh, 6, 1, lane);
         return false;
     }
-    idle_learn(d, reads);
     if (p.dpos - p.dhead < p.out.slots && slot_fast(p.in, a, d.hpos, lane, d.gen)) {
         /* the round trip's common case, answered straight from the
          * registers: an echo/NOP with room in D2H (no staging in
@@ -328,7 +283,6 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         p.dpos++;
         quick = 1;
         d.idle_wait = d.idle_delay;
-        d.idle_probe = true; /* the next read teaches idle_learn (a wait of 0 too) */
         nload = 0;
     } else {
         /* counter 7: line 0 there but a later line not yet (the
@@ -355,7 +309,6 @@ __device__ __forceinline__ void pipe_poll(dispatch &d, const dispatch_ref &p, sh
 {
     const uint32_t lane = d.lane;
     d.idle_wait = 0; /* a burst came instead: no wait for the next idle poll */
-    d.idle_probe = false;
     /* room for all the replies first */
     const uint32_t n = d.pipe_n < p.out.slots ? d.pipe_n : p.out.slots;
     d2h_wait(p.out, p.dpos + n - 1, p.dhead, sh, lane);
@@ -379,7 +332,6 @@ __device__ __forceinline__ void serial_poll(dispatch &d, const dispatch_ref &p, 
 {
     const uint32_t lane = d.lane;
     d.idle_wait = 0;
-    d.idle_probe = false;
     /* room for a whole batch of replies first (the crew writes
      * them at wr_dpos + k without asking) */
     d2h_wait(p.out, p.dpos + (K < p.out.slots ? K : p.out.slots) - 1, p.dhead, sh, lane);
@@ -513,7 +465,6 @@ __device__ __forceinline__ void dispatcher_stop(dispatch &d, const dispatch_ref 
     if (lane == 0) {
         for (int i = 0; i < 8; i++)
             ds->stats[i] = sh.st[i];
-        ds->stats[8] = d.idle_delay;
         flag_st(&sh.d2h_tail, (unsigned long long)p.dpos);
         flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
         flag_st(&sh.dispatcher_done, 1u);
@@ -565,10 +516,8 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         __syncwarp();
         /* a request the idle poll staged (a user actor, vadd) was
          * answered by this warp: its next read waits as after an echo */
-        if (!d.busy && !quick && done == 1 && p.posted == p.replied) {
+        if (!d.busy && !quick && done == 1 && p.posted == p.replied)
             d.idle_wait = d.idle_delay;
-            d.idle_probe = true;
-        }
         const long long c2 = clock64();
         if (lane == 0) { /* counters: after the replies, off the round trip */
             sh.st[2] += done;

@@ -38,9 +38,8 @@ struct scratch {
     job jobs[NJ];
     /* dispatcher counters, written when it stops (rk-bench reads them):
      * loops, busy polls, messages, D2H head refreshes, cycles loading,
-     * cycles processing, idle polls, torn idle reads; then the idle
-     * path's wait after a reply (cycles) where it settled */
-    unsigned long long stats[9];
+     * cycles processing, idle polls */
+    unsigned long long stats[8];
 };
 static_assert(sizeof(scratch) <= RK_KERNEL_SCRATCH_BYTES, "scratch too large");
 static_assert(offsetof(scratch, stats) == RK_KERNEL_STATS_OFFSET, "stats offset");

@@ -119,8 +119,6 @@ RK__ABI_ASSERT(sizeof(rk_arena_ref) == 4 * (RK__W_ARENA_END - RK__W_IN_OFF), "ar
 enum {
     RK_KF_MUTE = 1u << 0,        /* test only: never poll H2D (the self-test must time out) */
     RK_KF_TEST_FAULTS = 1u << 7, /* serve the test-only ops (RK_OP_FAULT, RK_OP_HANG) */
-    RK_KF_IDLE_FIXED = 1u << 8,  /* comparison (rk-bench gpu): the idle path's wait after a reply
-                                  * stays RK_KERNEL_IDLE_DELAY instead of adapting (dispatcher.cuh) */
 };
 
 /* Device scratch (cudaMalloc, zeroed before each launch) the kernel needs. */
