@@ -50,9 +50,13 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
     /* not a trusted built-in: say in host memory which request runs, so a
      * fault is blamed on it (rk_abi.h, running slots: 0 for this warp,
      * 1 + the job index for a grid job) */
+#ifndef RK_KERNEL_NO_RUN_MARK /* experiment only (device/README.md): what the marks cost */
     const uint64_t run = len >= sizeof(rk_msg_hdr) && type > RK_OP_VADD
                              ? RK__RUN_WORD(w[RK__W_ACTOR] & 0xffffu, w[RK__W_ACTOR] >> 16, w[RK__W_ID_LO])
                              : 0ull;
+#else
+    const uint64_t run = 0ull;
+#endif
 
     if (len < sizeof(rk_msg_hdr)) {
         status = -RK_EPROTO;
@@ -106,8 +110,10 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
          * RK_OK (H100, d660e6f: a test fault answered RK_OK). The fence
          * waits for the actor's memory operations, so a faulting one
          * stops the kernel before the reply exists. */
+#ifndef RK_KERNEL_NO_ACTOR_FENCE /* experiment only (device/README.md): what the fence costs */
         if (run)
             rk__fence_release_sys();
+#endif
         rwords = sizeof(rk_msg_hdr) + (reply_has_data(status) ? out_len : 0);
     }
     __syncwarp();
