@@ -25,6 +25,19 @@ namespace dev {
 #define RK_KERNEL_IDLE_DELAY 500u /* cycles (~0.25 us): see the idle poll */
 #endif
 
+/* Not a trusted built-in: the word that says in host memory which request
+ * runs, so that a fault is blamed on it (rk_abi.h, running slots: 0 for
+ * the dispatcher warp, 1 + the job index for a grid job); 0 for a
+ * built-in. */
+__device__ __forceinline__ uint64_t run_word(const uint32_t *w, uint32_t len, uint16_t type)
+{
+#ifndef RK_KERNEL_NO_RUN_MARK /* experiment only (device/README.md): what the marks cost */
+    if (len >= sizeof(rk_msg_hdr) && type > RK_OP_VADD)
+        return RK__RUN_WORD(w[RK__W_ACTOR] & 0xffffu, w[RK__W_ACTOR] >> 16, w[RK__W_ID_LO]);
+#endif
+    return 0ull;
+}
+
 /* Serves a staged request (sh.words) with the warp; posts its reply or a
  * grid job. Returns false when it could not be taken now (aborting): the
  * request then stays in the ring. */
@@ -47,16 +60,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
      * it, so drop it (consumed, no reply) */
     if (len >= sizeof(rk_msg_hdr) && w[RK__W_STATUS] != ka.gen)
         return true;
-    /* not a trusted built-in: say in host memory which request runs, so a
-     * fault is blamed on it (rk_abi.h, running slots: 0 for this warp,
-     * 1 + the job index for a grid job) */
-#ifndef RK_KERNEL_NO_RUN_MARK /* experiment only (device/README.md): what the marks cost */
-    const uint64_t run = len >= sizeof(rk_msg_hdr) && type > RK_OP_VADD
-                             ? RK__RUN_WORD(w[RK__W_ACTOR] & 0xffffu, w[RK__W_ACTOR] >> 16, w[RK__W_ID_LO])
-                             : 0ull;
-#else
-    const uint64_t run = 0ull;
-#endif
+    const uint64_t run = run_word(w, len, type);
 
     if (len < sizeof(rk_msg_hdr)) {
         status = -RK_EPROTO;
@@ -105,12 +109,9 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
                               reinterpret_cast<uint8_t *>(r + 7), out.msg_max - sizeof(rk_msg_hdr), &out_len);
         status = __shfl_sync(FULL, status, 0);
         out_len = __shfl_sync(FULL, out_len, 0);
-        /* a store of the actor's that faults does so after the actor has
-         * returned: without a fence its reply could leave first and say
-         * RK_OK (H100, d660e6f: a test fault answered RK_OK). The fence
-         * waits for the actor's memory operations, so a faulting one
-         * stops the kernel before the reply exists. */
-#ifndef RK_KERNEL_NO_ACTOR_FENCE /* experiment only (device/README.md): what the fence costs */
+        /* an actor's faulting store faults after it returned: the fence
+         * waits for it, so no RK_OK reply leaves first (H100, d660e6f) */
+#ifndef RK_KERNEL_NO_ACTOR_FENCE /* experiment only (device/README.md) */
         if (run)
             rk__fence_release_sys();
 #endif

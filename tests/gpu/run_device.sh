@@ -12,7 +12,7 @@ B=${B:-/tmp/b}
 [ -f .devdeps/activate ] && source .devdeps/activate >/dev/null 2>&1
 export CPATH=${RK_DEPS:-/tmp/rkdeps}/usr/include${CPATH:+:$CPATH}
 # the Python tests (gpu_module_cuda, interop) with the packed Python
-# (../shared/device/pack-pydeps puts it in .devdeps/py; they skip without)
+# (the device notes' pack-pydeps puts it in .devdeps/py; they skip without)
 if [ -f .devdeps/py/activate ]; then
   source .devdeps/py/activate
   MESON_OPTS="${MESON_OPTS:-} -Dtest_python=$(command -v rkpython)"
