@@ -65,7 +65,7 @@ int rk__group_open(rk_runtime **out, const rk_config *cfg)
         one.device = dev[0];
         return rk_runtime_open(out, &one);
     }
-    rk_runtime *g = calloc(1, sizeof *g);
+    rk_runtime *g = rk__runtime_alloc();
     rk_runtime **lanes = calloc((size_t)n, sizeof *lanes);
     if (!g || !lanes) {
         free(g);

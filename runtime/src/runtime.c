@@ -169,6 +169,17 @@ static int rk__choose_backend(rk_runtime *rt)
     return 0;
 }
 
+rk_runtime *rk__runtime_alloc(void)
+{
+    /* its hot fields are aligned to cache lines (internal.h): calloc
+     * promises only 16 bytes */
+    size_t size = (sizeof(rk_runtime) + 63) & ~(size_t)63;
+    rk_runtime *rt = aligned_alloc(64, size);
+    if (rt)
+        memset(rt, 0, size);
+    return rt;
+}
+
 int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
 {
     if (!out)
@@ -176,7 +187,7 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
     *out = NULL;
     if (cfg && cfg->n_devices != 0 && cfg->n_devices != 1)
         return rk__group_open(out, cfg); /* several devices: group.c */
-    rk_runtime *rt = calloc(1, sizeof *rt);
+    rk_runtime *rt = rk__runtime_alloc();
     if (!rt)
         return rk__fail(RK_ENOMEM, "rk_runtime_open: out of memory");
     rt->region_fd = -1;

@@ -143,18 +143,17 @@ static int rk__by_id(const void *x, const void *y, void *arg)
     return a < b ? -1 : a > b;
 }
 
-bool rk__repost(rk_actor *a)
+/* rk__repost's work, under d2h_lock: the supervisor answers records
+ * (a second strike: RK_EDEVICE) under the same lock, so a record is either
+ * answered before this looks at it (then it is no longer SENT) or
+ * re-posted before the supervisor sees it (TSan, CI at ab9ec2d: an answer
+ * raced with a re-post reading the record). Ids grow per actor: by id is
+ * the send order. */
+static bool rk__repost_locked(rk_actor *a, uint32_t g)
 {
     rk_runtime *rt = a->rt;
-    /* acquire: pairs with the supervisor's release of gen; the strikes it
-     * gave and the records it answered are visible */
-    const uint32_t g = atomic_load_explicit(&rt->gen, memory_order_acquire);
-    if (a->gen == g)
-        return true;
     /* everything still SENT for an older generation: its copy in H2D is
-     * dropped by the new worker (or was lost with the old one). No reply
-     * can come for such a record until it is re-posted, so the owner reads
-     * it without the lock. Ids grow per actor: by id is the send order. */
+     * dropped by the new worker (or was lost with the old one) */
     uint32_t n = 0;
     for (uint32_t i = 0; i < a->window; i++)
         if (rk__ld_relaxed(&a->pend[i].state) == RK__P_SENT && a->pend[i].gen != g)
@@ -179,6 +178,20 @@ bool rk__repost(rk_actor *a)
     }
     a->gen = g;
     return true;
+}
+
+bool rk__repost(rk_actor *a)
+{
+    rk_runtime *rt = a->rt;
+    /* acquire: pairs with the supervisor's release of gen; the strikes it
+     * gave and the records it answered are visible */
+    const uint32_t g = atomic_load_explicit(&rt->gen, memory_order_acquire);
+    if (a->gen == g)
+        return true;
+    pthread_mutex_lock(&rt->d2h_lock);
+    bool done = rk__repost_locked(a, g);
+    pthread_mutex_unlock(&rt->d2h_lock);
+    return done;
 }
 
 /* The H2D ring is full: helps drain D2H (the consumer may be stuck on a
