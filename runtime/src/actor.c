@@ -112,7 +112,7 @@ void rk_actor_close(rk_actor *a)
     rk_runtime *rt = a->rt;
     /* d2h_lock keeps routers (and the supervisor) away while the replies
      * are taken back */
-    pthread_mutex_lock(&rt->d2h_lock);
+    rk__d2h_lock(rt);
     a->closing = true;
     for (uint32_t i = 0; i < a->window; i++) {
         uint8_t st = rk__ld_relaxed(&a->pend[i].state);

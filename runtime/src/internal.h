@@ -226,6 +226,10 @@ struct rk_runtime {
      * them on one line, 4 pipelining threads got 2 M msg/s, 1 got 7 M) */
     _Alignas(64) _Atomic int fault;  /* 0, or the code that stopped the backend for good */
     _Atomic bool closing;
+    /* threads blocked in rk__d2h_lock: routers (trylock) leave d2h_lock to
+     * them, or a stream of routers can starve them for seconds (H100,
+     * 84a5d49: the supervisor waited 3.6 s for it under 8 pipelining actors) */
+    _Atomic int d2h_wanted;
 
     /* Recovery (router.c, supervisor.c). gen: the worker generation; an
      * actor whose own gen lags re-posts what it still owes (send.c).
@@ -288,6 +292,11 @@ RK__HIDDEN size_t rk__reply_cap(const rk_runtime *rt, uint16_t type, size_t len,
  * its next poll, and every in-flight request comes back with status = code.
  * (A supervised worker's faults are recovered instead: supervisor.c.) */
 RK__HIDDEN void rk__runtime_fault(rk_runtime *rt, int code, const char *why);
+
+/* Takes d2h_lock, ahead of the routers' trylocks (d2h_wanted): for every
+ * thread that must have it (the supervisor, close, a fault reply, a
+ * re-post). Release with pthread_mutex_unlock. */
+RK__HIDDEN void rk__d2h_lock(rk_runtime *rt);
 
 /* Wakes actors sleeping for replies. */
 RK__HIDDEN void rk__runtime_wake(rk_runtime *rt);

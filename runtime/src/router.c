@@ -111,7 +111,9 @@ int rk__drain(rk_runtime *rt, const rk_actor *self)
      * spin; a trylock and unlock are two locked instructions) */
     if (!rk__ring_ready(rt->d2h))
         return 0;
-    if (pthread_mutex_trylock(&rt->d2h_lock) != 0)
+    /* relaxed: a stale 0 costs the blocked thread one more holder */
+    if (atomic_load_explicit(&rt->d2h_wanted, memory_order_relaxed) ||
+        pthread_mutex_trylock(&rt->d2h_lock) != 0)
         return 0;
     int others = 0, rc;
     int n = rk__drain_some(rt, self, &others, &rc);
@@ -173,7 +175,7 @@ static bool rk__fault_reply(rk_actor *a, int want, int fault, uint16_t *tag)
     for (uint32_t i = 0; i < a->window; i++) {
         if (rk__ld_relaxed(&a->pend[i].state) != RK__P_SENT || (want >= 0 && (int)i != want))
             continue;
-        pthread_mutex_lock(&a->rt->d2h_lock); /* against a late router */
+        rk__d2h_lock(a->rt); /* against a late router */
         bool still = rk__ld_relaxed(&a->pend[i].state) == RK__P_SENT;
         if (still) {
             rk__st_relaxed(&a->pend[i].state, (uint8_t)RK__P_DONE);
@@ -376,6 +378,13 @@ void rk__runtime_fault(rk_runtime *rt, int code, const char *why)
         rk__log(RK__LOG_ERROR, "backend %s failed (%s): %s", rt->info.backend_name,
                 rk_err_name(code), why ? why : "");
     rk__runtime_wake(rt);
+}
+
+void rk__d2h_lock(rk_runtime *rt)
+{
+    atomic_fetch_add(&rt->d2h_wanted, 1);
+    pthread_mutex_lock(&rt->d2h_lock);
+    atomic_fetch_sub(&rt->d2h_wanted, 1);
 }
 
 void rk__runtime_wake(rk_runtime *rt) { rk__ring_wake(rt->d2h); }

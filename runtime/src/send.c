@@ -188,7 +188,7 @@ bool rk__repost(rk_actor *a)
     const uint32_t g = atomic_load_explicit(&rt->gen, memory_order_acquire);
     if (a->gen == g)
         return true;
-    pthread_mutex_lock(&rt->d2h_lock);
+    rk__d2h_lock(rt);
     bool done = rk__repost_locked(a, g);
     pthread_mutex_unlock(&rt->d2h_lock);
     return done;

@@ -298,7 +298,7 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
     s->state = RK_WORKER_RECOVERING;
     bool progress = atomic_load(&rt->n_replies) != s->replies_at_go;
     s->no_progress = progress ? 1 : s->no_progress + 1;
-    pthread_mutex_lock(&rt->d2h_lock);
+    rk__d2h_lock(rt);
     rk__drain_locked(rt); /* replies it posted are good */
     s->last = (rk_fault_info){.at_ns = t0, .error = code, .actor = 0xffff};
     uint32_t blamed = rk__blame_locked(s, kind, blame);
@@ -332,9 +332,10 @@ static void rk__recover(rk__super *s, int code, const char *what, bool dead, uin
     char why[400];
     snprintf(why, sizeof why, "%s", what);
     for (;;) {
+        const int64_t detected_at = rk__now_ns(); /* before anything that may wait */
         rk__note_first_reply(s, true); /* the last recovery's, before this one's entry */
         rk_recovery *h = &s->hist[s->n_hist++ % RK__HIST];
-        *h = (rk_recovery){.detected_at = rk__now_ns(), .error = code};
+        *h = (rk_recovery){.detected_at = detected_at, .error = code};
         h->blamed = rk__bury(s, kind, code, why, h->detected_at, dead, blame);
         dead = false;
         blame = 0;
@@ -396,7 +397,7 @@ void rk__note_first_reply(rk__super *s, bool wait)
         return;
     rk_runtime *rt = s->rt;
     if (wait)
-        pthread_mutex_lock(&rt->d2h_lock);
+        rk__d2h_lock(rt);
     else if (pthread_mutex_trylock(&rt->d2h_lock) != 0)
         return;
     /* the router records the first reply under d2h_lock */

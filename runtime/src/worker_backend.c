@@ -191,7 +191,7 @@ static int rk__super_retry(rk_runtime *rt)
     if (s->state == RK_WORKER_DEGRADED) {
         /* the CPU stops at a message boundary: all it consumed is answered */
         rk__cpu_thread_stop(&s->cpu, rt);
-        pthread_mutex_lock(&rt->d2h_lock);
+        rk__d2h_lock(rt);
         rk__drain_locked(rt);
         rk__rings_reset_locked(rt);
         pthread_mutex_unlock(&rt->d2h_lock);
@@ -209,7 +209,7 @@ static int rk__super_retry(rk_runtime *rt)
         } else {
             char why[256];
             snprintf(why, sizeof why, "retry failed: %s", rk_last_detail());
-            pthread_mutex_lock(&rt->d2h_lock);
+            rk__d2h_lock(rt);
             rk__rings_reset_locked(rt);
             pthread_mutex_unlock(&rt->d2h_lock);
             atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
