@@ -133,7 +133,13 @@ static bool rk__suspect_take(rk_runtime *rt, uint64_t word)
         atomic_store(&rt->suspect_since, rk__now_ns());
         return true;
     }
-    return w == word;
+    if (w != word)
+        return false;
+    /* ours already: retried again after a recovery. Its watch (supervisor
+     * rk__watch) starts over, as it did for the first retry */
+    int64_t zero = 0;
+    atomic_compare_exchange_strong(&rt->suspect_since, &zero, rk__now_ns());
+    return true;
 }
 
 static int rk__by_id(const void *x, const void *y, void *arg)

@@ -450,7 +450,12 @@ static bool rk__watch(rk__super *s, int64_t now)
     bool running = false; /* then the request deadline above is its watch */
     for (uint32_t i = 0; sw && i < RK__RUNNING_SLOTS; i++)
         running |= rk__ld_relaxed(&rt->view.hdr->running[i]) == sw;
-    if (sw && since && !running && !atomic_load(&rt->suspect_hold) && now - since > limit) {
+    /* a hold past its time counts as released (the main loop releases it
+     * a little later; a watch that waited for that could wait forever if
+     * the release never came) */
+    const int64_t hold = atomic_load(&rt->suspect_hold);
+    const bool held = hold && now < hold;
+    if (sw && since && !running && !held && now - since > limit) {
         char what[160];
         snprintf(what, sizeof what, "suspect request %u of actor %u was not answered within %lld ms of its retry",
                  RK__RUN_ID31(sw), RK__RUN_ACTOR(sw), (long long)(limit / 1000000));
