@@ -136,8 +136,10 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
         case 'm': o->module = optarg; break;
         case 'a': {
             o->n_api_threads = 0;
+            if (!strcmp(optarg, "0")) /* no threads rows */
+                break;
             char *end = optarg;
-            while (*end && strcmp(optarg, "0")) {
+            do {
                 long v = strtol(end, &end, 10);
                 if (v < 1 || v > 16 || o->n_api_threads == 4 || (*end && *end != ',')) {
                     fprintf(stderr, "rk-bench gpu: --api-threads: a comma list of at most 4 counts of 1..16, or 0 "
@@ -145,9 +147,7 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
                     return 2;
                 }
                 o->api_threads[o->n_api_threads++] = (int)v;
-                if (*end)
-                    end++;
-            }
+            } while (*end++ == ','); /* (the check above: ',' or the end) */
             break;
         }
         case 'T':
@@ -232,9 +232,12 @@ static void gpu_api_claims(const bench_report *rep)
                ring->p99_ns / fl->p99_ns);
     for (size_t i = 0; i < rep->n; i++) {
         const bench_result *t = &rep->results[i];
-        if (!strncmp(t->name, "throughput_echo_64_api_", 23) && t->name[23] >= '0' && t->name[23] <= '9')
-            printf("  %-28s = %.2f M msg/s (>= 20), %.3f x the raw rings\n", t->name, t->msgs_per_s / 1e6,
-                   raw ? t->msgs_per_s / raw->msgs_per_s : 0.0);
+        if (strncmp(t->name, "throughput_echo_64_api_", 23) || t->name[23] < '0' || t->name[23] > '9')
+            continue;
+        printf("  %-28s = %.2f M msg/s (>= 20)", t->name, t->msgs_per_s / 1e6);
+        if (raw) /* a ratio only against a raw row this run measured */
+            printf(", %.3f x the raw rings", t->msgs_per_s / raw->msgs_per_s);
+        printf("\n");
     }
     if (me && ua && v64)
         printf("  user actor / echo, same runtime: p50 %.3f, p99 %.3f (each <= 1.05); 64 B vadd / echo: %.3f, %.3f\n",

@@ -37,7 +37,7 @@ typedef struct loader {
 } loader;
 /* the load never runs dry: sequence numbers go on past SEQ_CAP, and
  * seen[seq % SEQ_CAP] counts the laps (at 8 x 16.7 M echoes, the H100 run
- * at 8e44b28 ran out of numbers mid-run, and a fresh worker then waited
+ * at 804a5f8 ran out of numbers mid-run, and a fresh worker then waited
  * seconds for its first reply: fault_recovery's p99 was 37 s) */
 #define SEQ_CAP (1u << 24)
 

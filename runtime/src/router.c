@@ -289,9 +289,10 @@ int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
             return rk__fail(RK_ECLOSED, "the runtime is closing");
         if (deadline == 0) /* a poll: cheap, it runs in every bridge loop */
             return rk__fail_str(RK_ETIMEDOUT, "no reply ready (polled with timeout 0)");
-        /* the clock every 16th spin: a deadline is milliseconds away, and
-         * each read would delay noticing the reply */
-        if ((spins & 15) != 15 && rk__backoff_poll(&b))
+        /* the clock every 16th spin while busy-polling: a deadline is
+         * milliseconds away, and each read would delay noticing the reply */
+        const bool keep_polling = rk__backoff_poll(&b);
+        if (keep_polling && (spins & 15) != 15)
             continue;
         int64_t now = rk__now_ns();
         if (now >= deadline)
@@ -303,7 +304,7 @@ int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
             rk__wait_report(a, want);
             report_at = INT64_MAX;
         }
-        if (rk__backoff_poll(&b))
+        if (keep_polling)
             continue;
         int64_t sleep = rk__backoff_sleep_ns(&b);
         rk__sleep_for_reply(a, deadline - now < sleep ? deadline - now : sleep);

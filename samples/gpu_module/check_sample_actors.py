@@ -4,10 +4,11 @@
 and checks what it answers, by the bridge's backend:
 
   cpu:  saxpy bit-identical to numpy's float32 a * x + y (its CPU twin),
-        inline and arena sized up to 2^24 elements; bad fields -> ACTOR_FAILED naming the
-        field, a missing one -> INVALID_ARGUMENT; count keeps a running
-        total; crash and spin (GPU only) -> DEVICE_FAULT saying the
-        backend cannot serve them, and the service goes on.
+        inline and arena sized up to 2^24 elements; bad fields ->
+        ACTOR_FAILED naming the field, a missing one -> INVALID_ARGUMENT;
+        count keeps a running total; crash and spin (GPU only) ->
+        DEVICE_FAULT saying the backend cannot serve them, and the
+        service goes on.
   cuda: the same saxpy and count results from the GPU handlers; crash
         costs its own request (DEVICE_FAULT naming it), the next calls are
         served, and count starts over from 0 (device state after a fault);
