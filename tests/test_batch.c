@@ -4,8 +4,9 @@
  * ring full, a closing runtime), each checked for its error AND for what
  * happened to every request: each posted one gets exactly one reply with
  * its bytes, ids are unique, nothing unposted is answered or kept.
- * RK_TEST_ISOLATION=process runs the same on a worker process. Reaches one
- * internal (rt->closing) for the closing case, so it links librk's static
+ * RK_TEST_ISOLATION=process runs the same on a worker process. Reaches
+ * internals (rt->closing for the closing case; d2h_lock, d2h_wanted and
+ * rk__drain_some for a router's yield), so it links librk's static
  * library. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -14,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -467,6 +469,48 @@ static void test_recv_batch_with_call(void **state)
     finish(rt, 21);
 }
 
+/* A router stops draining D2H for a thread blocked on d2h_lock (a
+ * re-post, the supervisor): under a steady load D2H is never empty, and a
+ * drain until it was held the lock as long as the load lasted (a poison's
+ * re-post waited ~60 s on an H100). The supervisor's drain takes all. */
+static void test_router_yields_d2h_lock(void **state)
+{
+    (void)state;
+    rk_config c;
+    rk_config_init(&c);
+    rk_actor *a;
+    rk_runtime *rt = open_cpu(&c, &a);
+    ledger *l = &the_ledger;
+    enum { N = 40 };
+    size_t lens[N];
+    uint64_t seqs[N], ids[N];
+    for (int i = 0; i < N; i++)
+        lens[i] = 16 + (size_t)i, seqs[i] = (uint64_t)i;
+    rk_send_req q[N];
+    make_reqs(q, bufs, lens, N, 0);
+    /* hold the lock first, so that no waiter routes the replies */
+    pthread_mutex_lock(&rt->d2h_lock);
+    assert_int_equal(rk_actor_send_batch(a, q, N, ids, 1000), N);
+    note(l, ids, lens, seqs, N);
+    for (int w = 0; w < 5000 && rk_ring_count(rt->d2h) < N; w++)
+        usleep(1000);
+    assert_int_equal(rk_ring_count(rt->d2h), N);
+    atomic_store(&rt->d2h_wanted, 1);
+    int others = 0, rc = 0;
+    /* a router routes one reply, then leaves the lock to the blocked one */
+    assert_int_equal(rk__drain_some(rt, a, true, &others, &rc), 1);
+    assert_int_equal(rc, -RK_EAGAIN);
+    assert_int_equal(rk_ring_count(rt->d2h), N - 1);
+    /* the supervisor's drain (no yield) takes the rest */
+    assert_int_equal(rk__drain_some(rt, NULL, false, &others, &rc), N - 1);
+    assert_int_equal(rc, -RK_EAGAIN);
+    assert_int_equal(others, N - 1); /* self NULL: all "others" */
+    atomic_store(&rt->d2h_wanted, 0);
+    pthread_mutex_unlock(&rt->d2h_lock);
+    reap_all(a, l, MAXB); /* every one once, with its bytes */
+    finish(rt, N);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -479,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_buffers),
         cmocka_unit_test(test_closing),
         cmocka_unit_test(test_recv_batch_with_call),
+        cmocka_unit_test(test_router_yields_d2h_lock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

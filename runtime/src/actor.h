@@ -82,6 +82,11 @@ RK__HIDDEN int rk__drain(rk_runtime *rt, const rk_actor *self);
 /* Routes everything complete in D2H; the caller holds d2h_lock (and wakes
  * the actors afterwards). */
 RK__HIDDEN void rk__drain_locked(rk_runtime *rt);
+/* What both use (caller holds d2h_lock): yield stops a router's drain
+ * when a thread blocks on the lock, or after a ring's worth of replies.
+ * Returns the number routed; *others: how many went to another actor than
+ * self; *rc: -RK_EAGAIN, or the ring error that stopped it. */
+RK__HIDDEN int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others, int *rc);
 /* Completes a SENT record with `status` and no payload, as if its reply
  * had come (the supervisor's answer to a poison request). Caller holds
  * d2h_lock. */

@@ -227,8 +227,9 @@ struct rk_runtime {
     _Alignas(64) _Atomic int fault;  /* 0, or the code that stopped the backend for good */
     _Atomic bool closing;
     /* threads blocked in rk__d2h_lock: routers (trylock) leave d2h_lock to
-     * them, or a stream of routers can starve them for seconds (H100,
-     * 84a5d49: the supervisor waited 3.6 s for it under 8 pipelining actors) */
+     * them, and one that holds it stops draining for them, or a stream of
+     * routers starves them for seconds (H100, 84a5d49: the supervisor
+     * waited 3.6 s under 8 pipelining actors; 048de4b: a re-post ~60 s) */
     _Atomic int d2h_wanted;
 
     /* Recovery (router.c, supervisor.c). gen: the worker generation; an

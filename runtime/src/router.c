@@ -89,10 +89,11 @@ static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
     return a;
 }
 
-/* Routes every complete reply in D2H. Caller holds d2h_lock. Returns the
- * number routed; *others: how many went to another actor than self; *rc:
- * -RK_EAGAIN, or the ring error that stopped it. */
-static int rk__drain_some(rk_runtime *rt, const rk_actor *self, int *others, int *rc)
+/* (actor.h) A router yields: under a steady load D2H is never empty, and
+ * a router that drained until it was held d2h_lock as long as the load
+ * lasted; a re-post blocked on it waited ~60 s (H100, 8 pipelining
+ * actors, 048de4b: the "lost" poison). */
+int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others, int *rc)
 {
     _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
     uint32_t len;
@@ -101,6 +102,11 @@ static int rk__drain_some(rk_runtime *rt, const rk_actor *self, int *others, int
         rk_ring_sc_release(rt->d2h);
         *others += rk__route(rt, msg, len) != self;
         n++;
+        /* relaxed: a late look costs the blocked thread one more reply */
+        if (yield && (atomic_load_explicit(&rt->d2h_wanted, memory_order_relaxed) || (uint32_t)n >= rt->d2h->slots)) {
+            *rc = -RK_EAGAIN;
+            break;
+        }
     }
     return n;
 }
@@ -116,7 +122,7 @@ int rk__drain(rk_runtime *rt, const rk_actor *self)
         pthread_mutex_trylock(&rt->d2h_lock) != 0)
         return 0;
     int others = 0, rc;
-    int n = rk__drain_some(rt, self, &others, &rc);
+    int n = rk__drain_some(rt, self, true, &others, &rc);
     pthread_mutex_unlock(&rt->d2h_lock);
     if (rc != -RK_EAGAIN)
         rk__runtime_fault(rt, rc, rk_last_detail());
@@ -128,7 +134,7 @@ int rk__drain(rk_runtime *rt, const rk_actor *self)
 void rk__drain_locked(rk_runtime *rt)
 {
     int others = 0, rc;
-    rk__drain_some(rt, NULL, &others, &rc);
+    rk__drain_some(rt, NULL, false, &others, &rc);
     if (rc != -RK_EAGAIN) /* a torn or corrupt slot of a dead producer: skipped by the reset */
         rk__log(RK__LOG_WARN, "D2H drain after a worker fault stopped: %s", rk_last_detail());
 }
