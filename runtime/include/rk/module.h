@@ -30,7 +30,11 @@
  *
  * Errors of the actor's own: a handler returns -RK_EACTOR and writes a short
  * sentence (bytes, no NUL needed) as its reply; the caller gets status
- * -RK_EACTOR with that sentence as data (rk-bridge: ACTOR_FAILED).
+ * -RK_EACTOR with that sentence as data (rk-bridge: ACTOR_FAILED). The
+ * reply has room for at least 128 bytes of it, or, for a request whose
+ * inputs and outputs fit a ring slot, as much as an inline reply holds
+ * (96 bytes with the default 256-byte slots): a small request stays out of
+ * the arena, where a GPU handler's every access would cross PCIe.
  *
  * Thread-safety: the declarations are read-only data; a CPU twin is called
  * from one consumer thread at a time. Ownership: everything a module exports
