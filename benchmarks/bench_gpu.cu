@@ -26,7 +26,12 @@ typedef struct gpu_opts {
     int faults; /* poison requests of the fault-recovery rows (0: none) */
     int api_threads[4], n_api_threads; /* throughput_echo_64_api_Nt */
     const char *module;                /* --module: user_actor_64 */
+    unsigned only;                     /* --only: the sections to run (SEC_*) */
 } gpu_opts;
+
+/* the sections, in the order they run (--only) */
+enum { SEC_BASELINES = 1, SEC_RAW = 2, SEC_RUNTIME = 4, SEC_FAULTS = 8, SEC_ALL = 15 };
+static const char *const sec_names[] = {"baselines", "raw", "runtime", "faults"};
 
 /* ---------------- the rows ---------------- */
 static int cmp_d(const void *a, const void *b)
@@ -98,6 +103,8 @@ void bench_gpu_usage(FILE *f)
 "                       each (comma list of 1..16, at most 4; default 2,4; 0: none)\n"
 "  -m, --module M       a module with an actor \"copy\" (benchmarks/bench_actors.so):\n"
 "                       user_actor_64 and vadd_64_api against module_echo_64\n"
+"  -o, --only LIST      run only these sections (comma list of baselines, raw,\n"
+"                       runtime, faults; default all): ratios need both rows\n"
 "Rows: floor, launch_sync, graph_sync, memcpy_launch_memcpy, pinned_copy,\n"
 "vadd_staged_16777216, ring_echo_64_raw, throughput_echo_64, vadd_16777216,\n"
 "ring_echo_64, ring_echo_64_inprocess, throughput_echo_64_api(_inprocess),\n"
@@ -109,7 +116,7 @@ void bench_gpu_usage(FILE *f)
 /* 0 or 2 (bad options, said on stderr) */
 static int gpu_parse(int argc, char **argv, gpu_opts *o)
 {
-    *o = (gpu_opts){200000, 2.0, 5.0, 0, 0, 2, 2, 20, {2, 4}, 2, NULL};
+    *o = (gpu_opts){200000, 2.0, 5.0, 0, 0, 2, 2, 20, {2, 4}, 2, NULL, SEC_ALL};
     static const struct option opts[] = {{"count", required_argument, 0, 'n'},
                                          {"seconds", required_argument, 0, 't'},
                                          {"device", required_argument, 0, 'd'},
@@ -120,11 +127,12 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
                                          {"faults", required_argument, 0, 'f'},
                                          {"api-threads", required_argument, 0, 'a'},
                                          {"module", required_argument, 0, 'm'},
+                                         {"only", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:a:m:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:a:m:o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n': o->count = atol(optarg); break;
         case 't': o->seconds = atof(optarg); break;
@@ -134,6 +142,27 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
         case 'I': o->variants = 2; break;
         case 'f': o->faults = atoi(optarg); break;
         case 'm': o->module = optarg; break;
+        case 'o': {
+            o->only = 0;
+            char *save = NULL, *list = strdup(optarg);
+            for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                unsigned k = 0;
+                while (k < 4 && strcmp(t, sec_names[k]))
+                    k++;
+                if (k == 4) {
+                    fprintf(stderr, "rk-bench gpu: --only: \"%s\" is no section (baselines, raw, runtime, faults)\n", t);
+                    free(list);
+                    return 2;
+                }
+                o->only |= 1u << k;
+            }
+            free(list);
+            if (!o->only) {
+                fprintf(stderr, "rk-bench gpu: --only: an empty list (got \"%s\")\n", optarg);
+                return 2;
+            }
+            break;
+        }
         case 'a': {
             o->n_api_threads = 0;
             if (!strcmp(optarg, "0")) /* no threads rows */
@@ -287,14 +316,15 @@ int bench_gpu_run(int argc, char **argv, bench_report *rep)
         return raw_idle_variants(rep, sm_count, o.count);
     if (o.variants)
         return raw_variants(sm_count);
-    if (baselines_section(rep, sm_count, o.count))
+    if ((o.only & SEC_BASELINES) && baselines_section(rep, sm_count, o.count))
         return 1;
     /* the ring kernel, raw, then through the runtime (each holds the whole GPU) */
-    if (raw_section(rep, sm_count, o.count, o.seconds, o.prod, o.cons))
+    if ((o.only & SEC_RAW) && raw_section(rep, sm_count, o.count, o.seconds, o.prod, o.cons))
         return 1;
-    if (runtime_section(rep, o.device, o.count, o.seconds, o.idle_s, o.api_threads, o.n_api_threads, o.module))
+    if ((o.only & SEC_RUNTIME) &&
+        runtime_section(rep, o.device, o.count, o.seconds, o.idle_s, o.api_threads, o.n_api_threads, o.module))
         return 1;
-    if (fault_section(rep, o.device, o.faults))
+    if ((o.only & SEC_FAULTS) && fault_section(rep, o.device, o.faults))
         return 1;
     gpu_claims(rep);
     return 0;

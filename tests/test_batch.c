@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "actor.h"
 #include "internal.h"
 
 enum { MAXB = 64 };
