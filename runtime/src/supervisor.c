@@ -287,14 +287,17 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
 {
     rk_runtime *rt = s->rt;
     char how[200] = "";
-    /* even a worker that reported a sticky error is waited for (bounded,
-     * RK_WORKER_REAP_MS): with its kernel's context gone for sure before a
-     * fresh kernel starts, nothing of the old one can touch the rings.
-     * Not waiting saved ~60-80 ms a recovery on an H100, but runs that did
-     * so lost a suspect's retry about once in fifteen (cause not
-     * established; none in the runs that waited) */
-    (void)dead;
-    rk__proc_end(&s->active, how, sizeof how);
+    /* a worker that reported a sticky error has no kernel left that could
+     * touch the rings: its exit (the driver tearing the context down,
+     * ~60 ms on an H100) is reaped in the background. Any other may still
+     * run one (an endless loop, a silent heartbeat): it is waited for
+     * (bounded, RK_WORKER_REAP_MS), so that nothing of the old kernel runs
+     * beside the fresh one. (The retries that not waiting seemed to lose,
+     * once in fifteen, were re-posts starved of d2h_lock: router.c.) */
+    if (dead)
+        rk__proc_abandon(&s->active, how, sizeof how);
+    else
+        rk__proc_end(&s->active, how, sizeof how);
     s->state = RK_WORKER_RECOVERING;
     bool progress = atomic_load(&rt->n_replies) != s->replies_at_go;
     s->no_progress = progress ? 1 : s->no_progress + 1;

@@ -53,6 +53,12 @@ RK__HIDDEN int rk__proc_await(rk__proc *w, uint32_t kind, rk__wmsg *m, int timeo
  * is reaped later instead). Describes how it ended in why (may be NULL). */
 RK__HIDDEN void rk__proc_end(rk__proc *w, char *why, size_t cap);
 
+/* The same without waiting: SIGKILL, and the exit is reaped in the
+ * background. Only for a worker whose kernel is known to be gone (it
+ * reported a sticky error: its context no longer runs anything), whose
+ * driver teardown (~60 ms on an H100) need not delay the recovery. */
+RK__HIDDEN void rk__proc_abandon(rk__proc *w, char *why, size_t cap);
+
 /* Reaps the killed workers that have exited since, waiting up to wait_ms
  * for the rest (0: only those already gone). Any thread. */
 RK__HIDDEN void rk__proc_reap_deferred(int wait_ms);

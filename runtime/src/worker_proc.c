@@ -255,10 +255,10 @@ void rk__proc_reap_deferred(int wait_ms)
     }
 }
 
-/* Waits up to RK_WORKER_REAP_MS (default 3 s) for a killed worker to exit. */
-static pid_t rk__reap(pid_t pid, int *st)
+/* Waits up to reap_ms for a killed worker to exit. */
+static pid_t rk__reap(pid_t pid, int *st, long long reap_ms)
 {
-    const int64_t deadline = rk__now_ns() + rk__env_ll("RK_WORKER_REAP_MS", 3000) * 1000000;
+    const int64_t deadline = rk__now_ns() + reap_ms * 1000000;
     for (;;) {
         pid_t r = waitpid(pid, st, WNOHANG);
         if (r != 0 && !(r < 0 && errno == EINTR))
@@ -269,9 +269,12 @@ static pid_t rk__reap(pid_t pid, int *st)
     }
 }
 
-void rk__proc_end(rk__proc *w, char *why, size_t cap)
+/* rk__proc_end and rk__proc_abandon: SIGKILL unless it exited, reap within
+ * reap_ms or later. */
+static void rk__proc_finish(rk__proc *w, char *why, size_t cap, long long reap_ms)
 {
     if (w->pid > 0) {
+        const char *b = w->kind == RK__WB_CUDA ? "cuda" : "cpu";
         int st = 0;
         pid_t r;
         /* exited on its own already? then it is what it did that counts */
@@ -280,18 +283,19 @@ void rk__proc_end(rk__proc *w, char *why, size_t cap)
         if (r == 0) {
             kill(w->pid, SIGKILL);
             /* a CUDA worker's context is torn down on the way out */
-            r = rk__reap(w->pid, &st);
+            r = rk__reap(w->pid, &st, reap_ms);
         }
         if (r == 0) {
             rk__defer_reap(w->pid);
-            if (why)
+            if (why && reap_ms)
                 snprintf(why, cap, "worker %d (%s) killed; it had not exited %lld ms later (reaped later)",
-                         (int)w->pid, w->kind == RK__WB_CUDA ? "cuda" : "cpu",
-                         rk__env_ll("RK_WORKER_REAP_MS", 3000));
+                         (int)w->pid, b, reap_ms);
+            else if (why)
+                snprintf(why, cap, "worker %d (%s) killed (reaped in the background)", (int)w->pid, b);
         } else if (why && r == w->pid) {
             rk__describe_exit(w, st, why, cap);
         } else if (why) { /* someone else reaped it (a SIGCHLD handler of the program) */
-            snprintf(why, cap, "worker %d (%s) ended", (int)w->pid, w->kind == RK__WB_CUDA ? "cuda" : "cpu");
+            snprintf(why, cap, "worker %d (%s) ended", (int)w->pid, b);
         }
     } else if (why && cap) {
         why[0] = '\0';
@@ -300,6 +304,13 @@ void rk__proc_end(rk__proc *w, char *why, size_t cap)
         close(w->ctl);
     *w = RK__PROC_NONE;
 }
+
+void rk__proc_end(rk__proc *w, char *why, size_t cap)
+{
+    rk__proc_finish(w, why, cap, rk__env_ll("RK_WORKER_REAP_MS", 3000));
+}
+
+void rk__proc_abandon(rk__proc *w, char *why, size_t cap) { rk__proc_finish(w, why, cap, 0); }
 
 void rk__proc_stop(rk__proc *w, int timeout_ms)
 {
