@@ -3,13 +3,15 @@
  *   test_bridge PATH-TO-rk-bridge GROUP [EXTRA rk-bridge OPTIONS...]
  *
  * runs one group (harness.h lists them); rk-client is looked for next to
- * rk-bridge. Returns 0 (pass) or 1 (fail). */
+ * rk-bridge. Returns 0 (pass), 1 (fail) or 77 (skip: a gpu_ group without
+ * a GPU). */
 #include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -46,6 +48,8 @@ int main(int argc, char **argv)
         {"notify", cmocka_unit_test(test_notify)},
         {"worker_kill", cmocka_unit_test(test_worker_kill)},
         {"worker_faults", cmocka_unit_test(test_worker_faults)},
+        {"gpu_faults", cmocka_unit_test(test_worker_gpu_faults)},
+        {"gpu_crash_actor", cmocka_unit_test(test_worker_gpu_crash_actor)},
     };
     if (argc < 3) {
         fprintf(stderr, "usage: %s PATH-TO-rk-bridge GROUP [EXTRA rk-bridge OPTIONS...]\n", argv[0]);
@@ -63,6 +67,11 @@ int main(int argc, char **argv)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    /* the GPU groups (suite gpu) skip where no NVIDIA driver is */
+    if (!strncmp(argv[2], "gpu_", 4) && access("/dev/nvidiactl", F_OK) != 0) {
+        fprintf(stderr, "skip: group %s needs a GPU (no /dev/nvidiactl)\n", argv[2]);
+        return 77;
     }
     int rc = 2;
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)

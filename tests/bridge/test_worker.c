@@ -247,6 +247,82 @@ void test_worker_faults(void **state)
     assert_int_equal(bridge_stop(&b), 0);
 }
 
+/* GPU machine (skips without one, main.c): n poison requests in a row
+ * through the bridge on the CUDA backend while WK_CLIENTS clients pipeline
+ * echoes. Each poison is `op` (the test op `fault`, an illegal address in
+ * the ring kernel, or a user actor that faults: the sample's `crash`, with
+ * a `why` field) and costs its own request: DEVICE_FAULT naming it, two
+ * worker faults (its run and its lone retry); every echo is answered once
+ * and correctly, and the bridge never stops serving. */
+static void gpu_poisons(const char *op, bool field, int n, const char *const *args)
+{
+    bridge b;
+    bridge_opts o = {.umask = -1};
+    bridge_start_opts(&b, &o, args);
+    rkc *cl = client(&b);
+    wk_load l;
+    wk_load_start(&l, b.ep);
+    int64_t t0 = now_ms(), worst = 0;
+    for (int k = 0; k < n; k++) {
+        /* echoes flowing before each poison: it faults under load */
+        uint64_t r0 = status_counter(&b, "ring_replies");
+        while (status_counter(&b, "ring_replies") < r0 + 1000)
+            usleep(1000);
+        buf fb = {0};
+        put_head(&fb, field ? 4 : 3, 1, 1, 100 + (uint64_t)k, op);
+        if (field)
+            put_bin(&fb, "why", 10);
+        int64_t p0 = now_ms();
+        assert_int_equal(rkc_send_raw(cl, fb.p, fb.n, TMO), 0);
+        free(fb.p);
+        rkc_reply r;
+        assert_int_equal(rkc_recv(cl, &r, TMO), 0);
+        worst = now_ms() - p0 > worst ? now_ms() - p0 : worst;
+        assert_int_equal(r.id, 100 + (uint64_t)k);
+        assert_false(r.ok);
+        assert_string_equal(r.code, "DEVICE_FAULT");
+        assert_non_null(strstr(r.message, "faulted its worker twice"));
+        rkc_reply_free(&r);
+    }
+    wk_load_stop(&l);
+    char st[32];
+    uint64_t faults = worker_uint(&b, "faults", st, sizeof st);
+    print_message("%d %s poisons through the bridge on the GPU in %.1f s (slowest answer %lld ms): %llu echoes "
+                  "alongside, %llu answered, %llu bad, %llu duplicated; %llu worker faults, state %s\n",
+                  n, op, (double)(now_ms() - t0) / 1e3, (long long)worst, (unsigned long long)l.sent,
+                  (unsigned long long)l.answered, (unsigned long long)l.bad, (unsigned long long)l.dup,
+                  (unsigned long long)faults, st);
+    assert_int_equal(l.bad, 0);
+    assert_int_equal(l.dup, 0);
+    assert_int_equal(l.answered, l.sent);
+    assert_true(l.sent > 0);
+    assert_int_equal(faults, 2 * (uint64_t)n);
+    assert_string_equal(st, "running");
+    echo_ok(cl, 1);
+    rkc_close(cl);
+    pid_t bpid = b.pid;
+    assert_int_equal(bridge_stop(&b), 0);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "pgrep -P %d", (int)bpid);
+    assert_int_not_equal(system(cmd), 0); /* no worker left behind */
+}
+
+void test_worker_gpu_faults(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--backend", "cuda", "--test-faults", "--fault-limit", "100", NULL};
+    gpu_poisons("fault", false, 20, args);
+}
+
+/* The same with a user actor that faults: the sample module's `crash`
+ * (samples/gpu_module; its --actors comes with the extra options). */
+void test_worker_gpu_crash_actor(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--backend", "cuda", "--fault-limit", "100", NULL};
+    gpu_poisons("crash", true, 5, args);
+}
+
 /* devices[i].key of a status reply. */
 static uint64_t device_uint(const bridge *b, int i, const char *key)
 {
