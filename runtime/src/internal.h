@@ -231,6 +231,9 @@ struct rk_runtime {
      * routers starves them for seconds (H100, 84a5d49: the supervisor
      * waited 3.6 s under 8 pipelining actors; 048de4b: a re-post ~60 s) */
     _Atomic int d2h_wanted;
+    /* a router is draining D2H (it holds d2h_lock): the other waiters
+     * leave the ring alone and watch their own ready queues (router.c) */
+    _Atomic bool draining;
 
     /* Recovery (router.c, supervisor.c). gen: the worker generation; an
      * actor whose own gen lags re-posts what it still owes (send.c).

@@ -113,6 +113,13 @@ int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others
 
 int rk__drain(rk_runtime *rt, const rk_actor *self)
 {
+    /* another thread drains, and routes our replies too: reading the ring
+     * beside it would pull the line it writes at every reply (cons_head)
+     * into every waiter's cache, and each of its stores would wait for
+     * them. relaxed: a hint; a stale value costs one more look or one
+     * spin without one */
+    if (atomic_load_explicit(&rt->draining, memory_order_relaxed))
+        return 0;
     /* nothing there: no lock taken (the waiter's loop asks this at every
      * spin; a trylock and unlock are two locked instructions) */
     if (!rk__ring_ready(rt->d2h))
@@ -121,8 +128,10 @@ int rk__drain(rk_runtime *rt, const rk_actor *self)
     if (atomic_load_explicit(&rt->d2h_wanted, memory_order_relaxed) ||
         pthread_mutex_trylock(&rt->d2h_lock) != 0)
         return 0;
+    atomic_store_explicit(&rt->draining, true, memory_order_relaxed);
     int others = 0, rc;
     int n = rk__drain_some(rt, self, true, &others, &rc);
+    atomic_store_explicit(&rt->draining, false, memory_order_relaxed);
     pthread_mutex_unlock(&rt->d2h_lock);
     if (rc != -RK_EAGAIN)
         rk__runtime_fault(rt, rc, rk_last_detail());
