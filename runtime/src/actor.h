@@ -39,19 +39,27 @@ typedef struct rk__pending {
 struct rk_actor {
     rk_runtime *rt;
     uint16_t index;
+    bool closing; /* written under d2h_lock; read by routers at every reply */
     uint32_t window;
     rk__pending *pend;
     uint8_t *inline_bufs;
+    /* ready queue: tags of replied requests. Single producer at a time (a
+     * router or the supervisor, serialised by d2h_lock), single consumer
+     * (the owner). The producer's two words have a line of their own: on
+     * the owner's line, every reply routed from another thread took that
+     * line from the owner and gave it back. */
+    uint16_t *ready;
+    uint32_t ready_mask;
+    _Alignas(64) uint64_t ready_tail; /* router: store-release; owner: load-acquire */
+    uint64_t ready_pub;  /* router (under d2h_lock): queued; published as ready_tail
+                          * per drain (router.c, rk__publish) */
+    /* from here on, what the owner writes (apart from what routers read
+     * above: the pointers, window, index) */
+    _Alignas(64) uint64_t ready_head; /* owner only */
+    uint64_t ready_seen; /* owner only: the ready_tail it last loaded */
     /* free tags: owner-private stack */
     uint16_t *free_tags;
     uint32_t n_free;
-    /* ready queue: tags of replied requests. Single producer at a time (a
-     * router or the supervisor, serialised by d2h_lock), single consumer
-     * (the owner). */
-    uint16_t *ready;
-    uint32_t ready_mask;
-    uint64_t ready_tail; /* router: store-release; owner: load-acquire */
-    uint64_t ready_head; /* owner only */
     /* replies rk_actor_call set aside for rk_actor_recv: owner-private FIFO */
     uint16_t *stash;
     uint32_t stash_head, stash_n;
@@ -62,7 +70,6 @@ struct rk_actor {
                        * rt->gen until it re-posted what it owes (send.c) */
     uint32_t awaiting;         /* owner-private: sent, reply not yet popped */
     _Atomic uint32_t inflight; /* records in use: sent and not yet released */
-    bool closing; /* written under d2h_lock */
 };
 
 /* actor.c */

@@ -12,9 +12,20 @@
 #include "actor.h"
 #include "barrier.h"
 
+/* Makes the replies queued for a visible to its owner. Caller holds
+ * d2h_lock. */
+static void rk__publish(rk_actor *a)
+{
+    /* release: the records and the queued tags before the owner sees
+     * them; pairs with the owner's load-acquire of ready_tail */
+    if (a->ready_pub != a->ready_tail)
+        rk__st_release(&a->ready_tail, a->ready_pub);
+}
+
 /* Hands a completed record to its owner (or gives it back for a closing
- * actor). Caller holds d2h_lock. */
-static void rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag)
+ * actor): queued, and published now, or (batch) by the caller's
+ * rk__publish. Caller holds d2h_lock. Returns whether it was queued. */
+static bool rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag, bool batch)
 {
     rk__pending *p = &a->pend[tag];
     if (p->strikes)
@@ -27,12 +38,13 @@ static void rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag)
         rk__pending_put(a, tag);
         if (atomic_load(&a->inflight) == 0)
             rk__actor_reap(a);
-        return;
+        return false;
     }
-    a->ready[a->ready_tail & a->ready_mask] = tag;
-    /* release: the pending record is complete before the owner sees the
-     * tag; pairs with the owner's load-acquire of ready_tail */
-    rk__st_release(&a->ready_tail, a->ready_tail + 1);
+    a->ready[a->ready_pub & a->ready_mask] = tag;
+    a->ready_pub++;
+    if (!batch)
+        rk__publish(a);
+    return true;
 }
 
 void rk__answer_locked(rk_runtime *rt, rk_actor *a, uint16_t tag, int status)
@@ -40,11 +52,12 @@ void rk__answer_locked(rk_runtime *rt, rk_actor *a, uint16_t tag, int status)
     rk__pending *p = &a->pend[tag];
     p->status = status;
     p->len = 0;
-    rk__deliver(rt, a, tag);
+    rk__deliver(rt, a, tag, false);
 }
 
-/* Routes one reply to its actor. Caller holds d2h_lock. Returns the actor
- * it went to, or NULL when it was dropped. */
+/* Routes one reply to its actor's ready queue, unpublished (the caller's
+ * rk__publish). Caller holds d2h_lock. Returns the actor it was queued
+ * for, or NULL when it was dropped or given back (a closing actor's). */
 static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
 {
     rk_msg_hdr h;
@@ -85,8 +98,7 @@ static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
         rt->first_reply_at = rk__now_ns();
         atomic_store(&rt->last_recovery_ns, rt->first_reply_at - t0);
     }
-    rk__deliver(rt, a, h.tag);
-    return a;
+    return rk__deliver(rt, a, h.tag, true) ? a : NULL;
 }
 
 /* (actor.h) A router yields: under a steady load D2H is never empty, and
@@ -98,16 +110,32 @@ int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others
     _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
     uint32_t len;
     int n = 0;
+    /* the actors with replies queued, published once at the end: a
+     * publication per reply made each owner's load wait for the line */
+    enum { TOUCHED = 16 };
+    rk_actor *touched[TOUCHED];
+    int nt = 0;
     while ((*rc = rk_ring_sc_peek(rt->d2h, msg, sizeof msg, &len)) == 0) {
         rk_ring_sc_release(rt->d2h);
-        *others += rk__route(rt, msg, len) != self;
+        rk_actor *a = rk__route(rt, msg, len);
+        *others += a != self;
         n++;
+        int i = 0;
+        while (a && i < nt && touched[i] != a)
+            i++;
+        if (a && i == nt) {
+            if (nt == TOUCHED)
+                rk__publish(touched[--nt]); /* many actors: make room */
+            touched[nt++] = a;
+        }
         /* relaxed: a late look costs the blocked thread one more reply */
         if (yield && (atomic_load_explicit(&rt->d2h_wanted, memory_order_relaxed) || (uint32_t)n >= rt->d2h->slots)) {
             *rc = -RK_EAGAIN;
             break;
         }
     }
+    for (int i = 0; i < nt; i++)
+        rk__publish(touched[i]);
     return n;
 }
 
@@ -150,8 +178,9 @@ void rk__drain_locked(rk_runtime *rt)
 
 static bool rk__ready_pop(rk_actor *a, uint16_t *tag)
 {
-    /* acquire: pairs with the router's store-release of ready_tail */
-    if (a->ready_head == rk__ld_acquire(&a->ready_tail))
+    /* the router's line is read only when what it published last is used
+     * up. acquire: pairs with the router's store-release of ready_tail */
+    if (a->ready_head == a->ready_seen && a->ready_head == (a->ready_seen = rk__ld_acquire(&a->ready_tail)))
         return false;
     *tag = a->ready[a->ready_head & a->ready_mask];
     a->ready_head++;
