@@ -4,7 +4,8 @@
  *   ring_echo_64           64 B echo round trip (rk_actor_call), kernel in a worker
  *   ring_echo_64_inprocess the same with the kernel in this process
  *   throughput_echo_64_api pipelined 64 B echoes (rk_actor_send_batch/recv_batch:
- *                          batches of 32, window 256), 1 host thread
+ *                          batches of 32, window 256), 1 host thread; the median
+ *                          of 4 rounds taken in turn with the in-process ones
  *   throughput_echo_64_api_inprocess  the same in this process
  *   throughput_echo_64_api_Nt  N host threads, an actor each (--api-threads)
  *   module_echo_64, user_actor_64, vadd_64_api  (--module M) echo, M's trivial
@@ -218,14 +219,23 @@ static int open_cuda(rk_runtime **rt, int device, rk_isolation iso, const char *
  * in-process, taken in turn, ROUNDS times each, so that drift of the
  * machine falls on both alike: ring_echo_64, ring_echo_64_inprocess,
  * throughput_echo_64_api, throughput_echo_64_api_inprocess. */
+static int cmp_rate(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
 static int api_isolation_pair(bench_report *rep, int device, long count, double seconds)
 {
     enum { MODES = 2, ROUNDS = 4 };
+    static_assert(ROUNDS == 4, "the JSON lists the rounds' rates one by one");
     const long part = count / ROUNDS;
     uint64_t *s[MODES];
     for (int m = 0; m < MODES; m++)
         s[m] = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)part * ROUNDS);
-    double rate[MODES] = {0, 0};
+    /* per round: one round's rate moved by up to 20 % with where the
+     * threads ran (H100, 2026-11-24), so the rows are medians of them */
+    double rates[MODES][ROUNDS], rate[MODES];
     uint64_t n[MODES] = {0, 0};
     for (int round = 0; round < MODES * ROUNDS; round++) {
         const int m = round % MODES;
@@ -241,9 +251,13 @@ static int api_isolation_pair(bench_report *rep, int device, long count, double 
             fprintf(stderr, "rk-bench gpu: pipelined echo failed: %s\n", rk_last_detail());
             return 1;
         }
-        rate[m] += r / ROUNDS;
+        rates[m][round / MODES] = r;
         rk_actor_close(a);
         rk_runtime_close(rt);
+    }
+    for (int m = 0; m < MODES; m++) { /* the median of the rounds (the middle two's mean) */
+        qsort(rates[m], ROUNDS, sizeof rates[m][0], cmp_rate);
+        rate[m] = (rates[m][(ROUNDS - 1) / 2] + rates[m][ROUNDS / 2]) / 2;
     }
     static const char *const lat[MODES] = {"ring_echo_64", "ring_echo_64_inprocess"};
     static const char *const path[MODES] = {
@@ -256,8 +270,9 @@ static int api_isolation_pair(bench_report *rep, int device, long count, double 
         bench_result *b = bench_add(rep, names[m], "cuda");
         b->msgs_per_s = rate[m];
         b->count = n[m];
-        snprintf(b->extra, sizeof b->extra, "\"path\": \"rk_actor_send_batch/recv_batch, 1 actor, batches of 32, window 256, %s\", \"threads\": 1",
-                 m ? "in-process" : "worker process");
+        snprintf(b->extra, sizeof b->extra, "\"path\": \"rk_actor_send_batch/recv_batch, 1 actor, batches of 32, window 256, %s, "
+                 "median of %d rounds\", \"threads\": 1, \"rounds_msgs_per_s\": [%.0f, %.0f, %.0f, %.0f]",
+                 m ? "in-process" : "worker process", ROUNDS, rates[m][0], rates[m][1], rates[m][2], rates[m][3]);
         printf("  %-32s %.2f M msg/s\n", names[m], rate[m] / 1e6);
     }
     for (int m = 0; m < MODES; m++)
