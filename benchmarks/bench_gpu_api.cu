@@ -315,7 +315,11 @@ static int api_threads(bench_report *rep, int device, int threads, double second
     pthread_t th[16];
     for (int i = 0; i < threads; i++) {
         t[i] = (api_thread){rt, seconds, &go, 0, 0};
-        pthread_create(&th[i], NULL, api_thread_main, &t[i]);
+        int e = pthread_create(&th[i], NULL, api_thread_main, &t[i]);
+        if (e) { /* the started ones wait at the barrier for it: no way back */
+            fprintf(stderr, "rk-bench gpu: starting host thread %d of %d failed: %s\n", i + 1, threads, strerror(e));
+            exit(1);
+        }
     }
     double total = 0;
     uint64_t n = 0;

@@ -51,7 +51,11 @@ int rk_actor_open(rk_runtime *rt, rk_actor **out)
     uint32_t qcap = rk__pow2_at_least(a->window);
     /* 16-byte stride: reply data is as aligned as malloc's */
     size_t ibuf = (rk_ring_msg_max(rt->d2h) + 15u) & ~(size_t)15u;
-    a->pend = calloc(a->window, sizeof *a->pend);
+    /* a record a line (64 B, actor.h): the owner fills one while a router
+     * completes its neighbour */
+    a->pend = aligned_alloc(64, a->window * sizeof *a->pend);
+    if (a->pend)
+        memset(a->pend, 0, a->window * sizeof *a->pend);
     a->inline_bufs = malloc((size_t)a->window * ibuf);
     a->free_tags = malloc(a->window * sizeof *a->free_tags);
     a->ready = malloc(qcap * sizeof *a->ready);

@@ -35,6 +35,7 @@ typedef struct rk__pending {
                       * 1 = a suspect, retried alone; 2 = the poison */
     uint8_t *inline_buf;
 } rk__pending;
+_Static_assert(sizeof(rk__pending) == 64, "a pending record is one cache line (actor.c allocates them aligned)");
 
 struct rk_actor {
     rk_runtime *rt;
