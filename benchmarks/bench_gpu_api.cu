@@ -256,8 +256,10 @@ static int api_isolation_pair(bench_report *rep, int device, long count, double 
         rk_runtime_close(rt);
     }
     for (int m = 0; m < MODES; m++) { /* the median of the rounds (the middle two's mean) */
-        qsort(rates[m], ROUNDS, sizeof rates[m][0], cmp_rate);
-        rate[m] = (rates[m][(ROUNDS - 1) / 2] + rates[m][ROUNDS / 2]) / 2;
+        double v[ROUNDS];
+        memcpy(v, rates[m], sizeof v); /* (the JSON lists them in round order) */
+        qsort(v, ROUNDS, sizeof v[0], cmp_rate);
+        rate[m] = (v[(ROUNDS - 1) / 2] + v[ROUNDS / 2]) / 2;
     }
     static const char *const lat[MODES] = {"ring_echo_64", "ring_echo_64_inprocess"};
     static const char *const path[MODES] = {
