@@ -102,9 +102,9 @@ static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
 }
 
 /* (actor.h) A router yields: under a steady load D2H is never empty, and
- * a router that drained until it was held d2h_lock as long as the load
- * lasted; a re-post blocked on it waited ~60 s (H100, 8 pipelining
- * actors, 048de4b: the "lost" poison). */
+ * a router that drained until the ring was empty held d2h_lock as long as
+ * the load lasted; a re-post blocked on it waited tens of seconds (H100,
+ * 8 pipelining actors, 048de4b: the "lost" poison). */
 int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others, int *rc)
 {
     _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
