@@ -287,7 +287,7 @@ static size_t rk__front(const rk_iov *iov, int iovcnt, void *buf, size_t cap, si
     return got;
 }
 
-size_t rk__decl_reply_cap(const rk_actor_decl *d, const rk_iov *iov, int iovcnt, size_t floor)
+size_t rk__decl_reply_cap(const rk_actor_decl *d, const rk_iov *iov, int iovcnt, size_t room)
 {
     _Alignas(16) unsigned char head[4 + 4 * RK_FIELDS_MAX + 16];
     size_t total;
@@ -328,5 +328,5 @@ size_t rk__decl_reply_cap(const rk_actor_decl *d, const rk_iov *iov, int iovcnt,
     /* the reply: the output itself, or the table of them */
     size_t cap = d->n_outputs == 1 ? outs[0] : rk_fields_size(d->n_outputs, outs);
     /* room for an ACTOR_FAILED sentence, however small the outputs */
-    return cap < floor ? floor : cap;
+    return cap < room ? room : cap;
 }

@@ -42,8 +42,8 @@ RK__HIDDEN void rk__modules_free(rk__modset *m);
 RK__HIDDEN const rk_actor_decl *rk__modules_decl(const rk__modset *m, uint16_t type);
 /* Reply bytes to reserve for a request of a declared actor whose payload is
  * the concatenation of iov[0..iovcnt) (its field table, when it has one,
- * at the front), at least floor (1 or more: room for an ACTOR_FAILED
+ * at the front), at least room (1 or more: for an ACTOR_FAILED
  * sentence); 0 when the payload does not hold the actor's inputs. */
-RK__HIDDEN size_t rk__decl_reply_cap(const rk_actor_decl *d, const rk_iov *iov, int iovcnt, size_t floor);
+RK__HIDDEN size_t rk__decl_reply_cap(const rk_actor_decl *d, const rk_iov *iov, int iovcnt, size_t room);
 
 #endif

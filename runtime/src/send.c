@@ -275,8 +275,8 @@ static int rk__decl_cap(const rk_runtime *rt, uint16_t type, const rk_iov *iov, 
      * where every access of the actor is a PCIe read (H100 at 3043c43: a
      * 64-B user actor took 8.4 us against echo's 2.3 us) */
     const size_t inline_max = rk_ring_msg_max(rt->h2d) - sizeof(rk_msg_hdr);
-    const size_t floor = len <= inline_max && inline_max < RK__SENTENCE_ROOM ? inline_max : RK__SENTENCE_ROOM;
-    if (decl && !*reply_cap && !(*reply_cap = rk__decl_reply_cap(decl, iov, iovcnt, floor ? floor : 1)))
+    const size_t room = len <= inline_max && inline_max < RK__SENTENCE_ROOM ? inline_max : RK__SENTENCE_ROOM;
+    if (decl && !*reply_cap && !(*reply_cap = rk__decl_reply_cap(decl, iov, iovcnt, room ? room : 1)))
         return rk__fail(RK_EINVAL, "send: the %zu B payload is not the %u input fields of actor \"%s\" "
                         "(rk/module.h: field layout)", len, decl->n_inputs, decl->name);
     return 0;
