@@ -109,25 +109,6 @@ void rk__ring_doorbell(rk_ring *r)
 
 void rk__ring_set_flags(rk_ring *r, uint32_t flags) { rk__st_relaxed(&r->flags, flags); }
 
-/* The consumer's position as producers last saw it, looked up again only
- * when it leaves less than `need` slots from pos (the copy trails
- * cons_head, so it can only say "full" too early, never too late). */
-static inline uint64_t rk__ring_head_for(rk_ring *r, uint64_t pos, uint32_t need)
-{
-    /* acquire: pairs with the release below, so what the producer that
-     * stored the copy acquired from the consumer holds for us too */
-    uint64_t head = rk__ld_acquire(&r->cons_seen);
-    uint64_t used = pos - head; /* (huge when pos is stale: look again) */
-    if (used < r->slots && r->slots - used >= need)
-        return head;
-    /* acquire: pairs with the consumer's store-release of cons_head, so
-     * the previous lap of the slot is fully read before we overwrite it */
-    head = rk__ld_acquire(&r->cons_head);
-    /* release: pairs with the acquire above in the next producer */
-    rk__st_release(&r->cons_seen, head);
-    return head;
-}
-
 int rk_ring_mp_enqueue(rk_ring *r, const void *msg, uint32_t len)
 {
     if (len > rk_ring_msg_max(r))
@@ -135,7 +116,9 @@ int rk_ring_mp_enqueue(rk_ring *r, const void *msg, uint32_t len)
                         rk_ring_msg_max(r));
     uint64_t pos = rk__ld_relaxed(&r->prod_tail);
     for (;;) {
-        uint64_t head = rk__ring_head_for(r, pos, 1);
+        /* acquire: pairs with the consumer's store-release of cons_head, so
+         * the previous lap of the slot is fully read before we overwrite it */
+        uint64_t head = rk__ld_acquire(&r->cons_head);
         if (pos - head >= r->slots) {
             /* full, or pos is stale (another producer moved on, and the
              * consumer with it, making pos - head wrap): re-read the tail */
@@ -159,9 +142,10 @@ uint32_t rk__ring_mp_reserve(rk_ring *r, uint32_t n, uint64_t *first)
 {
     uint64_t pos = rk__ld_relaxed(&r->prod_tail);
     for (;;) {
-        /* (the previous lap of every reserved slot is fully read: see
-         * rk__ring_head_for) */
-        uint64_t head = rk__ring_head_for(r, pos, n < r->slots ? n : r->slots);
+        /* acquire: pairs with the consumer's store-release of cons_head, so
+         * the previous lap of every reserved slot is fully read before we
+         * overwrite it */
+        uint64_t head = rk__ld_acquire(&r->cons_head);
         uint64_t used = pos - head;
         if (used >= r->slots) {
             /* full, or pos is stale (as in rk_ring_mp_enqueue) */
@@ -186,7 +170,8 @@ int rk_ring_sp_enqueue(rk_ring *r, const void *msg, uint32_t len)
         return rk__fail(RK_EMSGSIZE, "message of %u B exceeds the slot's %u B", len,
                         rk_ring_msg_max(r));
     uint64_t pos = rk__ld_relaxed(&r->prod_tail);
-    if (pos - rk__ring_head_for(r, pos, 1) >= r->slots)
+    /* acquire: pairs with the consumer's store-release of cons_head */
+    if (pos - rk__ld_acquire(&r->cons_head) >= r->slots)
         return -RK_EAGAIN;
     /* prod_tail is informational for a single producer (rk_ring_count) */
     rk__st_relaxed(&r->prod_tail, pos + 1);

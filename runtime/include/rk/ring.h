@@ -95,11 +95,7 @@ typedef struct rk_ring {
     uint32_t flags;      /* RK_RING_F_*, set by the ring's owner (atomically, relaxed) */
     uint8_t pad0[RK_RING_ALIGN - 20];
     uint64_t prod_tail;  /* offset 128 */
-    /* producers' last look at cons_head (host producers only): cons_head
-     * is written by the consumer (a GPU, through PCIe), so reading it at
-     * every enqueue missed the cache each time it had moved */
-    uint64_t cons_seen;  /* offset 136 */
-    uint8_t pad1[RK_RING_ALIGN - 16];
+    uint8_t pad1[RK_RING_ALIGN - 8];
     uint64_t cons_head;  /* offset 256 */
     uint8_t pad2[RK_RING_ALIGN - 8];
     uint32_t cons_sleeping; /* offset 384 */
