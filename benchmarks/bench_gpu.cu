@@ -27,11 +27,12 @@ typedef struct gpu_opts {
     int api_threads[4], n_api_threads; /* throughput_echo_64_api_Nt */
     const char *module;                /* --module: user_actor_64 */
     unsigned only;                     /* --only: the sections to run (SEC_*) */
+    int devices;                       /* --devices: 1 against 0..N-1 (issue 12) */
 } gpu_opts;
 
 /* the sections, in the order they run (--only) */
-enum { SEC_BASELINES = 1, SEC_RAW = 2, SEC_RUNTIME = 4, SEC_FAULTS = 8, SEC_ALL = 15 };
-static const char *const sec_names[] = {"baselines", "raw", "runtime", "faults"};
+enum { SEC_BASELINES = 1, SEC_RAW = 2, SEC_RUNTIME = 4, SEC_DEVICES = 8, SEC_FAULTS = 16, SEC_ALL = 31, N_SEC = 5 };
+static const char *const sec_names[N_SEC] = {"baselines", "raw", "runtime", "devices", "faults"};
 
 /* ---------------- the rows ---------------- */
 static int cmp_d(const void *a, const void *b)
@@ -103,8 +104,11 @@ void bench_gpu_usage(FILE *f)
 "                       each (comma list of 1..16, at most 4; default 2,4; 0: none)\n"
 "  -m, --module M       a module with an actor \"copy\" (benchmarks/bench_actors.so):\n"
 "                       user_actor_64 and vadd_64_api against module_echo_64\n"
+"  -D, --devices N      also one device against devices 0..N-1 behind one runtime\n"
+"                       (ring_echo_64_<d>gpu, throughput_echo_64_api_<t>t_<d>gpu,\n"
+"                       vadd_16777216_split_<d>gpu; N >= 2)\n"
 "  -o, --only LIST      run only these sections (comma list of baselines, raw,\n"
-"                       runtime, faults; default all): ratios need both rows\n"
+"                       runtime, devices, faults; default all): ratios need both rows\n"
 "Rows: floor, launch_sync, graph_sync, memcpy_launch_memcpy, pinned_copy,\n"
 "vadd_staged_16777216, ring_echo_64_raw, throughput_echo_64, vadd_16777216,\n"
 "ring_echo_64, ring_echo_64_inprocess, throughput_echo_64_api(_inprocess),\n"
@@ -116,7 +120,7 @@ void bench_gpu_usage(FILE *f)
 /* 0 or 2 (bad options, said on stderr) */
 static int gpu_parse(int argc, char **argv, gpu_opts *o)
 {
-    *o = (gpu_opts){200000, 2.0, 5.0, 0, 0, 2, 2, 20, {2, 4}, 2, NULL, SEC_ALL};
+    *o = (gpu_opts){200000, 2.0, 5.0, 0, 0, 2, 2, 20, {2, 4}, 2, NULL, SEC_ALL, 1};
     static const struct option opts[] = {{"count", required_argument, 0, 'n'},
                                          {"seconds", required_argument, 0, 't'},
                                          {"device", required_argument, 0, 'd'},
@@ -128,11 +132,12 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
                                          {"api-threads", required_argument, 0, 'a'},
                                          {"module", required_argument, 0, 'm'},
                                          {"only", required_argument, 0, 'o'},
+                                         {"devices", required_argument, 0, 'D'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:a:m:o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:a:m:o:D:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n': o->count = atol(optarg); break;
         case 't': o->seconds = atof(optarg); break;
@@ -142,15 +147,23 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
         case 'I': o->variants = 2; break;
         case 'f': o->faults = atoi(optarg); break;
         case 'm': o->module = optarg; break;
+        case 'D':
+            o->devices = atoi(optarg);
+            if (o->devices < 2 || o->devices > RK_MAX_DEVICES) {
+                fprintf(stderr, "rk-bench gpu: --devices %s: 2..%d devices\n", optarg, RK_MAX_DEVICES);
+                return 2;
+            }
+            break;
         case 'o': {
             o->only = 0;
             char *save = NULL, *list = strdup(optarg);
             for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 unsigned k = 0;
-                while (k < 4 && strcmp(t, sec_names[k]))
+                while (k < N_SEC && strcmp(t, sec_names[k]))
                     k++;
-                if (k == 4) {
-                    fprintf(stderr, "rk-bench gpu: --only: \"%s\" is no section (baselines, raw, runtime, faults)\n", t);
+                if (k == N_SEC) {
+                    fprintf(stderr, "rk-bench gpu: --only: \"%s\" is no section (baselines, raw, runtime, devices, "
+                                    "faults)\n", t);
                     free(list);
                     return 2;
                 }
@@ -323,6 +336,9 @@ int bench_gpu_run(int argc, char **argv, bench_report *rep)
         return 1;
     if ((o.only & SEC_RUNTIME) &&
         runtime_section(rep, o.device, o.count, o.seconds, o.idle_s, o.api_threads, o.n_api_threads, o.module))
+        return 1;
+    if ((o.only & SEC_DEVICES) &&
+        devices_section(rep, o.devices, o.count / 4, o.seconds, o.api_threads, o.n_api_threads))
         return 1;
     if ((o.only & SEC_FAULTS) && fault_section(rep, o.device, o.faults))
         return 1;

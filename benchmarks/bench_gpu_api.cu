@@ -72,7 +72,7 @@ int api_echo_lat(rk_actor *a, uint64_t *smp, long count) { return api_lat(a, RK_
  * posted in batches of up to 32 (one ring reservation and doorbell each),
  * replies reaped up to 32 per call; about `seconds` long; returns messages
  * per second (0 on failure) */
-static double api_pipelined(rk_actor *a, double seconds, uint64_t *count)
+double api_pipelined(rk_actor *a, double seconds, uint64_t *count)
 {
     enum { BATCH = 32, WINDOW = 256 };
     uint8_t msg[64];
@@ -304,13 +304,10 @@ static void *api_thread_main(void *p)
     return NULL;
 }
 
-/* throughput_echo_64_api_Nt: `threads` host threads, each with its own
- * actor pipelining as api_pipelined does, on one runtime (default mode) */
-static int api_threads(bench_report *rep, int device, int threads, double seconds)
+/* throughput_echo_64_api_Nt<suffix>: `threads` host threads, each with
+ * its own actor pipelining as api_pipelined does, on rt */
+int api_threads_on(bench_report *rep, rk_runtime *rt, int threads, double seconds, const char *suffix)
 {
-    rk_runtime *rt;
-    if (open_cuda(&rt, device, RK_ISOLATION_AUTO, NULL))
-        return 1;
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, (unsigned)threads);
     api_thread t[16];
@@ -333,21 +330,31 @@ static int api_threads(bench_report *rep, int device, int threads, double second
         failed += t[i].rate == 0;
     }
     pthread_barrier_destroy(&go);
-    rk_runtime_close(rt);
     if (failed) {
         fprintf(stderr, "rk-bench gpu: pipelined echo failed in %d of %d threads\n", failed, threads);
         return 1;
     }
-    char name[48];
-    snprintf(name, sizeof name, "throughput_echo_64_api_%dt", threads);
+    char name[64];
+    snprintf(name, sizeof name, "throughput_echo_64_api_%dt%s", threads, suffix);
     bench_result *b = bench_add(rep, name, "cuda");
     b->msgs_per_s = total;
     b->count = n;
     snprintf(b->extra, sizeof b->extra,
              "\"path\": \"rk_actor_send_batch/recv_batch, an actor per thread, batches of 32, window 256 each, "
-             "worker process\", \"threads\": %d", threads);
+             "worker process\", \"threads\": %d, \"devices\": %d", threads, rk_runtime_device_count(rt));
     printf("  %-32s %.2f M msg/s\n", name, total / 1e6);
     return 0;
+}
+
+/* ... on a runtime of its own (default mode, one device) */
+static int api_threads(bench_report *rep, int device, int threads, double seconds)
+{
+    rk_runtime *rt;
+    if (open_cuda(&rt, device, RK_ISOLATION_AUTO, NULL))
+        return 1;
+    int rc = api_threads_on(rep, rt, threads, seconds, "");
+    rk_runtime_close(rt);
+    return rc;
 }
 
 /* module_echo_64, user_actor_64 and vadd_64_api: one runtime with

@@ -96,6 +96,11 @@ int raw_section(bench_report *rep, int sm_count, long count, double seconds, uin
 /* count timed rk_actor_call round trips of a 64-byte echo (after 20 000
  * untimed ones) into smp */
 int api_echo_lat(rk_actor *a, uint64_t *smp, long count);
+/* pipelined 64 B echoes through the batch API for about `seconds`;
+ * messages per second (0 on failure), *count the messages */
+double api_pipelined(rk_actor *a, double seconds, uint64_t *count);
+/* throughput_echo_64_api_<threads>t<suffix>: an actor per thread on rt */
+int api_threads_on(bench_report *rep, rk_runtime *rt, int threads, double seconds, const char *suffix);
 /* ring_echo_64(_inprocess), throughput_echo_64_api(_inprocess),
  * throughput_echo_64_api_Nt for each of threads[0..n_threads), with a
  * module module_echo_64, user_actor_64 and vadd_64_api, vadd_16777216_api,
@@ -106,6 +111,10 @@ int runtime_section(bench_report *rep, int device, long count, double seconds, d
 /* ---- faults (bench_gpu_fault.cu) ---- */
 /* fault_recovery and fault_recovery_cold over n_poison poisons each. */
 int fault_section(bench_report *rep, int device, int n_poison);
+
+/* bench_gpu_devices.cu: one device against `devices` (0..N-1) behind one
+ * runtime (--devices N) */
+int devices_section(bench_report *rep, int devices, long count, double seconds, const int *threads, int n_threads);
 
 /* ---- experiments (bench_gpu_variants.cu) ---- */
 int raw_variants(int sm_count);

@@ -2,9 +2,11 @@
  * with CPU workers standing in for GPUs (each device is its own worker
  * process, region and supervisor, as a GPU's would be): placement spreads
  * actors and follows outstanding work, pinning, per-actor order, a worker
- * killed under load on one device while the others serve with no error, a
- * device failed for good taken out of placement, a vadd split across the
- * devices, and the bad configurations. Suite: isolation. */
+ * killed, or faulting on a poison request, under load on one device while
+ * the others serve with no error, a device failed for good taken out of
+ * placement, a vadd split across the devices, and the bad configurations.
+ * Suite: isolation. RK_TEST_BACKEND=cuda runs the same on real GPUs (three
+ * for the spread and split cases). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -175,13 +177,19 @@ static void *stream_main(void *arg)
     return NULL;
 }
 
-/* Device 0's worker killed under load: its actor's requests are recovered
- * (each answered once, by its supervisor); device 1's stream sees no error
- * and waits no longer than it always does. */
-static void test_kill_one(void **state)
+/* Device 0 goes down under load, its worker killed (kill) or faulting on a
+ * poison request (the test op RK_OP_FAULT: SIGSEGV in a CPU worker, an
+ * illegal address on a GPU): its actor's requests are recovered (each
+ * answered once, by its supervisor), the poison is answered -RK_EDEVICE;
+ * device 1's stream sees no error, keeps its worker, and its longest wait
+ * is printed (on two GPUs: the stall a fault on the other GPU costs). */
+static void one_down(bool kill_it)
 {
-    (void)state;
-    rk_runtime *rt = open_devices(2);
+    rk_config c = devices_config(2);
+    c.test_faults = 1;
+    c.fault_limit = 10;
+    rk_runtime *rt = NULL;
+    assert_int_equal(rk_runtime_open(&rt, &c), 0);
     streamer s[2] = {{0}};
     pthread_t th[2];
     for (int d = 0; d < 2; d++) {
@@ -193,7 +201,20 @@ static void test_kill_one(void **state)
     rk_runtime_worker(rk_runtime_device(rt, 0), &w0);
     rk_runtime_worker(rk_runtime_device(rt, 1), &w1);
     long before1 = s[1].done;
-    assert_int_equal(kill(w0.pid, SIGKILL), 0);
+    double worst_before = s[1].worst_s;
+    s[1].worst_s = 0;
+    if (kill_it) {
+        assert_int_equal(kill(w0.pid, SIGKILL), 0);
+    } else {
+        rk_actor *p;
+        assert_int_equal(rk_actor_open_on(rt, 0, &p), 0);
+        uint64_t x = 7;
+        rk_reply r;
+        assert_int_equal(rk_actor_call(p, RK_OP_FAULT, &x, sizeof x, 0, &r, 30000), 0);
+        assert_int_equal(r.status, -RK_EDEVICE);
+        rk_reply_release(p, &r);
+        rk_actor_close(p);
+    }
     /* until device 0 serves again with a new worker */
     double t0 = now_s();
     for (;;) {
@@ -210,9 +231,10 @@ static void test_kill_one(void **state)
         atomic_store(&s[d].stop, true);
         pthread_join(th[d], NULL);
     }
-    fprintf(stderr, "  device 0 (worker %d killed): %ld calls, %ld errors, longest %.1f ms; "
-            "device 1: %ld calls (%ld meanwhile), %ld errors, longest %.1f ms\n", w0.pid, s[0].done,
-            s[0].errors, s[0].worst_s * 1e3, s[1].done, s[1].done - before1, s[1].errors, s[1].worst_s * 1e3);
+    fprintf(stderr, "  device 0 (worker %d %s): %ld calls, %ld errors, longest %.1f ms; device 1: %ld calls "
+            "(%ld meanwhile), %ld errors, longest %.2f ms meanwhile (%.2f ms before)\n", w0.pid,
+            kill_it ? "killed" : "faulted twice on a poison", s[0].done, s[0].errors, s[0].worst_s * 1e3,
+            s[1].done, s[1].done - before1, s[1].errors, s[1].worst_s * 1e3, worst_before * 1e3);
     assert_int_equal(s[0].errors, 0); /* recovered: re-posted, answered once */
     assert_int_equal(s[1].errors, 0);
     assert_true(s[1].done - before1 > 100);
@@ -223,6 +245,18 @@ static void test_kill_one(void **state)
     for (int d = 0; d < 2; d++)
         rk_actor_close(s[d].a);
     rk_runtime_close(rt);
+}
+
+static void test_kill_one(void **state)
+{
+    (void)state;
+    one_down(true);
+}
+
+static void test_fault_one(void **state)
+{
+    (void)state;
+    one_down(false);
 }
 
 /* A device in a crash loop (its worker degraded: its GPU is not restarted)
@@ -351,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_spread),
         cmocka_unit_test(test_placement),
         cmocka_unit_test(test_kill_one),
+        cmocka_unit_test(test_fault_one),
         cmocka_unit_test(test_degraded_out),
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_bad_config),

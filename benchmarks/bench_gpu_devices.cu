@@ -1,0 +1,128 @@
+/* bench_gpu_devices.cu - several GPUs behind one runtime (rk-bench gpu
+ * --devices N, rk_config.n_devices): the same rows on device 0 alone and
+ * on devices 0..N-1, in one run, so that the ratios compare like with like:
+ *   ring_echo_64_<d>gpu        64 B echo round trip (rk_actor_call), one actor
+ *   throughput_echo_64_api_<t>t_<d>gpu  t host threads, an actor each, placed
+ *                              by the runtime (fewest outstanding requests)
+ *   vadd_16777216_split_<d>gpu one vadd of 2^24 float32 split over the devices
+ *                              (rk_split_call; operands sent from the caller's
+ *                              buffer) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_gpu_internal.h"
+
+enum { SPLIT_N = 1 << 24, SPLIT_R = 6 };
+
+static int open_devices(rk_runtime **rt, int n)
+{
+    rk_config cfg;
+    rk_config_init(&cfg);
+    cfg.backend = RK_BACKEND_CUDA;
+    cfg.n_devices = n > 1 ? n : 0; /* 1: `device` (0) alone */
+    for (int i = 0; i < n && i < RK_MAX_DEVICES; i++)
+        cfg.devices[i] = i;
+    CKRK(rk_runtime_open(rt, &cfg));
+    return 0;
+}
+
+/* vadd_16777216_split_<d>gpu: SPLIT_R timed calls after one untimed */
+static int split_vadd(bench_report *rep, rk_runtime *rt, const char *name)
+{
+    rk_split *sp;
+    CKRK(rk_split_open(rt, &sp));
+    float *v = (float *)malloc(2 * (size_t)SPLIT_N * 4), *c = (float *)malloc((size_t)SPLIT_N * 4);
+    for (size_t i = 0; i < 2 * (size_t)SPLIT_N; i++)
+        v[i] = (float)(i % 1000) * 0.5f;
+    double t[SPLIT_R];
+    int rc = 0;
+    for (int k = 0; k < SPLIT_R + 1 && !rc; k++) {
+        size_t len = 0;
+        uint64_t t0 = bench_now_ns();
+        rc = rk_split_call(sp, RK_OP_VADD, v, 2 * (size_t)SPLIT_N * 4, c, (size_t)SPLIT_N * 4, &len, 30000);
+        uint64_t t1 = bench_now_ns();
+        if (rc || len != (size_t)SPLIT_N * 4 || c[SPLIT_N - 1] != v[SPLIT_N - 1] + v[2 * (size_t)SPLIT_N - 1]) {
+            fprintf(stderr, "rk-bench gpu: %s: %s (%zu B): %s\n", name, rk_err_name(rc), len, rk_last_detail());
+            rc = rc ? rc : 1;
+        } else if (k) {
+            t[k - 1] = (double)(t1 - t0);
+        }
+    }
+    if (!rc)
+        add_vadd(rep, name, "rk_split_call: the operands sent from the caller's buffer, a share per device", t,
+                 SPLIT_R);
+    free(v);
+    free(c);
+    rk_split_close(sp);
+    return rc ? 1 : 0;
+}
+
+/* the rows for d devices */
+static int devices_rows(bench_report *rep, int d, long count, double seconds, const int *threads, int n_threads)
+{
+    rk_runtime *rt;
+    if (open_devices(&rt, d))
+        return 1;
+    char suffix[16], name[64];
+    snprintf(suffix, sizeof suffix, "_%dgpu", d);
+    printf("  %d device(s) behind one runtime\n", rk_runtime_device_count(rt));
+    rk_actor *a;
+    CKRK(rk_actor_open(rt, &a));
+    uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
+    int rc = api_echo_lat(a, smp, count);
+    rk_actor_close(a);
+    if (!rc) {
+        snprintf(name, sizeof name, "ring_echo_64%s", suffix);
+        latency_row(rep, name, "cuda", smp, (size_t)count, "\"path\": \"rk_actor_call, one actor, the runtime's devices\"");
+    }
+    free(smp);
+    for (int i = 0; i < n_threads && !rc; i++)
+        rc = api_threads_on(rep, rt, threads[i], seconds, suffix);
+    snprintf(name, sizeof name, "vadd_16777216_split%s", suffix);
+    if (!rc)
+        rc = split_vadd(rep, rt, name);
+    rk_runtime_close(rt);
+    return rc;
+}
+
+static const bench_result *row(const bench_report *rep, const char *name)
+{
+    for (size_t i = 0; i < rep->n; i++)
+        if (!strcmp(rep->results[i].name, name))
+            return &rep->results[i];
+    return NULL;
+}
+
+int devices_section(bench_report *rep, int devices, long count, double seconds, const int *threads, int n_threads)
+{
+    if (devices < 2)
+        return 0;
+    const int t8[] = {8};
+    if (n_threads == 0) /* --api-threads 0: still one pipelined row */
+        threads = t8, n_threads = 1;
+    if (devices_rows(rep, 1, count, seconds, threads, n_threads) ||
+        devices_rows(rep, devices, count, seconds, threads, n_threads))
+        return 1;
+    /* the claims of issue 12, as ratios within this run */
+    char a[64], b[64];
+    printf("\n%d devices against 1 (this run):\n", devices);
+    snprintf(a, sizeof a, "ring_echo_64_%dgpu", devices);
+    const bench_result *l1 = row(rep, "ring_echo_64_1gpu"), *ln = row(rep, a);
+    if (l1 && ln)
+        printf("  echo p50 %.3f, p99 %.3f (p50 within 5 %%)\n", ln->p50_ns / l1->p50_ns, ln->p99_ns / l1->p99_ns);
+    for (int i = 0; i < n_threads; i++) {
+        snprintf(a, sizeof a, "throughput_echo_64_api_%dt_1gpu", threads[i]);
+        snprintf(b, sizeof b, "throughput_echo_64_api_%dt_%dgpu", threads[i], devices);
+        const bench_result *x = row(rep, a), *y = row(rep, b);
+        if (x && y)
+            printf("  pipelined echo, %d threads: %.2f -> %.2f M msg/s, %.2f x (>= 1.8)\n", threads[i],
+                   x->msgs_per_s / 1e6, y->msgs_per_s / 1e6, y->msgs_per_s / x->msgs_per_s);
+    }
+    snprintf(b, sizeof b, "vadd_16777216_split_%dgpu", devices);
+    const bench_result *v1 = row(rep, "vadd_16777216_split_1gpu"), *vn = row(rep, b);
+    if (v1 && vn)
+        printf("  vadd 2^24 split: %.1f -> %.1f GB/s, %.2f x (>= 1.8)\n", v1->gb_per_s, vn->gb_per_s,
+               vn->gb_per_s / v1->gb_per_s);
+    return 0;
+}
