@@ -6,12 +6,21 @@
  * waiting for any (the devices work at once), and copies each reply to its
  * place in the caller's buffer. Only vadd is elementwise among the built-in
  * operations: its payload a || b is cut as a[i..j) || b[i..j), gathered
- * from the caller's buffer without a copy (rk_actor_sendv). */
+ * from the caller's buffer without an extra copy (rk_actor_sendv). Large
+ * chunks are sent and taken by a thread each: the host's copies into each
+ * device's arena and out of it are what a large split waits for, and one
+ * thread doing all of them made 2 GPUs no faster than one (H200 x2,
+ * ba6327d: 6.2 -> 6.4 GB/s for 2^24 floats). */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* chunks of at least this many elements go in a thread each (below it a
+ * thread's start costs more than the copies it shares out) */
+#define RK__SPLIT_THREAD_MIN (1u << 16)
 
 struct rk_split {
     rk_runtime *rt;
@@ -76,6 +85,49 @@ static int rk__split_take(rk_split *s, int k, uint8_t *dst, size_t want, int tim
     return rc;
 }
 
+/* One chunk's round: send a[i..i+m) || b[i..i+m), take its reply into
+ * o[i..i+m). rc and detail: the first error (the thread's own detail is
+ * copied, as rk_last_detail is per thread). */
+typedef struct rk__chunk {
+    rk_split *s;
+    int k, timeout_ms;
+    const uint8_t *a, *b;
+    uint8_t *o;
+    size_t i, m;
+    int rc;
+    bool sent;
+    char detail[512];
+} rk__chunk;
+
+static void rk__chunk_send(rk__chunk *c)
+{
+    rk_iov iov[2] = {{c->a + c->i * 4, c->m * 4}, {c->b + c->i * 4, c->m * 4}};
+    c->rc = rk_actor_sendv(c->s->act[c->k], RK_OP_VADD, iov, 2, 0, NULL, c->timeout_ms);
+    c->sent = c->rc == 0;
+    if (c->rc) {
+        rk__split_fail(c->rc, c->k);
+        snprintf(c->detail, sizeof c->detail, "%s", rk_last_detail());
+    }
+}
+
+static void rk__chunk_take(rk__chunk *c)
+{
+    int e = rk__split_take(c->s, c->k, c->o + c->i * 4, c->m * 4, c->timeout_ms);
+    if (e && !c->rc) {
+        c->rc = e;
+        snprintf(c->detail, sizeof c->detail, "%s", rk_last_detail());
+    }
+}
+
+static void *rk__chunk_main(void *p)
+{
+    rk__chunk *c = p;
+    rk__chunk_send(c);
+    if (c->sent)
+        rk__chunk_take(c);
+    return NULL;
+}
+
 int rk_split_call(rk_split *s, uint16_t type, const void *data, size_t len, void *out, size_t out_cap,
                   size_t *out_len, int timeout_ms)
 {
@@ -89,34 +141,38 @@ int rk_split_call(rk_split *s, uint16_t type, const void *data, size_t len, void
     size_t n = len / 8;
     if (out_cap < n * 4)
         return rk__fail(RK_EMSGSIZE, "rk_split_call: the reply needs %zu B; out has %zu", n * 4, out_cap);
-    const uint8_t *a = data, *b = a + n * 4;
-    uint8_t *o = out;
     int k_max = (size_t)s->n < n ? s->n : (int)n; /* no empty chunks */
-    size_t at[RK_MAX_DEVICES + 1];
-    for (int k = 0; k <= k_max; k++)
-        at[k] = n * (size_t)k / (size_t)k_max;
-    int sent = 0, rc = 0;
-    char first[512] = ""; /* the first error's detail */
-    for (; sent < k_max; sent++) {
-        size_t i = at[sent], m = at[sent + 1] - i;
-        rk_iov iov[2] = {{a + i * 4, m * 4}, {b + i * 4, m * 4}};
-        rc = rk_actor_sendv(s->act[sent], RK_OP_VADD, iov, 2, 0, NULL, timeout_ms);
-        if (rc) {
-            rk__split_fail(rc, sent);
-            snprintf(first, sizeof first, "%s", rk_last_detail());
-            break;
-        }
+    rk__chunk c[RK_MAX_DEVICES];
+    for (int k = 0; k < k_max; k++) {
+        size_t i = n * (size_t)k / (size_t)k_max, j = n * (size_t)(k + 1) / (size_t)k_max;
+        c[k] = (rk__chunk){.s = s, .k = k, .timeout_ms = timeout_ms, .a = data, .b = (const uint8_t *)data + n * 4,
+                           .o = out, .i = i, .m = j - i};
     }
-    /* every chunk that went gets its reply taken, failed or not */
-    for (int k = 0; k < sent; k++) {
-        int e = rk__split_take(s, k, o + at[k] * 4, (at[k + 1] - at[k]) * 4, timeout_ms);
-        if (e && !rc) {
-            rc = e;
-            snprintf(first, sizeof first, "%s", rk_last_detail());
+    /* large chunks: chunks 1.. in threads of their own, chunk 0 here */
+    pthread_t th[RK_MAX_DEVICES];
+    bool threaded[RK_MAX_DEVICES] = {false};
+    if (k_max > 1 && n / (size_t)k_max >= RK__SPLIT_THREAD_MIN) {
+        for (int k = 1; k < k_max; k++)
+            threaded[k] = pthread_create(&th[k], NULL, rk__chunk_main, &c[k]) == 0;
+        rk__chunk_main(&c[0]);
+        for (int k = 1; k < k_max; k++) {
+            if (threaded[k])
+                pthread_join(th[k], NULL);
+            else
+                rk__chunk_main(&c[k]); /* no thread to be had: here, after the others */
         }
+    } else {
+        /* every chunk sent before any is waited for (the devices work at
+         * once); every chunk that went gets its reply taken, failed or not */
+        int sent = 0;
+        while (sent < k_max && (rk__chunk_send(&c[sent]), c[sent].sent))
+            sent++;
+        for (int k = 0; k < sent; k++)
+            rk__chunk_take(&c[k]);
     }
-    if (rc)
-        return first[0] ? rk__fail(rc, "%s", first) : rc;
+    for (int k = 0; k < k_max; k++)
+        if (c[k].rc)
+            return rk__fail(c[k].rc, "%s", c[k].detail[0] ? c[k].detail : rk_strerror(c[k].rc));
     *out_len = n * 4;
     return 0;
 }

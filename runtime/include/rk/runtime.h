@@ -318,8 +318,10 @@ int rk_actor_device(const rk_actor *a);
  * assembled in order: a split holds an actor on each device (so it costs
  * one actor slot per device). Only elementwise operations split; of the
  * built-ins that is vadd (RK_OP_VADD, payload a || b of float32): each
- * device adds a contiguous share, sent from the caller's buffer without a
- * copy, all at once. rk_split_call writes the n * 4 result bytes to out and
+ * device adds a contiguous share, gathered from the caller's buffer, all at
+ * once (shares of 2^16 elements or more by a thread per device, so that the
+ * host's copies into and out of each device's arena run side by side).
+ * rk_split_call writes the n * 4 result bytes to out and
  * *out_len; -RK_ENOTSUP for another type, -RK_EINVAL for a payload that is
  * not a || b, -RK_EMSGSIZE when out_cap is too small, else the first
  * device's error (every chunk's reply is still taken). The result is the
