@@ -40,11 +40,9 @@ int rk_actor_open(rk_runtime *rt, rk_actor **out)
         return rk__fail(RK_ECLOSED, "rk_actor_open: the runtime is closing");
     /* 64-byte aligned: the ready queue's router-written line is its own
      * (actor.h) */
-    const size_t asz = (sizeof(rk_actor) + 63u) & ~(size_t)63u;
-    rk_actor *a = aligned_alloc(64, asz);
+    rk_actor *a = rk__zalloc_lines(1, sizeof *a);
     if (!a)
         return rk__fail(RK_ENOMEM, "rk_actor_open: out of memory");
-    memset(a, 0, asz);
     a->rt = rt;
     a->window = rt->cfg.actor_window;
     a->gen = atomic_load(&rt->gen);
@@ -53,9 +51,7 @@ int rk_actor_open(rk_runtime *rt, rk_actor **out)
     size_t ibuf = (rk_ring_msg_max(rt->d2h) + 15u) & ~(size_t)15u;
     /* a record a line (64 B, actor.h): the owner fills one while a router
      * completes its neighbour */
-    a->pend = aligned_alloc(64, a->window * sizeof *a->pend);
-    if (a->pend)
-        memset(a->pend, 0, a->window * sizeof *a->pend);
+    a->pend = rk__zalloc_lines(a->window, sizeof *a->pend);
     a->inline_bufs = malloc((size_t)a->window * ibuf);
     a->free_tags = malloc(a->window * sizeof *a->free_tags);
     a->ready = malloc(qcap * sizeof *a->ready);

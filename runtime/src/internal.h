@@ -266,6 +266,10 @@ struct rk_runtime {
     _Atomic uint32_t next_lane; /* placement ties go in turn */
 };
 
+/* n zeroed objects of `size` bytes, 64-byte aligned (calloc promises
+ * only 16): for structs whose fields sit on cache lines of their own.
+ * NULL when out of memory. Free with free(). */
+RK__HIDDEN void *rk__zalloc_lines(size_t n, size_t size);
 /* A zeroed rk_runtime, as aligned as its members ask (free() it). */
 RK__HIDDEN rk_runtime *rk__runtime_alloc(void);
 

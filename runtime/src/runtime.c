@@ -1,6 +1,7 @@
 /* runtime.c - opening and closing a runtime: configuration, the shared
  * region, which backend serves it and where (this process or a worker). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,16 +170,20 @@ static int rk__choose_backend(rk_runtime *rt)
     return 0;
 }
 
-rk_runtime *rk__runtime_alloc(void)
+void *rk__zalloc_lines(size_t n, size_t size)
 {
-    /* its hot fields are aligned to cache lines (internal.h): calloc
-     * promises only 16 bytes */
-    size_t size = (sizeof(rk_runtime) + 63) & ~(size_t)63;
-    rk_runtime *rt = aligned_alloc(64, size);
-    if (rt)
-        memset(rt, 0, size);
-    return rt;
+    if (size && n > (SIZE_MAX - 63) / size)
+        return NULL;
+    /* aligned_alloc wants a multiple of the alignment */
+    const size_t bytes = (n * size + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
 }
+
+/* its hot fields are aligned to cache lines (internal.h) */
+rk_runtime *rk__runtime_alloc(void) { return rk__zalloc_lines(1, sizeof(rk_runtime)); }
 
 int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
 {
