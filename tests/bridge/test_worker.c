@@ -107,6 +107,24 @@ static void wk_load_stop(wk_load *l)
     zmq_ctx_term(l->ctx);
 }
 
+/* Every request the clients sent was answered once and correctly. */
+static void wk_load_check(const wk_load *l)
+{
+    assert_int_equal(l->bad, 0);
+    assert_int_equal(l->dup, 0);
+    assert_int_equal(l->answered, l->sent);
+}
+
+/* Stops the bridge; it must take its workers with it. */
+static void bridge_stop_alone(bridge *b)
+{
+    pid_t bpid = b->pid;
+    assert_int_equal(bridge_stop(b), 0);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "pgrep -P %d", (int)bpid);
+    assert_int_not_equal(system(cmd), 0);
+}
+
 /* The `worker` map of a status reply: pid, state, restarts, ... */
 static uint64_t worker_uint(const bridge *b, const char *key, char *state, size_t cap)
 {
@@ -156,17 +174,10 @@ void test_worker_kill(void **state)
                   "%llu duplicated; %llu restarts\n",
                   kills, (double)(now_ms() - t0) / 1e3, (unsigned long long)l.sent, (unsigned long long)l.answered,
                   (unsigned long long)l.bad, (unsigned long long)l.dup, (unsigned long long)restarts);
-    assert_int_equal(l.bad, 0);
-    assert_int_equal(l.dup, 0);
-    assert_int_equal(l.answered, l.sent);
+    wk_load_check(&l);
     assert_true(restarts >= (uint64_t)kills);
     assert_alive(&b);
-    pid_t bpid = b.pid;
-    assert_int_equal(bridge_stop(&b), 0);
-    /* the bridge took its workers with it */
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "pgrep -P %d", (int)bpid);
-    assert_int_not_equal(system(cmd), 0);
+    bridge_stop_alone(&b);
 }
 
 /* One 64-byte echo through the bridge, checked byte for byte. */
@@ -185,15 +196,29 @@ static void echo_ok(rkc *cl, uint64_t id)
     rkc_reply_free(&r);
 }
 
-/* Sends {v, id, op} and returns its reply (free it). */
-static void op_call(rkc *cl, uint64_t id, const char *op, rkc_reply *r)
+/* Sends {v, id, op} (and a 10-byte bin `field` unless NULL) and returns
+ * its reply (free it). */
+static void op_call_with(rkc *cl, uint64_t id, const char *op, const char *field, rkc_reply *r)
 {
     buf fb = {0};
-    put_head(&fb, 3, 1, 1, id, op);
+    put_head(&fb, field ? 4 : 3, 1, 1, id, op);
+    if (field)
+        put_bin(&fb, field, 10);
     assert_int_equal(rkc_send_raw(cl, fb.p, fb.n, TMO), 0);
     free(fb.p);
     assert_int_equal(rkc_recv(cl, r, TMO), 0);
     assert_int_equal(r->id, id);
+}
+
+static void op_call(rkc *cl, uint64_t id, const char *op, rkc_reply *r) { op_call_with(cl, id, op, NULL, r); }
+
+/* A poison's one answer: DEVICE_FAULT, saying it faulted twice. Frees r. */
+static void assert_poisoned(rkc_reply *r)
+{
+    assert_false(r->ok);
+    assert_string_equal(r->code, "DEVICE_FAULT");
+    assert_non_null(strstr(r->message, "faulted its worker twice"));
+    rkc_reply_free(r);
 }
 
 /* A crash and an endless loop in the worker cost their own requests; a
@@ -207,10 +232,7 @@ void test_worker_faults(void **state)
     rkc *cl = client(&b);
     rkc_reply r;
     op_call(cl, 1, "fault", &r);
-    assert_false(r.ok);
-    assert_string_equal(r.code, "DEVICE_FAULT");
-    assert_non_null(strstr(r.message, "faulted its worker twice"));
-    rkc_reply_free(&r);
+    assert_poisoned(&r);
     assert_alive(&b);
     char st[32];
     assert_int_equal(worker_uint(&b, "faults", st, sizeof st), 2);
@@ -254,7 +276,7 @@ void test_worker_faults(void **state)
  * a `why` field) and costs its own request: DEVICE_FAULT naming it, two
  * worker faults (its run and its lone retry); every echo is answered once
  * and correctly, and the bridge never stops serving. */
-static void gpu_poisons(const char *op, bool field, int n, const char *const *args)
+static void gpu_poisons(const char *op, const char *field, int n, const char *const *args)
 {
     bridge b;
     bridge_opts o = {.umask = -1};
@@ -268,21 +290,11 @@ static void gpu_poisons(const char *op, bool field, int n, const char *const *ar
         uint64_t r0 = status_counter(&b, "ring_replies");
         while (status_counter(&b, "ring_replies") < r0 + 1000)
             usleep(1000);
-        buf fb = {0};
-        put_head(&fb, field ? 4 : 3, 1, 1, 100 + (uint64_t)k, op);
-        if (field)
-            put_bin(&fb, "why", 10);
         int64_t p0 = now_ms();
-        assert_int_equal(rkc_send_raw(cl, fb.p, fb.n, TMO), 0);
-        free(fb.p);
         rkc_reply r;
-        assert_int_equal(rkc_recv(cl, &r, TMO), 0);
+        op_call_with(cl, 100 + (uint64_t)k, op, field, &r);
         worst = now_ms() - p0 > worst ? now_ms() - p0 : worst;
-        assert_int_equal(r.id, 100 + (uint64_t)k);
-        assert_false(r.ok);
-        assert_string_equal(r.code, "DEVICE_FAULT");
-        assert_non_null(strstr(r.message, "faulted its worker twice"));
-        rkc_reply_free(&r);
+        assert_poisoned(&r);
     }
     wk_load_stop(&l);
     char st[32];
@@ -292,26 +304,20 @@ static void gpu_poisons(const char *op, bool field, int n, const char *const *ar
                   n, op, (double)(now_ms() - t0) / 1e3, (long long)worst, (unsigned long long)l.sent,
                   (unsigned long long)l.answered, (unsigned long long)l.bad, (unsigned long long)l.dup,
                   (unsigned long long)faults, st);
-    assert_int_equal(l.bad, 0);
-    assert_int_equal(l.dup, 0);
-    assert_int_equal(l.answered, l.sent);
+    wk_load_check(&l);
     assert_true(l.sent > 0);
     assert_int_equal(faults, 2 * (uint64_t)n);
     assert_string_equal(st, "running");
     echo_ok(cl, 1);
     rkc_close(cl);
-    pid_t bpid = b.pid;
-    assert_int_equal(bridge_stop(&b), 0);
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "pgrep -P %d", (int)bpid);
-    assert_int_not_equal(system(cmd), 0); /* no worker left behind */
+    bridge_stop_alone(&b); /* no worker left behind */
 }
 
 void test_worker_gpu_faults(void **state)
 {
     (void)state;
     const char *const args[] = {"--backend", "cuda", "--test-faults", "--fault-limit", "100", NULL};
-    gpu_poisons("fault", false, 20, args);
+    gpu_poisons("fault", NULL, 20, args);
 }
 
 /* The same with a user actor that faults: the sample module's `crash`
@@ -320,7 +326,7 @@ void test_worker_gpu_crash_actor(void **state)
 {
     (void)state;
     const char *const args[] = {"--backend", "cuda", "--fault-limit", "100", NULL};
-    gpu_poisons("crash", true, 5, args);
+    gpu_poisons("crash", "why", 5, args);
 }
 
 /* devices[i].key of a status reply. */
@@ -372,9 +378,7 @@ void test_devices(void **state)
                   "served %llu (worker killed once), device 1 %llu\n", (unsigned long long)l.sent,
                   (unsigned long long)l.answered, (unsigned long long)l.bad, (unsigned long long)l.dup,
                   (unsigned long long)device_uint(&b, 0, "requests"), (unsigned long long)device_uint(&b, 1, "requests"));
-    assert_int_equal(l.bad, 0);
-    assert_int_equal(l.dup, 0);
-    assert_int_equal(l.answered, l.sent);
+    wk_load_check(&l);
     assert_true(device_uint(&b, 1, "requests") >= r1);
     assert_int_equal(device_uint(&b, 1, "pid"), pid1);
     assert_int_equal(device_uint(&b, 1, "restarts"), 0);
