@@ -238,7 +238,7 @@ static int gpu_device(const gpu_opts *o, bench_report *rep, int *sm_count)
 }
 
 /* the claims, as ratios against this run's floor */
-static const bench_result *find_row(const bench_report *rep, const char *name)
+const bench_result *find_row(const bench_report *rep, const char *name)
 {
     for (size_t i = 0; i < rep->n; i++)
         if (!strcmp(rep->results[i].name, name))

@@ -9,7 +9,6 @@
  *                              buffer) */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "bench_gpu_internal.h"
 
@@ -86,14 +85,6 @@ static int devices_rows(bench_report *rep, int d, long count, double seconds, co
     return rc;
 }
 
-static const bench_result *row(const bench_report *rep, const char *name)
-{
-    for (size_t i = 0; i < rep->n; i++)
-        if (!strcmp(rep->results[i].name, name))
-            return &rep->results[i];
-    return NULL;
-}
-
 int devices_section(bench_report *rep, int devices, long count, double seconds, const int *threads, int n_threads)
 {
     if (devices < 2)
@@ -108,19 +99,19 @@ int devices_section(bench_report *rep, int devices, long count, double seconds, 
     char a[64], b[64];
     printf("\n%d devices against 1 (this run):\n", devices);
     snprintf(a, sizeof a, "ring_echo_64_%dgpu", devices);
-    const bench_result *l1 = row(rep, "ring_echo_64_1gpu"), *ln = row(rep, a);
+    const bench_result *l1 = find_row(rep, "ring_echo_64_1gpu"), *ln = find_row(rep, a);
     if (l1 && ln)
         printf("  echo p50 %.3f, p99 %.3f (p50 within 5 %%)\n", ln->p50_ns / l1->p50_ns, ln->p99_ns / l1->p99_ns);
     for (int i = 0; i < n_threads; i++) {
         snprintf(a, sizeof a, "throughput_echo_64_api_%dt_1gpu", threads[i]);
         snprintf(b, sizeof b, "throughput_echo_64_api_%dt_%dgpu", threads[i], devices);
-        const bench_result *x = row(rep, a), *y = row(rep, b);
+        const bench_result *x = find_row(rep, a), *y = find_row(rep, b);
         if (x && y)
             printf("  pipelined echo, %d threads: %.2f -> %.2f M msg/s, %.2f x (>= 1.8)\n", threads[i],
                    x->msgs_per_s / 1e6, y->msgs_per_s / 1e6, y->msgs_per_s / x->msgs_per_s);
     }
     snprintf(b, sizeof b, "vadd_16777216_split_%dgpu", devices);
-    const bench_result *v1 = row(rep, "vadd_16777216_split_1gpu"), *vn = row(rep, b);
+    const bench_result *v1 = find_row(rep, "vadd_16777216_split_1gpu"), *vn = find_row(rep, b);
     if (v1 && vn)
         printf("  vadd 2^24 split: %.1f -> %.1f GB/s, %.2f x (>= 1.8)\n", v1->gb_per_s, vn->gb_per_s,
                vn->gb_per_s / v1->gb_per_s);

@@ -48,6 +48,8 @@ static const size_t VN = (size_t)1 << 24; /* vadd elements */
 
 /* ---- the rows (bench_gpu.cu) ---- */
 double median(double *v, int n);
+/* the row of that name this run measured, or NULL */
+const bench_result *find_row(const bench_report *rep, const char *name);
 /* Records a vadd of VN elements timed R times (ns in t): its bandwidth
  * counts the 3 x VN x 4 bytes it moves (a and b read, c written). */
 void add_vadd(bench_report *rep, const char *name, const char *path, double *t, int R);

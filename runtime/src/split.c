@@ -165,8 +165,11 @@ int rk_split_call(rk_split *s, uint16_t type, const void *data, size_t len, void
         /* every chunk sent before any is waited for (the devices work at
          * once); every chunk that went gets its reply taken, failed or not */
         int sent = 0;
-        while (sent < k_max && (rk__chunk_send(&c[sent]), c[sent].sent))
-            sent++;
+        for (; sent < k_max; sent++) {
+            rk__chunk_send(&c[sent]);
+            if (!c[sent].sent)
+                break;
+        }
         for (int k = 0; k < sent; k++)
             rk__chunk_take(&c[k]);
     }
