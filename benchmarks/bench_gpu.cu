@@ -31,8 +31,17 @@ typedef struct gpu_opts {
 } gpu_opts;
 
 /* the sections, in the order they run (--only) */
-enum { SEC_BASELINES = 1, SEC_RAW = 2, SEC_RUNTIME = 4, SEC_DEVICES = 8, SEC_FAULTS = 16, SEC_ALL = 31, N_SEC = 5 };
-static const char *const sec_names[N_SEC] = {"baselines", "raw", "runtime", "devices", "faults"};
+enum {
+    SEC_BASELINES = 1,
+    SEC_RAW = 2,
+    SEC_RUNTIME = 4,
+    SEC_MODULES = 8,
+    SEC_DEVICES = 16,
+    SEC_FAULTS = 32,
+    SEC_ALL = 63,
+    N_SEC = 6
+};
+static const char *const sec_names[N_SEC] = {"baselines", "raw", "runtime", "modules", "devices", "faults"};
 
 /* ---------------- the rows ---------------- */
 static int cmp_d(const void *a, const void *b)
@@ -103,15 +112,17 @@ void bench_gpu_usage(FILE *f)
 "  -a, --api-threads L  host threads of the throughput_echo_64_api_Nt rows, an actor\n"
 "                       each (comma list of 1..16, at most 4; default 2,4; 0: none)\n"
 "  -m, --module M       a module with an actor \"copy\" (benchmarks/bench_actors.so):\n"
-"                       user_actor_64 and vadd_64_api against module_echo_64\n"
+"                       the modules section, user_actor_64 and vadd_64_api\n"
+"                       against module_echo_64 (without it the section is skipped)\n"
 "  -D, --devices N      also one device against devices 0..N-1 behind one runtime\n"
 "                       (ring_echo_64_<d>gpu, throughput_echo_64_api_<t>t_<d>gpu,\n"
 "                       vadd_16777216_split_<d>gpu; N >= 2)\n"
 "  -o, --only LIST      run only these sections (comma list of baselines, raw,\n"
-"                       runtime, devices, faults; default all): ratios need both rows\n"
+"                       runtime, modules, devices, faults; default all): ratios\n"
+"                       need both rows\n"
 "Rows: floor, launch_sync, graph_sync, memcpy_launch_memcpy, pinned_copy,\n"
-"vadd_staged_16777216, ring_echo_64_raw, throughput_echo_64, vadd_16777216,\n"
-"ring_echo_64, ring_echo_64_inprocess, throughput_echo_64_api(_inprocess),\n"
+"vadd_staged_16777216, ring_echo_64_raw, ring_vadd_64_raw, throughput_echo_64,\n"
+"vadd_16777216, ring_echo_64, ring_echo_64_inprocess, throughput_echo_64_api(_inprocess),\n"
 "throughput_echo_64_api_Nt, module_echo_64, user_actor_64, vadd_64_api,\n"
 "vadd_16777216_api, vadd_16777216_buf_api, idle_cpu, fault_recovery(_cold).\n"
 "Raw latency samples go into the JSON by default (for plot_cdf.py).\n");
@@ -335,7 +346,9 @@ int bench_gpu_run(int argc, char **argv, bench_report *rep)
     if ((o.only & SEC_RAW) && raw_section(rep, sm_count, o.count, o.seconds, o.prod, o.cons))
         return 1;
     if ((o.only & SEC_RUNTIME) &&
-        runtime_section(rep, o.device, o.count, o.seconds, o.idle_s, o.api_threads, o.n_api_threads, o.module))
+        runtime_section(rep, o.device, o.count, o.seconds, o.idle_s, o.api_threads, o.n_api_threads))
+        return 1;
+    if ((o.only & SEC_MODULES) && o.module && module_section(rep, o.device, o.module, o.count))
         return 1;
     if ((o.only & SEC_DEVICES) &&
         devices_section(rep, o.devices, o.count / 4, o.seconds, o.api_threads, o.n_api_threads))

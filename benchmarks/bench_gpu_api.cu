@@ -360,7 +360,7 @@ static int api_threads(bench_report *rep, int device, int threads, double second
 /* module_echo_64, user_actor_64 and vadd_64_api: one runtime with
  * `module` loaded (its ring kernel serves all three), taken in turn in
  * eight parts, so that the only difference is the path in the kernel */
-static int api_module(bench_report *rep, int device, const char *module, long count)
+int module_section(bench_report *rep, int device, const char *module, long count)
 {
     rk_runtime *rt;
     if (open_cuda(&rt, device, RK_ISOLATION_AUTO, module))
@@ -401,15 +401,13 @@ static int api_module(bench_report *rep, int device, const char *module, long co
 }
 
 int runtime_section(bench_report *rep, int device, long count, double seconds, double idle_s,
-                    const int *threads, int n_threads, const char *module)
+                    const int *threads, int n_threads)
 {
     if (api_isolation_pair(rep, device, count, seconds))
         return 1;
     for (int i = 0; i < n_threads; i++)
         if (api_threads(rep, device, threads[i], seconds))
             return 1;
-    if (module && api_module(rep, device, module, count))
-        return 1;
     rk_runtime *rt;
     if (open_cuda(&rt, device, RK_ISOLATION_AUTO, NULL))
         return 1;

@@ -86,7 +86,7 @@ int raw_open(raw *r, uint32_t slots, size_t arena_size, int sm_count, int block 
 void raw_close(raw *r, const char *label = NULL);
 /* count timed 64-byte echo round trips on the raw rings, one at a time,
  * after 20 000 untimed ones, from positions *hpos / *dpos (advanced) */
-int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long count);
+int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long count, bool vadd = false);
 /* Pipelined echo through the raw rings with P producer and C consumer
  * threads. Returns messages per second (bad replies in *bad). */
 double raw_throughput(raw *r, uint64_t n, uint32_t P, uint32_t C, uint64_t *bad);
@@ -104,11 +104,14 @@ double api_pipelined(rk_actor *a, double seconds, uint64_t *count);
 /* throughput_echo_64_api_<threads>t<suffix>: an actor per thread on rt */
 int api_threads_on(bench_report *rep, rk_runtime *rt, int threads, double seconds, const char *suffix);
 /* ring_echo_64(_inprocess), throughput_echo_64_api(_inprocess),
- * throughput_echo_64_api_Nt for each of threads[0..n_threads), with a
- * module module_echo_64, user_actor_64 and vadd_64_api, vadd_16777216_api,
- * vadd_16777216_buf_api, then idle_cpu over idle_s seconds. */
+ * throughput_echo_64_api_Nt for each of threads[0..n_threads),
+ * vadd_16777216_api, vadd_16777216_buf_api, then idle_cpu over idle_s
+ * seconds. */
 int runtime_section(bench_report *rep, int device, long count, double seconds, double idle_s,
-                    const int *threads, int n_threads, const char *module);
+                    const int *threads, int n_threads);
+/* module_echo_64, user_actor_64 and vadd_64_api: one runtime with the
+ * module (its actor "copy") loaded, the three paths taken in turn. */
+int module_section(bench_report *rep, int device, const char *module, long count);
 
 /* ---- faults (bench_gpu_fault.cu) ---- */
 /* fault_recovery and fault_recovery_cold over n_poison poisons each. */

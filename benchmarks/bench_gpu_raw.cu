@@ -83,6 +83,9 @@ void raw_close(raw *r, const char *label)
                    "%.0f cycles/loop to the checked batch, %.0f cycles/loop after it (serial path: %.0f writing)\n",
                    label, st[0], st[1], st[2], st[1] ? (double)st[2] / (double)st[1] : 0.0, st[6],
                    (double)st[4] / (double)st[0], (double)st[5] / (double)st[0], (double)st[3] / (double)st[0]);
+        if (st[2])
+            printf("    [%s] per message: %.0f cycles polling it, %.0f serving it\n", label,
+                   (double)st[4] / (double)st[2], (double)st[5] / (double)st[2]);
         if (cudaMemcpy(st, (char *)r->scratch + off, sizeof st, cudaMemcpyDeviceToHost) == cudaSuccess && st[0] && st[7])
             printf("    [%s] idle polls that saw line 0 before the rest of the slot: %llu (%.2f %% of messages)\n", label,
                    st[7], st[2] ? 100.0 * (double)st[7] / (double)st[2] : 0.0);
@@ -148,21 +151,55 @@ static void echo_msg(uint32_t *w, uint64_t id)
         w[6 + i] = (uint32_t)(id * 16 + i);
 }
 
-int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long count)
+/* 64-byte vadd request: 24-byte header + two 8-float vectors; its reply
+ * is the header + 8 floats (56 bytes) */
+static void vadd64_msg(uint32_t *w, uint64_t id)
 {
-    uint32_t w[64];
+    echo_msg(w, id);
+    ((rk_msg_hdr *)w)->type = RK_OP_VADD;
+    for (int i = 0; i < 16; i++) {
+        const float f = (float)((id + (uint64_t)i) & 1023) * 0.5f;
+        memcpy(&w[6 + i], &f, 4);
+    }
+}
+
+static bool vadd64_ok(const uint32_t *req, const uint32_t *w, int len)
+{
+    if (len != 56 || ((const rk_msg_hdr *)w)->status != 0)
+        return false;
+    for (int i = 0; i < 8; i++) {
+        float a, b, c;
+        memcpy(&a, &req[6 + i], 4);
+        memcpy(&b, &req[14 + i], 4);
+        memcpy(&c, &w[6 + i], 4);
+        if (c != a + b)
+            return false;
+    }
+    return true;
+}
+
+/* Round trips of 64-B echoes, or (vadd) of 64-B vadds: the staged path
+ * (serve_staged, serve_slow), which the idle poll's register paths for
+ * echo and small user actors skip. */
+int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long count, bool vadd)
+{
+    uint32_t w[64], req[64];
     const long warm = 20000;
+    const int rlen = vadd ? 56 : 88;
     for (long i = 0; i < warm + count; i++) {
         uint64_t t0 = bench_now_ns();
-        echo_msg(w, *hpos);
-        raw_put(r->h2d, *hpos, w, 88);
+        if (vadd)
+            vadd64_msg(req, *hpos);
+        else
+            echo_msg(req, *hpos);
+        raw_put(r->h2d, *hpos, req, 88);
         int len;
         while ((len = raw_get(r->d2h, *dpos, w, 64)) < 0)
             ;
         uint64_t t1 = bench_now_ns();
         __atomic_store_n(&r->d2h->cons_head, *dpos + 1, __ATOMIC_RELEASE);
-        if (len != 88 || ((rk_msg_hdr *)w)->id != *hpos) {
-            fprintf(stderr, "rk-bench gpu: raw echo: bad reply (len %d)\n", len);
+        if (len != rlen || ((rk_msg_hdr *)w)->id != *hpos || (vadd && !vadd64_ok(req, w, len))) {
+            fprintf(stderr, "rk-bench gpu: raw %s: bad reply (len %d)\n", vadd ? "vadd" : "echo", len);
             return 1;
         }
         ++*hpos;
@@ -385,12 +422,23 @@ int raw_section(bench_report *rep, int sm_count, long count, double seconds, uin
             return 1;
         latency_row(rep, "ring_echo_64_raw", "cuda", s, (size_t)count,
                     "\"path\": \"ring kernel, host loop on the rings (no actor layer)\"");
+        raw_close(&r, "ring_echo_64_raw");
+        /* the staged path (device/README.md, "User actors on the GPU"),
+         * on a kernel of its own so that its counters are its own */
+        if (raw_open(&r, 4096, arena, sm_count))
+            return 1;
+        hpos = dpos = 0;
+        if (raw_echo_lat(&r, &hpos, &dpos, s, count, true))
+            return 1;
+        latency_row(rep, "ring_vadd_64_raw", "cuda", s, (size_t)count,
+                    "\"path\": \"ring kernel, host loop on the rings, 64 B vadd: staged in shared memory and "
+                    "served by serve_slow\"");
         free(s);
     }
     /* throughput, raw loop: prod producer + cons consumer threads */
     {
         /* reset both rings to position 0 with the kernel idle */
-        raw_close(&r, "ring_echo_64_raw");
+        raw_close(&r, "ring_vadd_64_raw");
         /* block 1024: the dispatcher's crew (block 0's warps) is 31 warps */
         if (raw_open(&r, 4096, arena, sm_count, 1024))
             return 1;

@@ -66,11 +66,12 @@ __device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint
     }
 }
 
-/* Lane i holds line i of the slot at pos: is it a complete echo/NOP of
- * generation gen whose lines fit one warp? (A request of another
- * generation goes the slow way, which drops it: rk_abi.h, rk__region.gen.) */
-__device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint64_t pos, uint32_t lane,
-                                          uint32_t gen)
+/* Lane i holds line i of the slot at pos: is it a complete inline request
+ * of generation gen whose lines fit one warp? Its type in *type. (A
+ * request of another generation goes the slow way, which drops it:
+ * rk_abi.h, rk__region.gen.) */
+__device__ __forceinline__ bool slot_inline(const ring_view &in, uint64_t L, uint64_t pos, uint32_t lane,
+                                            uint32_t gen, uint32_t *type)
 {
     const uint32_t flag = ring_flag(in, pos);
     const uint64_t l0 = __shfl_sync(FULL, L, 0);
@@ -81,10 +82,20 @@ __device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint6
     const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
     const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
     const uint32_t w5 = __shfl_sync(FULL, (uint32_t)L, RK__W_STATUS);
-    const uint32_t type = w1 & 0xffffu;
+    *type = w1 & 0xffffu;
     return ok && w5 == gen && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
-           (type == RK_OP_ECHO || type == RK_OP_NOP) && hlen <= len - sizeof(rk_msg_hdr);
+           hlen <= len - sizeof(rk_msg_hdr);
 }
+
+/* ... and an echo/NOP (answered from the lines themselves)? */
+__device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint64_t pos, uint32_t lane,
+                                          uint32_t gen)
+{
+    uint32_t type;
+    const bool ok = slot_inline(in, L, pos, lane, gen, &type);
+    return ok && (type == RK_OP_ECHO || type == RK_OP_NOP);
+}
+
 
 /* Checks this crew member's share of a busy batch (messages idx, idx + n,
  * ...; the warp reads each message's lines side by side) and marks the

@@ -38,6 +38,25 @@ __device__ __forceinline__ uint64_t run_word(const uint32_t *w, uint32_t len, ui
     return 0ull;
 }
 
+/* Between a user actor's handler and its reply: a store of the handler's
+ * that faults must kill the context before an RK_OK leaves (without a
+ * fence it did: the crash sample's reply got out first, H100). A
+ * faulting store is never performed, so a gpu-scope fence, which waits
+ * for the warp's stores to be performed in the GPU, never passes it; the
+ * fence at system scope that it replaces waited for host memory as well
+ * (0.7-1.2 us, against 0.35 for this one: device/README.md, "User actors
+ * on the GPU"). The handler's own output is in shared memory (inline
+ * requests) or fenced at system scope apart (arena requests). */
+__device__ __forceinline__ void actor_fence()
+{
+#if defined(RK_KERNEL_NO_ACTOR_FENCE) /* experiment only (device/README.md) */
+#elif defined(RK_KERNEL_ACTOR_FENCE_SYS)
+    rk__fence_release_sys();
+#else
+    rk__fence_acq_rel_gpu();
+#endif
+}
+
 /* Serves a staged request (sh.words) with the warp; posts its reply or a
  * grid job. Returns false when it could not be taken now (aborting): the
  * request then stays in the ring. */
@@ -105,16 +124,19 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
         if (run && lane == 0)
             rk__st_relaxed_sys(&ka.region->running[0], run);
         gpu_ctx c{lane, 32, false};
+        const uint32_t cap = out.msg_max - (uint32_t)sizeof(rk_msg_hdr);
         status = run_op<A...>(ka, type, c, reinterpret_cast<const uint8_t *>(w + 7), hlen,
-                              reinterpret_cast<uint8_t *>(r + 7), out.msg_max - sizeof(rk_msg_hdr), &out_len);
+                              reinterpret_cast<uint8_t *>(r + 7), cap, &out_len);
         status = __shfl_sync(FULL, status, 0);
         out_len = __shfl_sync(FULL, out_len, 0);
+        if (out_len > cap) { /* more than it was given room for: nothing of it leaves */
+            status = -RK_EMSGSIZE;
+            out_len = 0;
+        }
         /* an actor's faulting store faults after it returned: the fence
          * waits for it, so no RK_OK reply leaves first (H100, d660e6f) */
-#ifndef RK_KERNEL_NO_ACTOR_FENCE /* experiment only (device/README.md) */
         if (run)
-            rk__fence_release_sys();
-#endif
+            actor_fence();
         rwords = sizeof(rk_msg_hdr) + (reply_has_data(status) ? out_len : 0);
     }
     __syncwarp();
@@ -226,12 +248,76 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
             sh.st[i] = 0;
 }
 
+/* A user actor's request that the idle poll found complete in its
+ * registers (lane i line i, L; one warp's lines, inline, this
+ * generation), served as echo is: no staging into a batch, no out-of-line
+ * calls, the handler inlined, the reply stored from the registers. The
+ * staged path (serve_staged, serve_slow) cost a lone warp ~2 600 cycles
+ * for a 64-B request (H100: device/README.md, "User actors on the GPU"). */
+template <class... A>
+__device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                           uint64_t L)
+{
+    const uint32_t lane = d.lane;
+    const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
+    const uint32_t w2 = __shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR);
+    const uint32_t w3 = __shfl_sync(FULL, (uint32_t)L, RK__W_ID_LO);
+    const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
+    sh.words[lane] = (uint32_t)L; /* the request's words: the handler's input at word 7 */
+    __syncwarp();
+#ifndef RK_KERNEL_NO_RUN_MARK
+    if (lane == 0)
+        rk__st_relaxed_sys(&ka.region->running[0], RK__RUN_WORD(w2 & 0xffffu, w2 >> 16, w3));
+#endif
+    uint32_t *r = sh.reply;
+    const uint32_t cap = p.out.msg_max - (uint32_t)sizeof(rk_msg_hdr);
+    int status = -RK_ENOTSUP;
+    uint32_t out_len = 0;
+    gpu_ctx c{lane, 32, false};
+    actor_list<A...>::run((uint16_t)(w1 & 0xffffu), c, sh.words + 7, hlen, r + 7, cap, &out_len, &status);
+    status = __shfl_sync(FULL, status, 0);
+    out_len = __shfl_sync(FULL, out_len, 0);
+    if (out_len > cap) { /* more than it was given room for: nothing of it leaves */
+        status = -RK_EMSGSIZE;
+        out_len = 0;
+    }
+    actor_fence();
+    const uint32_t olen = reply_has_data(status) ? out_len : 0u;
+    const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + olen + 3u) / 4u;
+    __syncwarp(); /* the handler's reply words (shared memory) before we read them */
+    /* lane i's reply word: the request's header words, or the handler's */
+    uint32_t wd = lane < 7 ? (uint32_t)L : r[lane];
+    if (lane == 0)
+        wd = (uint32_t)sizeof(rk_msg_hdr) + olen;
+    if (lane == 5)
+        wd = (uint32_t)status;
+    if (lane == 6)
+        wd = olen;
+    /* room: the idle poll checked it; strong lines, no fence, as echo's */
+    if (rl <= 32) {
+        if (lane < rl)
+            rk__st_relaxed_sys(ring_slot(p.out, p.dpos) + lane, ring_line(wd, ring_flag(p.out, p.dpos)));
+    } else { /* a reply longer than a warp's lines (slots over 256 B) */
+        if (lane < 7)
+            r[lane] = wd;
+        __syncwarp();
+        ring_warp_store(p.out, p.dpos, r, lane);
+    }
+    p.dpos++;
+#ifndef RK_KERNEL_NO_RUN_MARK
+    if (lane == 0) /* answered: no longer running */
+        rk__st_relaxed_sys(&ka.region->running[0], 0ull);
+#endif
+    __syncwarp();
+}
+
 /* Idle: polls the next slot, one strong read in flight (a strong read
  * notices a message ~0.2 us sooner than .cv; two strong reads of one
  * address in flight are served one after the other, and two staggered .cv
  * reads measured 1.5 us slower: device/README.md). Answers an echo/NOP
  * found so from the registers (quick = 1), or stages it (nload = 1).
  * Returns false when no message came. */
+template <class... A>
 __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
                                           uint32_t &nload, uint32_t &quick)
 {
@@ -269,7 +355,9 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         stat_add(sh, 6, 1, lane);
         return false;
     }
-    if (p.dpos - p.dhead < p.out.slots && slot_fast(p.in, a, d.hpos, lane, d.gen)) {
+    uint32_t type = 0;
+    const bool inl = p.dpos - p.dhead < p.out.slots && slot_inline(p.in, a, d.hpos, lane, d.gen, &type);
+    if (inl && (type == RK_OP_ECHO || type == RK_OP_NOP)) {
         /* the round trip's common case, answered straight from the
          * registers: an echo/NOP with room in D2H (no staging in
          * shared memory, no batch bookkeeping before the reply) */
@@ -288,6 +376,11 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
             reply_fast<false>(p.out, p.dpos, a, lane);
         }
         p.dpos++;
+        quick = 1;
+        d.idle_wait = d.idle_delay;
+        nload = 0;
+    } else if (sizeof...(A) > 0 && inl && type >= RK_OP_USER) {
+        serve_user<A...>(d, p, ka, sh, a);
         quick = 1;
         d.idle_wait = d.idle_delay;
         nload = 0;
@@ -502,7 +595,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         stat_add(sh, 0, 1, lane);
         const long long c0 = clock64();
         if (!d.busy) {
-            if (!idle_poll(d, p, ka, sh, nload, quick))
+            if (!idle_poll<A...>(d, p, ka, sh, nload, quick))
                 continue;
         } else if (d.pipe) {
             pipe_poll(d, p, sh, nload, pre);
