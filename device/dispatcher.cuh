@@ -129,8 +129,8 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
                               reinterpret_cast<uint8_t *>(r + 7), cap, &out_len);
         status = __shfl_sync(FULL, status, 0);
         out_len = __shfl_sync(FULL, out_len, 0);
-        if (out_len > cap) { /* more than it was given room for: nothing of it leaves */
-            status = -RK_EMSGSIZE;
+        if (out_len > cap) { /* more than it was given room for: nothing of it leaves (as ops.c) */
+            status = -RK_EINTERNAL;
             out_len = 0;
         }
         /* an actor's faulting store faults after it returned: the fence
@@ -277,8 +277,8 @@ __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, c
     actor_list<A...>::run((uint16_t)(w1 & 0xffffu), c, sh.words + 7, hlen, r + 7, cap, &out_len, &status);
     status = __shfl_sync(FULL, status, 0);
     out_len = __shfl_sync(FULL, out_len, 0);
-    if (out_len > cap) { /* more than it was given room for: nothing of it leaves */
-        status = -RK_EMSGSIZE;
+    if (out_len > cap) { /* more than it was given room for: nothing of it leaves (as ops.c) */
+        status = -RK_EINTERNAL;
         out_len = 0;
     }
     actor_fence();

@@ -25,7 +25,19 @@ struct plus_one {
         return 0;
     }
 };
-RK_GPU_ACTOR_HANDLE_BOUNDED(test_bounded, 256, plus_one);
+/* a buggy actor: says it wrote one byte more than it was given room for
+ * (its reply must not overrun the reply slot: RK_EINTERNAL, as a CPU twin
+ * that overruns gets) */
+struct overrun {
+    static constexpr uint16_t type = RK_OP_USER + 8;
+    __device__ static int run(const rk::gpu_ctx &, const void *, uint32_t, void *, uint32_t out_cap,
+                              uint32_t *out_len)
+    {
+        *out_len = out_cap + 1;
+        return 0;
+    }
+};
+RK_GPU_ACTOR_HANDLE_BOUNDED(test_bounded, 256, plus_one, overrun);
 
 static int plus_one_cpu(const void *in, size_t in_len, void *out, size_t out_cap, size_t *out_len, void *)
 {
@@ -111,12 +123,15 @@ int main(void)
     expect_fail(c, RK_EBLOCK, "minimum", "block below the kernel minimum");
     c = base(); c.block = 100;
     expect_fail(c, RK_EBLOCK, "warp size", "block not a warp multiple");
-    rk_actor_def def;
-    memset(&def, 0, sizeof def);
+    rk_actor_def defs[2], &def = defs[0];
+    memset(defs, 0, sizeof defs);
     def.type = plus_one::type;
     def.name = "plus_one";
     def.cpu = plus_one_cpu;
     def.gpu = &test_bounded;
+    defs[1].type = overrun::type;
+    defs[1].name = "overrun";
+    defs[1].gpu = &test_bounded;
     c = base(); c.actors = &def; c.n_actors = 1; c.block = 512;
     expect_fail(c, RK_EBLOCK, "own limit 256", "block above the kernel's own limit");
     c = base(); c.smem = 1049600;
@@ -166,7 +181,7 @@ int main(void)
     cases++;
 
     /* the bounded user kernel at its limit, with its user actor */
-    c = base(); c.actors = &def; c.n_actors = 1; c.block = 256;
+    c = base(); c.actors = defs; c.n_actors = 2; c.block = 256;
     CHECK_RK(rk_runtime_open(&rt, &c), "bounded kernel");
     {
         rk_actor *a;
@@ -185,6 +200,30 @@ int main(void)
         for (int i = 0; i < 40000; i++)
             CHECK(((const uint8_t *)r.data)[i] == (uint8_t)(i * 7 + 1), "plus_one grid [%d]", i);
         rk_reply_release(a, &r);
+        /* the overrun, alone (idle poll) and behind a burst (staged path):
+         * answered RK_EINTERNAL with no data, and the echo after it intact */
+        CHECK_RK(rk_actor_call(a, overrun::type, m, sizeof m, 0, &r, 10000), "overrun");
+        CHECK(r.status == -RK_EINTERNAL && r.len == 0, "overrun alone: status %d len %zu", r.status, r.len);
+        rk_reply_release(a, &r);
+        for (int round = 0; round < 2; round++) {
+            uint64_t ids[9];
+            for (int k = 0; k < 9; k++)
+                CHECK_RK(rk_actor_send(a, k == 8 || round == 0 ? overrun::type : (uint16_t)RK_OP_ECHO, m, sizeof m,
+                                       0, &ids[k], 10000),
+                         "send");
+            for (int n = 0; n < 9; n++) {
+                CHECK_RK(rk_actor_recv(a, &r, 10000), "recv");
+                int k = 0;
+                while (k < 9 && ids[k] != r.id)
+                    k++;
+                const bool over = k == 8 || round == 0;
+                CHECK(k < 9, "overrun round %d: a reply with an id never sent", round);
+                CHECK(over ? (r.status == -RK_EINTERNAL && r.len == 0) : (r.status == 0 && r.len == 50),
+                      "overrun round %d message %d: status %d len %zu", round, k, r.status, r.len);
+                rk_reply_release(a, &r);
+            }
+        }
+        echo_ok(rt, "after the overruns");
         rk_actor_close(a);
     }
     rk_runtime_close(rt);
