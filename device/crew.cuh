@@ -96,7 +96,6 @@ __device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint6
     return ok && (type == RK_OP_ECHO || type == RK_OP_NOP);
 }
 
-
 /* Checks this crew member's share of a busy batch (messages idx, idx + n,
  * ...; the warp reads each message's lines side by side) and marks the
  * complete echo/NOP ones in sh.fastmask. */

@@ -28,12 +28,12 @@ namespace dev {
 /* Not a trusted built-in: the word that says in host memory which request
  * runs, so that a fault is blamed on it (rk_abi.h, running slots: 0 for
  * the dispatcher warp, 1 + the job index for a grid job); 0 for a
- * built-in. */
-__device__ __forceinline__ uint64_t run_word(const uint32_t *w, uint32_t len, uint16_t type)
+ * built-in. From the request's words len, type, RK__W_ACTOR, RK__W_ID_LO. */
+__device__ __forceinline__ uint64_t run_word(uint32_t len, uint16_t type, uint32_t actor_tag, uint32_t id_lo)
 {
 #ifndef RK_KERNEL_NO_RUN_MARK /* experiment only (device/README.md): what the marks cost */
     if (len >= sizeof(rk_msg_hdr) && type > RK_OP_VADD)
-        return RK__RUN_WORD(w[RK__W_ACTOR] & 0xffffu, w[RK__W_ACTOR] >> 16, w[RK__W_ID_LO]);
+        return RK__RUN_WORD(actor_tag & 0xffffu, actor_tag >> 16, id_lo);
 #endif
     return 0ull;
 }
@@ -79,7 +79,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
      * it, so drop it (consumed, no reply) */
     if (len >= sizeof(rk_msg_hdr) && w[RK__W_STATUS] != ka.gen)
         return true;
-    const uint64_t run = run_word(w, len, type);
+    const uint64_t run = run_word(len, type, w[RK__W_ACTOR], w[RK__W_ID_LO]);
 
     if (len < sizeof(rk_msg_hdr)) {
         status = -RK_EPROTO;
@@ -129,10 +129,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
                               reinterpret_cast<uint8_t *>(r + 7), cap, &out_len);
         status = __shfl_sync(FULL, status, 0);
         out_len = __shfl_sync(FULL, out_len, 0);
-        if (out_len > cap) { /* more than it was given room for: nothing of it leaves (as ops.c) */
-            status = -RK_EINTERNAL;
-            out_len = 0;
-        }
+        reply_room_check(cap, status, out_len);
         /* an actor's faulting store faults after it returned: the fence
          * waits for it, so no RK_OK reply leaves first (H100, d660e6f) */
         if (run)
@@ -259,28 +256,25 @@ __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, c
                                            uint64_t L)
 {
     const uint32_t lane = d.lane;
-    const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
-    const uint32_t w2 = __shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR);
-    const uint32_t w3 = __shfl_sync(FULL, (uint32_t)L, RK__W_ID_LO);
+    const uint16_t type = (uint16_t)(__shfl_sync(FULL, (uint32_t)L, 1) & 0xffffu);
     const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
+    /* from the registers: run_word of the words in shared memory made
+     * the round trip 2.99-3.00 us, against 2.91-2.93 (H100) */
+    const uint64_t run = run_word(__shfl_sync(FULL, (uint32_t)L, 0), type, __shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR),
+                                  __shfl_sync(FULL, (uint32_t)L, RK__W_ID_LO));
     sh.words[lane] = (uint32_t)L; /* the request's words: the handler's input at word 7 */
     __syncwarp();
-#ifndef RK_KERNEL_NO_RUN_MARK
-    if (lane == 0)
-        rk__st_relaxed_sys(&ka.region->running[0], RK__RUN_WORD(w2 & 0xffffu, w2 >> 16, w3));
-#endif
+    if (run && lane == 0)
+        rk__st_relaxed_sys(&ka.region->running[0], run);
     uint32_t *r = sh.reply;
     const uint32_t cap = p.out.msg_max - (uint32_t)sizeof(rk_msg_hdr);
     int status = -RK_ENOTSUP;
     uint32_t out_len = 0;
     gpu_ctx c{lane, 32, false};
-    actor_list<A...>::run((uint16_t)(w1 & 0xffffu), c, sh.words + 7, hlen, r + 7, cap, &out_len, &status);
+    actor_list<A...>::run(type, c, sh.words + 7, hlen, r + 7, cap, &out_len, &status);
     status = __shfl_sync(FULL, status, 0);
     out_len = __shfl_sync(FULL, out_len, 0);
-    if (out_len > cap) { /* more than it was given room for: nothing of it leaves (as ops.c) */
-        status = -RK_EINTERNAL;
-        out_len = 0;
-    }
+    reply_room_check(cap, status, out_len);
     actor_fence();
     const uint32_t olen = reply_has_data(status) ? out_len : 0u;
     const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + olen + 3u) / 4u;
@@ -304,10 +298,8 @@ __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, c
         ring_warp_store(p.out, p.dpos, r, lane);
     }
     p.dpos++;
-#ifndef RK_KERNEL_NO_RUN_MARK
-    if (lane == 0) /* answered: no longer running */
+    if (run && lane == 0) /* answered: no longer running */
         rk__st_relaxed_sys(&ka.region->running[0], 0ull);
-#endif
     __syncwarp();
 }
 
@@ -315,7 +307,8 @@ __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, c
  * notices a message ~0.2 us sooner than .cv; two strong reads of one
  * address in flight are served one after the other, and two staggered .cv
  * reads measured 1.5 us slower: device/README.md). Answers an echo/NOP
- * found so from the registers (quick = 1), or stages it (nload = 1).
+ * or a small user actor's request found so from the registers (quick =
+ * 1), or stages it (nload = 1).
  * Returns false when no message came. */
 template <class... A>
 __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,

@@ -21,6 +21,17 @@ namespace dev {
  * backend (runtime/src/serve_cpu.c). */
 __device__ __forceinline__ bool reply_has_data(int status) { return status == 0 || status == -RK_EACTOR; }
 
+/* A handler that says it wrote more than the cap it was given: nothing of
+ * it leaves (it would overrun the reply slot); RK_EINTERNAL, as ops.c
+ * answers a CPU twin that overran. */
+__device__ __forceinline__ void reply_room_check(uint32_t cap, int &status, uint32_t &out_len)
+{
+    if (out_len > cap) {
+        status = -RK_EINTERNAL;
+        out_len = 0;
+    }
+}
+
 /* Waits until position dpos is free in D2H. The cached head is refreshed
  * (one PCIe read) only when it says "full". acquire: pairs with the host
  * consumer's store-release of cons_head, so its reads of the slot's old
