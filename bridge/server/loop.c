@@ -353,12 +353,14 @@ static int rkb__read_one(rkb_loop *l)
         rkb_item *it = rkb_spsc_sc_peek(l->reqq);
         if (!it)
             return 0;
-        /* move the frames out; the slot goes back to the frontend */
-        e->env = it->env;
+        /* move the frames out; the slot goes back to the frontend (the
+         * burst's last at the latest: rkb_loop_run) */
+        rkb_env_move(&e->env, &it->env);
         n_body = it->n_body;
         if (n_body)
             e->body = it->body;
-        rkb_spsc_sc_release(l->reqq);
+        if (rkb_spsc_sc_pop(l->reqq) >= RKB_PUBLISH_EVERY)
+            rkb_spsc_sc_publish(l->reqq);
     }
     rkb_pool_take(&l->pool);
     rkb__on_request(l, idx, n_body);
@@ -469,6 +471,15 @@ static long rkb__block_ms(const rkb_loop *l, int64_t now, int64_t last_read)
     return until > now ? (long)((until - now) / 1000000) + 1 : 0;
 }
 
+/* A worker hands the replies of its burst to the frontend (and wakes it
+ * if it sleeps). */
+static void rkb__announce(rkb_loop *l)
+{
+    l->owe_wake = false;
+    rkb_spsc_sp_publish(l->repq);
+    rkb_wake(&l->sh->front->wk);
+}
+
 void rkb_loop_run(rkb_loop *l)
 {
     int64_t last_progress = rkb_now_ns(), last_read = 0;
@@ -480,23 +491,21 @@ void rkb_loop_run(rkb_loop *l)
         if (l->pool.n_parked)
             progress += rkb__retry_parked(l);
         /* a worker announces its replies before the (longer) read burst */
-        if (l->owe_wake) {
-            l->owe_wake = false;
-            rkb_wake(&l->sh->front->wk);
-        }
+        if (l->owe_wake)
+            rkb__announce(l);
         int reads = 0;
         for (int k = 0; k < 256 && rkb__can_read(l) && rkb__read_one(l); k++)
             reads++;
+        if (!l->port)
+            rkb_spsc_sc_publish(l->reqq); /* the slots of the burst's requests */
         if (l->n_adm)
             rkb__flush_admits(l);
         progress += reads;
         int64_t now = rkb_now_ns();
         if (reads)
             last_read = now;
-        if (l->owe_wake) {
-            l->owe_wake = false;
-            rkb_wake(&l->sh->front->wk);
-        }
+        if (l->owe_wake)
+            rkb__announce(l);
         rkb__check_stop(l, now, l->port && now >= l->port->next_watch);
         if (l->stopping && rkb__done(l, now, last_read))
             break;
@@ -530,6 +539,8 @@ void *rkb_worker_main(void *arg)
     snprintf(name, sizeof name, "rkb-worker-%d", l->index);
     pthread_setname_np(pthread_self(), name);
     rkb_loop_run(l);
+    rkb_spsc_sp_publish(l->repq); /* (the loop published them; to be sure) */
+    rkb_spsc_sc_publish(l->reqq);
     /* release: pairs with the frontend's acquire of live == 0, after which
      * it owns both rings (every reply of this worker is published) */
     __atomic_sub_fetch(&l->sh->live, 1, __ATOMIC_RELEASE);

@@ -16,6 +16,7 @@
 static rkb_item *rkb__wait_reply_room(rkb_loop *l)
 {
     l->owe_wake = false;
+    rkb_spsc_sp_publish(l->repq);
     rkb_wake(&l->sh->front->wk);
     rkb_item *it;
     for (int k = 0; !(it = rkb_spsc_sp_slot(l->repq)); k++) {
@@ -41,9 +42,12 @@ static void rkb__deliver(rkb_loop *l, rkb_entry *e, zmq_msg_t *body)
     if (__builtin_expect(!it, 0))
         it = rkb__wait_reply_room(l);
     it->body = *body;
-    it->env = e->env;
+    rkb_env_move(&it->env, &e->env);
     it->n_body = 1;
-    rkb_spsc_sp_commit(l->repq);
+    /* published with the burst (the loop's rkb__announce), or now when
+     * the burst is long */
+    if (rkb_spsc_sp_push(l->repq) >= RKB_PUBLISH_EVERY)
+        rkb_spsc_sp_publish(l->repq);
     e->env.n = 0;
     e->env.more = NULL;
     l->owe_wake = true; /* the loop tells the frontend after this burst */

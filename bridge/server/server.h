@@ -70,6 +70,18 @@ static inline zmq_msg_t *rkb_env_at(rkb_env *e, int k)
 {
     return k < RKB_ENV_INLINE ? &e->in[k] : &e->more[k - RKB_ENV_INLINE];
 }
+
+/* Moves src's frames into dst (src no longer owns them). Copies only the
+ * inline frames in use: between threads every cache line counts (a whole
+ * rkb_env is 5 lines, a DEALER client's envelope uses 2). */
+static inline void rkb_env_move(rkb_env *dst, const rkb_env *src)
+{
+    const int n = src->n;
+    for (int k = 0; k < n && k < RKB_ENV_INLINE; k++)
+        dst->in[k] = src->in[k];
+    dst->more = src->more;
+    dst->n = src->n;
+}
 /* Closes every frame still held and frees the spill array (pool.h). */
 
 /* ---- the port: the client ROUTER ---------------------------------------- */
@@ -237,6 +249,9 @@ typedef struct rkb_item {
 
 #define RKB_REQ_RING 1024
 #define RKB_REP_RING 2048
+/* A burst through a ring publishes its index at least this often (and at
+ * its end), so that the other side starts on it while it goes on. */
+#define RKB_PUBLISH_EVERY 16
 
 /* One thread that may block on its eventfd (a worker, or the frontend), on
  * a line of its own: producers read `sleeping` after every burst. */

@@ -13,6 +13,9 @@
  *   is read only when the shadow says full (producer) or empty (consumer);
  * - items are filled and read in place (slot + commit, peek + release), so
  *   an item is written once and read once, never copied through the ring;
+ * - a side that moves a burst may publish its index once for the burst
+ *   (sp_push ... sp_publish, sc_pop ... sc_publish): the index line then
+ *   crosses to the other core once per burst, not once per item;
  *   an item may hold zmq_msg_t frames moved into it by struct copy;
  * - the ring lives in memory the caller provides:
  *       rkb_spsc *r = aligned_alloc(RKB_SPSC_ALIGN, rkb_spsc_memsize(n, sz));
@@ -52,14 +55,18 @@ typedef struct rkb_spsc {
     /* read-only after rkb_spsc_init */
     _Alignas(RKB_SPSC_ALIGN) uint32_t mask; /* entries - 1 */
     uint32_t stride;                         /* item size rounded up to RKB_SPSC_ITEM_ALIGN */
-    /* the producer's own: its next tail, and its shadow of head */
+    /* the producer's own: its next tail, its shadow of head, and the tail
+     * it last published */
     _Alignas(RKB_SPSC_ALIGN) uint32_t p_tail;
     uint32_t p_head;
+    uint32_t p_pub;
     /* shared: written by the producer (release), read by the consumer (acquire) */
     _Alignas(RKB_SPSC_ALIGN) uint32_t tail;
-    /* the consumer's own: its next head, and its shadow of tail */
+    /* the consumer's own: its next head, its shadow of tail, and the head
+     * it last published */
     _Alignas(RKB_SPSC_ALIGN) uint32_t c_head;
     uint32_t c_tail;
+    uint32_t c_pub;
     /* shared: written by the consumer (release), read by the producer (acquire) */
     _Alignas(RKB_SPSC_ALIGN) uint32_t head;
     /* entries x stride bytes of items */
@@ -97,8 +104,8 @@ static inline int rkb_spsc_init(rkb_spsc *r, uint32_t entries, size_t item_size)
         return -1;
     r->mask = entries - 1;
     r->stride = (uint32_t)rkb_spsc__stride(item_size);
-    r->p_tail = r->p_head = r->tail = 0;
-    r->c_head = r->c_tail = r->head = 0;
+    r->p_tail = r->p_head = r->p_pub = r->tail = 0;
+    r->c_head = r->c_tail = r->c_pub = r->head = 0;
     return 0;
 }
 
@@ -126,13 +133,37 @@ static inline void *rkb_spsc_sp_slot(rkb_spsc *r)
     return rkb_spsc__item(r, r->p_tail);
 }
 
-/* Publishes the slot from rkb_spsc_sp_slot (which must have returned it). */
+/* Adds the slot from rkb_spsc_sp_slot (which must have returned it) to the
+ * items the next rkb_spsc_sp_publish hands over; until then the consumer
+ * does not see it. Returns how many items wait for that publish. */
+static inline uint32_t rkb_spsc_sp_push(rkb_spsc *r)
+{
+    return ++r->p_tail - r->p_pub;
+}
+
+/* Hands every pushed item over to the consumer. */
+static inline void rkb_spsc_sp_publish(rkb_spsc *r)
+{
+    if (r->p_pub != r->p_tail) {
+        r->p_pub = r->p_tail;
+        /* (P) pairs with the consumer's acquire of tail: the items' bytes
+         * are visible before the index that hands them over */
+        rkb__st_release(&r->tail, r->p_tail);
+    }
+}
+
+/* Push and publish: hands the slot from rkb_spsc_sp_slot over now. */
 static inline void rkb_spsc_sp_commit(rkb_spsc *r)
 {
-    r->p_tail++;
-    /* (P) pairs with the consumer's acquire of tail: the item's bytes are
-     * visible before the index that hands them over */
-    rkb__st_release(&r->tail, r->p_tail);
+    rkb_spsc_sp_push(r);
+    rkb_spsc_sp_publish(r);
+}
+
+/* The slot after the one rkb_spsc_sp_slot returns (room or not): for a
+ * prefetch only. */
+static inline void *rkb_spsc_sp_next(rkb_spsc *r)
+{
+    return rkb_spsc__item(r, r->p_tail + 1);
 }
 
 /* Items committed and not yet released by the consumer, as far as the
@@ -160,13 +191,37 @@ static inline void *rkb_spsc_sc_peek(rkb_spsc *r)
     return rkb_spsc__item(r, r->c_head);
 }
 
-/* Gives the item from rkb_spsc_sc_peek back to the producer. */
+/* The item k places after the oldest when this side already knows it is
+ * there (no shared line is read), else NULL: for a prefetch. */
+static inline void *rkb_spsc_sc_ahead(rkb_spsc *r, uint32_t k)
+{
+    return r->c_tail - r->c_head > k ? rkb_spsc__item(r, r->c_head + k) : NULL;
+}
+
+/* Done with the item from rkb_spsc_sc_peek: the next peek returns the one
+ * after it; the producer gets its slot back at the next
+ * rkb_spsc_sc_publish. Returns how many slots wait for that publish. */
+static inline uint32_t rkb_spsc_sc_pop(rkb_spsc *r)
+{
+    return ++r->c_head - r->c_pub;
+}
+
+/* Gives every popped slot back to the producer. */
+static inline void rkb_spsc_sc_publish(rkb_spsc *r)
+{
+    if (r->c_pub != r->c_head) {
+        r->c_pub = r->c_head;
+        /* (C) pairs with the producer's acquire of head: every load from
+         * the slots is done before the producer may overwrite them */
+        rkb__st_release(&r->head, r->c_head);
+    }
+}
+
+/* Pop and publish: gives the item from rkb_spsc_sc_peek back now. */
 static inline void rkb_spsc_sc_release(rkb_spsc *r)
 {
-    r->c_head++;
-    /* (C) pairs with the producer's acquire of head: every load from the
-     * slot is done before the producer may overwrite it */
-    rkb__st_release(&r->head, r->c_head);
+    rkb_spsc_sc_pop(r);
+    rkb_spsc_sc_publish(r);
 }
 
 /* ---- either thread ----------------------------------------------------- */
@@ -186,8 +241,8 @@ static inline uint32_t rkb_spsc_count(const rkb_spsc *r)
  * the 32-bit indices without moving 2^32 items). Same rules as init. */
 static inline void rkb_spsc__seek(rkb_spsc *r, uint32_t start)
 {
-    r->p_tail = r->p_head = r->tail = start;
-    r->c_head = r->c_tail = r->head = start;
+    r->p_tail = r->p_head = r->p_pub = r->tail = start;
+    r->c_head = r->c_tail = r->c_pub = r->head = start;
 }
 
 #endif

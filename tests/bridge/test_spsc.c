@@ -105,6 +105,50 @@ static void test_fill_drain(void **state)
     free(r);
 }
 
+/* A burst publishes once: pushed items are not the consumer's until the
+ * producer publishes, popped slots not the producer's until the consumer
+ * publishes; sc_ahead sees only what the consumer already knows of. */
+static void test_burst_publish(void **state)
+{
+    (void)state;
+    enum { N = 8 };
+    rkb_spsc *r = ring_new(N, sizeof(item));
+    for (uint64_t i = 0; i < 3; i++) {
+        item *s = rkb_spsc_sp_slot(r);
+        assert_non_null(s);
+        s->seq = i, s->check = ~i;
+        assert_int_equal(rkb_spsc_sp_push(r), i + 1); /* waiting for the publish */
+        assert_ptr_not_equal(rkb_spsc_sp_slot(r), s); /* the next slot, though unpublished */
+    }
+    assert_null(rkb_spsc_sc_peek(r));
+    assert_int_equal(rkb_spsc_count(r), 0);
+    rkb_spsc_sp_publish(r);
+    rkb_spsc_sp_publish(r); /* a second publish changes nothing */
+    assert_int_equal(rkb_spsc_count(r), 3);
+    item *p = rkb_spsc_sc_peek(r);
+    assert_non_null(p);
+    assert_int_equal(p->seq, 0);
+    assert_ptr_equal(rkb_spsc_sc_ahead(r, 2), (char *)p + 2 * r->stride);
+    assert_null(rkb_spsc_sc_ahead(r, 3));
+    /* fill the rest: the ring is full until the consumer publishes */
+    for (int i = 3; i < N; i++) {
+        assert_non_null(rkb_spsc_sp_slot(r));
+        rkb_spsc_sp_commit(r);
+    }
+    assert_null(rkb_spsc_sp_slot(r));
+    for (uint64_t i = 0; i < 3; i++) {
+        p = rkb_spsc_sc_peek(r);
+        assert_int_equal(p->seq, i);
+        assert_int_equal(p->check, ~i);
+        assert_int_equal(rkb_spsc_sc_pop(r), i + 1);
+    }
+    assert_null(rkb_spsc_sp_slot(r)); /* popped, not yet given back */
+    rkb_spsc_sc_publish(r);
+    assert_non_null(rkb_spsc_sp_slot(r));
+    assert_int_equal(rkb_spsc_count(r), N - 3);
+    free(r);
+}
+
 /* The 32-bit indices wrap: full and empty stay right across 2^32. */
 /* The producer's pending count: exact once it reaches `upto` (it then
  * re-reads the consumer's index), an upper bound below it (cached). */
@@ -173,6 +217,7 @@ typedef struct pc {
     rkb_spsc *r;
     uint64_t n;
     uint64_t bad; /* consumer: items out of order, torn or duplicated */
+    uint32_t burst; /* 0: commit/release each item; k: publish every k, and before waiting */
 } pc;
 
 static uint64_t items_n(void)
@@ -187,39 +232,64 @@ static void *producer_main(void *arg)
     unsigned spins = 0;
     for (uint64_t i = 0; i < x->n; i++) {
         item *s;
-        while (!(s = rkb_spsc_sp_slot(x->r)))
+        while (!(s = rkb_spsc_sp_slot(x->r))) {
+            rkb_spsc_sp_publish(x->r); /* (a full ring of unpublished items waits forever) */
             backoff(&spins);
+        }
         s->seq = i;
         s->check = ~i;
-        rkb_spsc_sp_commit(x->r);
+        if (!x->burst)
+            rkb_spsc_sp_commit(x->r);
+        else if (rkb_spsc_sp_push(x->r) >= x->burst)
+            rkb_spsc_sp_publish(x->r);
     }
+    rkb_spsc_sp_publish(x->r);
     return NULL;
 }
 
-static void test_two_threads(void **state)
+static void two_threads(uint32_t burst)
 {
-    (void)state;
     /* a small ring: it goes full and empty over and over */
-    pc x = {ring_new(64, sizeof(item)), items_n(), 0};
+    pc x = {ring_new(64, sizeof(item)), items_n(), 0, burst};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, producer_main, &x), 0);
     unsigned spins = 0;
     for (uint64_t i = 0; i < x.n; i++) {
         item *p;
-        while (!(p = rkb_spsc_sc_peek(x.r)))
+        while (!(p = rkb_spsc_sc_peek(x.r))) {
+            rkb_spsc_sc_publish(x.r);
             backoff(&spins);
+        }
         if (p->seq != i || p->check != ~i) {
             if (x.bad++ < 5)
                 fprintf(stderr, "item %llu: got seq %llu check %llx\n", (unsigned long long)i,
                         (unsigned long long)p->seq, (unsigned long long)p->check);
         }
-        rkb_spsc_sc_release(x.r);
+        if (!burst)
+            rkb_spsc_sc_release(x.r);
+        else if (rkb_spsc_sc_pop(x.r) >= burst)
+            rkb_spsc_sc_publish(x.r);
     }
     pthread_join(t, NULL);
     assert_null(rkb_spsc_sc_peek(x.r)); /* nothing extra */
     assert_int_equal(x.bad, 0);
-    fprintf(stderr, "  %llu items moved in order\n", (unsigned long long)x.n);
+    fprintf(stderr, "  %llu items moved in order (burst %u)\n", (unsigned long long)x.n, burst);
     free(x.r);
+}
+
+static void test_two_threads(void **state)
+{
+    (void)state;
+    two_threads(0);
+}
+
+/* the same with indices published per burst (rk-bridge's frontend and
+ * workers: RKB_PUBLISH_EVERY) */
+static void test_two_threads_bursts(void **state)
+{
+    (void)state;
+    two_threads(5);
+    two_threads(16);
 }
 
 /* What rk-bridge moves: zmq_msg_t frames, by struct copy, closed by the
@@ -258,7 +328,7 @@ static void test_zmq_msg_move(void **state)
 {
     (void)state;
     uint64_t n = items_n() / 10 + 1;
-    pc x = {ring_new(128, sizeof(frames)), n, 0};
+    pc x = {ring_new(128, sizeof(frames)), n, 0, 0};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, msg_producer_main, &x), 0);
     unsigned spins = 0;
@@ -292,9 +362,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_fill_drain),
+        cmocka_unit_test(test_burst_publish),
         cmocka_unit_test(test_pending),
         cmocka_unit_test(test_wrap),
         cmocka_unit_test(test_two_threads),
+        cmocka_unit_test(test_two_threads_bursts),
         cmocka_unit_test(test_zmq_msg_move),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
