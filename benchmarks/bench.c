@@ -65,7 +65,10 @@ void bench_latency_stats(bench_result *r, uint64_t *s, size_t n)
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += (double)s[i];
-    size_t keep = n < 200000 ? n : 200000;
+    /* 20 000 draw the CDF as well as all of them (the percentiles are the
+     * run's own); a record of every path then stays ~1 MB, and the
+     * repository small enough to carry to the GPU machine */
+    size_t keep = n < BENCH_SAMPLES_KEPT ? n : BENCH_SAMPLES_KEPT;
     uint32_t *kept = malloc(keep * sizeof *kept);
     if (kept)
         for (size_t i = 0; i < keep; i++) {

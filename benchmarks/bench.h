@@ -54,7 +54,9 @@ static inline int bench_has(double v)
 uint64_t bench_now_ns(void);
 
 /* Sorts samples[0..n) in place and fills count/p50/p90/p99/p999/max/min/mean
- * of r. Keeps up to 200 000 evenly spaced samples in r->samples for plots. */
+ * of r. Keeps up to BENCH_SAMPLES_KEPT evenly spaced samples in r->samples
+ * for plots. */
+#define BENCH_SAMPLES_KEPT 20000
 void bench_latency_stats(bench_result *r, uint64_t *samples, size_t n);
 
 /* Appends a result named `name` for `backend`, nothing measured yet, and
