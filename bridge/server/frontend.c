@@ -35,9 +35,8 @@ static void rkb__wake_workers(rkb_front *f)
 
 /* The lines of an item a DEALER client's message uses (body, a two-frame
  * envelope, the counts): asked for ahead of use, because the other
- * thread's core wrote them last and each is a cross-core miss (the
- * frontend is the bridge's bottleneck: H100 host, 2026-11-24, it ran at
- * 100 % of a core while ZeroMQ's I/O thread and the workers did not). */
+ * thread's core wrote them last and each is a cross-core miss on the one
+ * thread every message passes twice. */
 static inline void rkb__prefetch_item(const rkb_item *it, int write)
 {
     if (write) {
