@@ -34,23 +34,17 @@ static void rkb__wake_workers(rkb_front *f)
 }
 
 /* The lines of an item a DEALER client's message uses (body, a two-frame
- * envelope, the counts): asked for ahead of use, because the other
- * thread's core wrote them last and each is a cross-core miss on the one
- * thread every message passes twice. */
-static inline void rkb__prefetch_item(const rkb_item *it, int write)
-{
-    if (write) {
-        __builtin_prefetch(&it->body, 1);
-        __builtin_prefetch(&it->env.in[0], 1);
-        __builtin_prefetch(&it->env.in[1], 1);
-        __builtin_prefetch(&it->env.more, 1);
-    } else {
-        __builtin_prefetch(&it->body, 0);
-        __builtin_prefetch(&it->env.in[0], 0);
-        __builtin_prefetch(&it->env.in[1], 0);
-        __builtin_prefetch(&it->env.more, 0);
-    }
-}
+ * envelope, the counts), asked for ahead of use (rw: 0 to read, 1 to
+ * write; a constant, as __builtin_prefetch wants): the other thread's core
+ * wrote them last and each is a cross-core miss on the one thread every
+ * message passes twice. */
+#define RKB__PREFETCH_ITEM(it, rw)                                                                 \
+    do {                                                                                           \
+        __builtin_prefetch(&(it)->body, rw);                                                       \
+        __builtin_prefetch(&(it)->env.in[0], rw);                                                  \
+        __builtin_prefetch(&(it)->env.in[1], rw);                                                  \
+        __builtin_prefetch(&(it)->env.more, rw);                                                   \
+    } while (0)
 
 static int rkb__replies(rkb_front *f)
 {
@@ -61,10 +55,9 @@ static int rkb__replies(rkb_front *f)
         rkb_item *it, *next;
         for (int k = 0; k < 256 && (it = rkb_spsc_sc_peek(q)); k++, n++) {
             if ((next = rkb_spsc_sc_ahead(q, 2)))
-                rkb__prefetch_item(next, 0);
+                RKB__PREFETCH_ITEM(next, 0);
             rkb_port_send(&sh->port, &it->env, &it->body);
-            if (rkb_spsc_sc_pop(q) >= RKB_PUBLISH_EVERY)
-                rkb_spsc_sc_publish(q);
+            rkb_spsc_sc_pop(q, RKB_PUBLISH_EVERY);
         }
         rkb_spsc_sc_publish(q);
     }
@@ -128,9 +121,9 @@ static int rkb__requests(rkb_front *f, bool *room)
         if (r < 0)
             continue; /* dropped and counted; the slot was not used */
         rkb_spsc *q = sh->loops[w]->reqq;
-        if (rkb_spsc_sp_push(q) >= RKB_PUBLISH_EVERY)
-            rkb_spsc_sp_publish(q);
-        rkb__prefetch_item(rkb_spsc_sp_next(q), 1);
+        rkb_spsc_sp_push(q, RKB_PUBLISH_EVERY);
+        const rkb_item *next = rkb_spsc_sp_next(q);
+        RKB__PREFETCH_ITEM(next, 1);
         f->wake_mask |= UINT64_C(1) << w;
         f->fill = w; /* stay with it (fill-first) */
     }

@@ -359,8 +359,7 @@ static int rkb__read_one(rkb_loop *l)
         n_body = it->n_body;
         if (n_body)
             e->body = it->body;
-        if (rkb_spsc_sc_pop(l->reqq) >= RKB_PUBLISH_EVERY)
-            rkb_spsc_sc_publish(l->reqq);
+        rkb_spsc_sc_pop(l->reqq, RKB_PUBLISH_EVERY);
     }
     rkb_pool_take(&l->pool);
     rkb__on_request(l, idx, n_body);
@@ -539,7 +538,10 @@ void *rkb_worker_main(void *arg)
     snprintf(name, sizeof name, "rkb-worker-%d", l->index);
     pthread_setname_np(pthread_self(), name);
     rkb_loop_run(l);
-    rkb_spsc_sp_publish(l->repq); /* (the loop published them; to be sure) */
+    /* every reply pushed and every slot popped is published before `live`
+     * drops (the loop's last pass did; this keeps it true whatever the
+     * loop's exits) */
+    rkb_spsc_sp_publish(l->repq);
     rkb_spsc_sc_publish(l->reqq);
     /* release: pairs with the frontend's acquire of live == 0, after which
      * it owns both rings (every reply of this worker is published) */

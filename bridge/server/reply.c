@@ -46,8 +46,7 @@ static void rkb__deliver(rkb_loop *l, rkb_entry *e, zmq_msg_t *body)
     it->n_body = 1;
     /* published with the burst (the loop's rkb__announce), or now when
      * the burst is long */
-    if (rkb_spsc_sp_push(l->repq) >= RKB_PUBLISH_EVERY)
-        rkb_spsc_sp_publish(l->repq);
+    rkb_spsc_sp_push(l->repq, RKB_PUBLISH_EVERY);
     e->env.n = 0;
     e->env.more = NULL;
     l->owe_wake = true; /* the loop tells the frontend after this burst */

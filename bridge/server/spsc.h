@@ -13,10 +13,11 @@
  *   is read only when the shadow says full (producer) or empty (consumer);
  * - items are filled and read in place (slot + commit, peek + release), so
  *   an item is written once and read once, never copied through the ring;
- * - a side that moves a burst may publish its index once for the burst
- *   (sp_push ... sp_publish, sc_pop ... sc_publish): the index line then
- *   crosses to the other core once per burst, not once per item;
  *   an item may hold zmq_msg_t frames moved into it by struct copy;
+ * - a side that moves a burst may publish its index every `every` items and
+ *   once at the burst's end (sp_push ... sp_publish, sc_pop ...
+ *   sc_publish): the index line then crosses to the other core a few times
+ *   per burst, not once per item;
  * - the ring lives in memory the caller provides:
  *       rkb_spsc *r = aligned_alloc(RKB_SPSC_ALIGN, rkb_spsc_memsize(n, sz));
  *       rkb_spsc_init(r, n, sz);
@@ -133,14 +134,6 @@ static inline void *rkb_spsc_sp_slot(rkb_spsc *r)
     return rkb_spsc__item(r, r->p_tail);
 }
 
-/* Adds the slot from rkb_spsc_sp_slot (which must have returned it) to the
- * items the next rkb_spsc_sp_publish hands over; until then the consumer
- * does not see it. Returns how many items wait for that publish. */
-static inline uint32_t rkb_spsc_sp_push(rkb_spsc *r)
-{
-    return ++r->p_tail - r->p_pub;
-}
-
 /* Hands every pushed item over to the consumer. */
 static inline void rkb_spsc_sp_publish(rkb_spsc *r)
 {
@@ -152,12 +145,19 @@ static inline void rkb_spsc_sp_publish(rkb_spsc *r)
     }
 }
 
-/* Push and publish: hands the slot from rkb_spsc_sp_slot over now. */
-static inline void rkb_spsc_sp_commit(rkb_spsc *r)
+/* Adds the slot from rkb_spsc_sp_slot (which must have returned it) to the
+ * items the next rkb_spsc_sp_publish hands over, and publishes them all
+ * once `every` wait; until then the consumer does not see them. Returns
+ * how many items wait for a publish. */
+static inline uint32_t rkb_spsc_sp_push(rkb_spsc *r, uint32_t every)
 {
-    rkb_spsc_sp_push(r);
-    rkb_spsc_sp_publish(r);
+    if (++r->p_tail - r->p_pub >= every)
+        rkb_spsc_sp_publish(r);
+    return r->p_tail - r->p_pub;
 }
+
+/* Push and publish: hands the slot from rkb_spsc_sp_slot over now. */
+static inline void rkb_spsc_sp_commit(rkb_spsc *r) { rkb_spsc_sp_push(r, 1); }
 
 /* The slot after the one rkb_spsc_sp_slot returns (room or not): for a
  * prefetch only. */
@@ -198,14 +198,6 @@ static inline void *rkb_spsc_sc_ahead(rkb_spsc *r, uint32_t k)
     return r->c_tail - r->c_head > k ? rkb_spsc__item(r, r->c_head + k) : NULL;
 }
 
-/* Done with the item from rkb_spsc_sc_peek: the next peek returns the one
- * after it; the producer gets its slot back at the next
- * rkb_spsc_sc_publish. Returns how many slots wait for that publish. */
-static inline uint32_t rkb_spsc_sc_pop(rkb_spsc *r)
-{
-    return ++r->c_head - r->c_pub;
-}
-
 /* Gives every popped slot back to the producer. */
 static inline void rkb_spsc_sc_publish(rkb_spsc *r)
 {
@@ -217,12 +209,19 @@ static inline void rkb_spsc_sc_publish(rkb_spsc *r)
     }
 }
 
-/* Pop and publish: gives the item from rkb_spsc_sc_peek back now. */
-static inline void rkb_spsc_sc_release(rkb_spsc *r)
+/* Done with the item from rkb_spsc_sc_peek: the next peek returns the one
+ * after it; the producer gets the popped slots back at the next
+ * rkb_spsc_sc_publish, which this makes once `every` wait. Returns how
+ * many slots wait for a publish. */
+static inline uint32_t rkb_spsc_sc_pop(rkb_spsc *r, uint32_t every)
 {
-    rkb_spsc_sc_pop(r);
-    rkb_spsc_sc_publish(r);
+    if (++r->c_head - r->c_pub >= every)
+        rkb_spsc_sc_publish(r);
+    return r->c_head - r->c_pub;
 }
+
+/* Pop and publish: gives the item from rkb_spsc_sc_peek back now. */
+static inline void rkb_spsc_sc_release(rkb_spsc *r) { rkb_spsc_sc_pop(r, 1); }
 
 /* ---- either thread ----------------------------------------------------- */
 

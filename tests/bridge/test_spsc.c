@@ -117,7 +117,7 @@ static void test_burst_publish(void **state)
         item *s = rkb_spsc_sp_slot(r);
         assert_non_null(s);
         s->seq = i, s->check = ~i;
-        assert_int_equal(rkb_spsc_sp_push(r), i + 1); /* waiting for the publish */
+        assert_int_equal(rkb_spsc_sp_push(r, UINT32_MAX), i + 1); /* waiting for the publish */
         assert_ptr_not_equal(rkb_spsc_sp_slot(r), s); /* the next slot, though unpublished */
     }
     assert_null(rkb_spsc_sc_peek(r));
@@ -140,11 +140,24 @@ static void test_burst_publish(void **state)
         p = rkb_spsc_sc_peek(r);
         assert_int_equal(p->seq, i);
         assert_int_equal(p->check, ~i);
-        assert_int_equal(rkb_spsc_sc_pop(r), i + 1);
+        assert_int_equal(rkb_spsc_sc_pop(r, 4), i + 1); /* below 4: none published */
     }
     assert_null(rkb_spsc_sp_slot(r)); /* popped, not yet given back */
     rkb_spsc_sc_publish(r);
     assert_non_null(rkb_spsc_sp_slot(r));
+    assert_int_equal(rkb_spsc_count(r), N - 3);
+    /* `every`: the pop or push that makes that many waiting publishes them */
+    assert_non_null(rkb_spsc_sc_peek(r));
+    assert_int_equal(rkb_spsc_sc_pop(r, 2), 1);
+    assert_int_equal(rkb_spsc_count(r), N - 3);
+    assert_non_null(rkb_spsc_sc_peek(r));
+    assert_int_equal(rkb_spsc_sc_pop(r, 2), 0);
+    assert_int_equal(rkb_spsc_count(r), N - 5);
+    assert_non_null(rkb_spsc_sp_slot(r));
+    assert_int_equal(rkb_spsc_sp_push(r, 2), 1);
+    assert_int_equal(rkb_spsc_count(r), N - 5);
+    assert_non_null(rkb_spsc_sp_slot(r));
+    assert_int_equal(rkb_spsc_sp_push(r, 2), 0);
     assert_int_equal(rkb_spsc_count(r), N - 3);
     free(r);
 }
@@ -240,8 +253,8 @@ static void *producer_main(void *arg)
         s->check = ~i;
         if (!x->burst)
             rkb_spsc_sp_commit(x->r);
-        else if (rkb_spsc_sp_push(x->r) >= x->burst)
-            rkb_spsc_sp_publish(x->r);
+        else
+            rkb_spsc_sp_push(x->r, x->burst);
     }
     rkb_spsc_sp_publish(x->r);
     return NULL;
@@ -267,8 +280,8 @@ static void two_threads(uint32_t burst)
         }
         if (!burst)
             rkb_spsc_sc_release(x.r);
-        else if (rkb_spsc_sc_pop(x.r) >= burst)
-            rkb_spsc_sc_publish(x.r);
+        else
+            rkb_spsc_sc_pop(x.r, burst);
     }
     pthread_join(t, NULL);
     assert_null(rkb_spsc_sc_peek(x.r)); /* nothing extra */
