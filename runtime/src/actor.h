@@ -85,13 +85,18 @@ static inline rk_actor *rk__actor_at(rk_runtime *rt, uint32_t i)
 }
 
 /* router.c */
-/* Drains D2H if no one else is; returns the number of replies routed. */
+/* The most replies one router claims at a time: it routes them without
+ * d2h_lock while the next router claims the next ones. */
+#define RK__D2H_CHUNK 32u
+/* Claims the next chunk of D2H, if any is complete and the lock is free,
+ * and routes it; returns the number of replies routed. */
 RK__HIDDEN int rk__drain(rk_runtime *rt, const rk_actor *self);
 /* Routes everything complete in D2H; the caller holds d2h_lock (and wakes
  * the actors afterwards). */
 RK__HIDDEN void rk__drain_locked(rk_runtime *rt);
-/* What both use (caller holds d2h_lock): yield stops a router's drain
- * when a thread blocks on the lock, or after a ring's worth of replies.
+/* Chunk after chunk under the lock (caller holds d2h_lock, no chunk
+ * out): yield stops after a chunk when a thread blocks on the lock, or
+ * after a ring's worth of replies.
  * Returns the number routed; *others: how many went to another actor than
  * self; *rc: -RK_EAGAIN, or the ring error that stopped it. */
 RK__HIDDEN int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others, int *rc);

@@ -121,6 +121,15 @@ RK__HIDDEN void rk__arena_usage(rk__arena *ar, size_t *used, size_t *peak);
 /* True when line 0 of the slot at cons_head carries this lap's flag: a
  * message is (at least partly) there. Consumer side, never blocks. */
 RK__HIDDEN bool rk__ring_ready(rk_ring *r);
+/* ... of the slot at pos (a consumer that claims positions itself). */
+RK__HIDDEN bool rk__ring_ready_at(rk_ring *r, uint64_t pos);
+/* 0 and the length in *len when every line of the message at pos is
+ * there; -RK_EAGAIN when some are not yet; -RK_EPROTO (rk__fail) for a
+ * length over the slot's. */
+RK__HIDDEN int rk__ring_complete_at(rk_ring *r, uint64_t pos, uint32_t *len);
+/* rk_ring_sc_peek of the message at pos: for consumers that share out
+ * positions among themselves and publish cons_head in order (router.c). */
+RK__HIDDEN int rk__ring_peek_at(rk_ring *r, uint64_t pos, void *buf, uint32_t cap, uint32_t *len);
 /* Wakes every host consumer sleeping on r's doorbell (seq_cst fence, then
  * a futex wake when cons_sleeping is non-zero). */
 RK__HIDDEN void rk__ring_wake(rk_ring *r);
@@ -215,10 +224,12 @@ struct rk_runtime {
     rk_actor **actors;
     uint32_t n_actor_slots;
 
-    /* D2H is drained by whichever waiting actor holds this lock; it routes
-     * each reply into its actor's ready queue and wakes that actor. Actors
-     * sleep on the D2H ring's doorbell (shared memory, so a worker process
-     * can ring it); its cons_sleeping counts the sleepers. */
+    /* D2H is drained by the waiting actors themselves (no router thread):
+     * this lock orders their claims and publications (below) and keeps
+     * them away from the supervisor and a closing actor (rk__d2h_lock).
+     * Each reply goes into its actor's ready queue, and actors that sleep
+     * are woken: they sleep on the D2H ring's doorbell (shared memory, so
+     * a worker process can ring it); its cons_sleeping counts them. */
     _Alignas(64) pthread_mutex_t d2h_lock;
 
     /* Read at every spin of every waiter, written rarely: a line of their
@@ -231,9 +242,16 @@ struct rk_runtime {
      * routers starves them for seconds (H100, 84a5d49: the supervisor
      * waited 3.6 s under 8 pipelining actors; 048de4b: a re-post ~60 s) */
     _Atomic int d2h_wanted;
-    /* a router is draining D2H (it holds d2h_lock): the other waiters
-     * leave the ring alone and watch their own ready queues (router.c) */
-    _Atomic bool draining;
+
+    /* D2H is read in chunks (router.c): a router claims the complete
+     * replies from d2h_claim on under d2h_lock, routes them without it
+     * (so several threads route at once) and publishes them, and
+     * cons_head, under it again in claim order. Waiters read d2h_claim
+     * at every spin to see whether there is anything to claim. */
+    _Alignas(64) _Atomic uint64_t d2h_claim; /* written under d2h_lock */
+    uint64_t d2h_tickets;                    /* under d2h_lock: chunks claimed */
+    _Atomic uint64_t d2h_published;          /* chunks published, in claim order */
+    uint32_t d2h_out;                        /* under d2h_lock: claimed, not yet published */
 
     /* Recovery (router.c, supervisor.c). gen: the worker generation; an
      * actor whose own gen lags re-posts what it still owes (send.c).

@@ -180,16 +180,43 @@ int rk_ring_sp_enqueue(rk_ring *r, const void *msg, uint32_t len)
     return 0;
 }
 
-bool rk__ring_ready(rk_ring *r)
+bool rk__ring_ready(rk_ring *r) { return rk__ring_ready_at(r, rk__ld_relaxed(&r->cons_head)); }
+
+bool rk__ring_ready_at(rk_ring *r, uint64_t pos)
 {
-    uint64_t pos = rk__ld_relaxed(&r->cons_head);
     uint64_t l0 = rk__ld_relaxed(rk_ring_slot(r, pos));
     return (uint32_t)(l0 >> 32) == rk_ring_flag(r, pos);
 }
 
+int rk__ring_complete_at(rk_ring *r, uint64_t pos, uint32_t *lenp)
+{
+    const uint64_t *slot = rk_ring_slot(r, pos);
+    const uint32_t flag = rk_ring_flag(r, pos);
+    /* acquire: as rk__ring_peek_at's, so that what the lines point to is
+     * visible to this thread (and, through the claim's lock, to the one
+     * that routes them) */
+    uint64_t l0 = rk__ld_acquire(&slot[0]);
+    if ((uint32_t)(l0 >> 32) != flag)
+        return -RK_EAGAIN;
+    uint32_t len = (uint32_t)l0;
+    if (len > rk_ring_msg_max(r))
+        return rk__fail(RK_EPROTO, "ring slot %llu claims %u B, the slot holds %u B",
+                        (unsigned long long)pos, len, rk_ring_msg_max(r));
+    for (uint32_t k = 0; k < (len + 3) / 4; k++)
+        if ((uint32_t)(rk__ld_acquire(&slot[1 + k]) >> 32) != flag)
+            return -RK_EAGAIN; /* the producer is still writing these lines */
+    *lenp = len;
+    return 0;
+}
+
 int rk_ring_sc_peek(rk_ring *r, void *buf, uint32_t cap, uint32_t *lenp)
 {
-    uint64_t pos = rk__ld_relaxed(&r->cons_head); /* only this consumer writes it */
+    /* relaxed: only this consumer writes cons_head */
+    return rk__ring_peek_at(r, rk__ld_relaxed(&r->cons_head), buf, cap, lenp);
+}
+
+int rk__ring_peek_at(rk_ring *r, uint64_t pos, void *buf, uint32_t cap, uint32_t *lenp)
+{
     const uint64_t *slot = rk_ring_slot(r, pos);
     const uint32_t flag = rk_ring_flag(r, pos);
     /* acquire on every line: pairs with the producer's store-release of

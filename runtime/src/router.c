@@ -7,6 +7,7 @@
  * actor this is just "the caller polls D2H": no router thread, no extra
  * hop, so the round trip is producer -> consumer -> caller. */
 #include <limits.h>
+#include <sched.h>
 #include <string.h>
 
 #include "actor.h"
@@ -24,7 +25,9 @@ static void rk__publish(rk_actor *a)
 
 /* Hands a completed record to its owner (or gives it back for a closing
  * actor): queued, and published now, or (batch) by the caller's
- * rk__publish. Caller holds d2h_lock. Returns whether it was queued. */
+ * rk__publish. Counts it as an error reply when its status says so (the
+ * caller counts the replies). Caller holds d2h_lock. Returns whether it
+ * was queued. */
 static bool rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag, bool batch)
 {
     rk__pending *p = &a->pend[tag];
@@ -32,7 +35,6 @@ static bool rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag, bool batch)
         rk__suspect_release(rt, RK__RUN_WORD(a->index, tag, p->id));
     if (p->status)
         atomic_fetch_add(&rt->n_errors, 1);
-    atomic_fetch_add(&rt->n_replies, 1);
     rk__st_relaxed(&p->state, (uint8_t)RK__P_DONE);
     if (a->closing) {
         rk__pending_put(a, tag);
@@ -52,13 +54,17 @@ void rk__answer_locked(rk_runtime *rt, rk_actor *a, uint16_t tag, int status)
     rk__pending *p = &a->pend[tag];
     p->status = status;
     p->len = 0;
+    atomic_fetch_add(&rt->n_replies, 1);
     rk__deliver(rt, a, tag, false);
 }
 
-/* Routes one reply to its actor's ready queue, unpublished (the caller's
- * rk__publish). Caller holds d2h_lock. Returns the actor it was queued
- * for, or NULL when it was dropped or given back (a closing actor's). */
-static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
+/* Copies one reply into its pending record: the actor it is for, or NULL
+ * when it matches no request (dropped, counted as an error). Called with
+ * or without d2h_lock: a chunk's records are its router's alone until it
+ * publishes them, because whoever else writes a SENT record (the
+ * supervisor, a closing actor, a fault reply) takes rk__d2h_lock, which
+ * waits until no chunk is out. */
+static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len, uint16_t *tag)
 {
     rk_msg_hdr h;
     if (len < sizeof h) {
@@ -91,81 +97,187 @@ static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len)
         else
             memcpy(p->inline_buf, msg + sizeof h, h.len);
     }
-    /* the first reply after a worker change ends the recovery's clock */
-    int64_t t0 = atomic_load_explicit(&rt->recover_t0, memory_order_relaxed);
-    if (t0 && atomic_compare_exchange_strong(&rt->recover_t0, &t0, 0)) {
-        rt->first_reply_t0 = t0;
-        rt->first_reply_at = rk__now_ns();
-        atomic_store(&rt->last_recovery_ns, rt->first_reply_at - t0);
-    }
-    return rk__deliver(rt, a, h.tag, true) ? a : NULL;
+    *tag = h.tag;
+    return a;
 }
 
-/* (actor.h) A router yields: under a steady load D2H is never empty, and
- * a router that drained until the ring was empty held d2h_lock as long as
- * the load lasted; a re-post blocked on it waited tens of seconds (H100,
- * 8 pipelining actors, 048de4b: the "lost" poison). */
-int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others, int *rc)
+/* A chunk of D2H: positions [pos, pos + n), claimed as ticket, and the
+ * records its replies filled (a NULL actor: dropped). */
+typedef struct rk__chunk {
+    uint64_t pos, ticket;
+    uint32_t n;
+    rk_actor *act[RK__D2H_CHUNK];
+    uint16_t tag[RK__D2H_CHUNK];
+} rk__chunk;
+
+/* Claims the complete replies from d2h_claim on, up to RK__D2H_CHUNK. Caller holds
+ * d2h_lock. Returns the count; *rc: -RK_EAGAIN, or the ring error that
+ * stopped it (a slot that claims more than it holds). */
+static uint32_t rk__claim_locked(rk_runtime *rt, rk__chunk *c, int *rc)
+{
+    rk_ring *d = rt->d2h;
+    /* with no chunk out, cons_head is where reading goes on (a self-test
+     * or a reset moved it); relaxed: only the holder of d2h_lock moves
+     * either */
+    uint64_t pos = rt->d2h_out ? atomic_load_explicit(&rt->d2h_claim, memory_order_relaxed)
+                               : rk__ld_relaxed(&d->cons_head);
+    uint32_t n = 0, len;
+    while (n < RK__D2H_CHUNK && (*rc = rk__ring_complete_at(d, pos + n, &len)) == 0)
+        n++;
+    c->pos = pos;
+    c->n = n;
+    if (n) { /* an empty claim takes no ticket: nothing to publish */
+        c->ticket = rt->d2h_tickets++;
+        rt->d2h_out++;
+        atomic_store_explicit(&rt->d2h_claim, pos + n, memory_order_relaxed);
+    }
+    return n;
+}
+
+/* Reads and routes a claimed chunk (d2h_lock not needed: the positions
+ * are the claimer's until it publishes them). Returns how many went to
+ * another actor than self. */
+static int rk__route_chunk(rk_runtime *rt, rk__chunk *c, const rk_actor *self)
 {
     _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
-    uint32_t len;
-    int n = 0;
+    int others = 0;
+    for (uint32_t k = 0; k < c->n; k++) {
+        uint32_t len = 0;
+        /* complete when claimed: the producer does not touch it again
+         * before cons_head passes it */
+        int rc = rk__ring_peek_at(rt->d2h, c->pos + k, msg, sizeof msg, &len);
+        c->act[k] = rc ? NULL : rk__route(rt, msg, len, &c->tag[k]);
+        others += c->act[k] && c->act[k] != self;
+    }
+    return others;
+}
+
+/* Queues a routed chunk's replies for their owners, publishes each
+ * owner's queue once, and gives the chunk's slots back to the producer.
+ * Caller holds d2h_lock, and every earlier ticket is published. The
+ * chunk is not empty. */
+static void rk__publish_chunk_locked(rk_runtime *rt, const rk__chunk *c)
+{
     /* the actors with replies queued, published once at the end: a
      * publication per reply made each owner's load wait for the line */
     enum { TOUCHED = 16 };
     rk_actor *touched[TOUCHED];
-    int nt = 0;
-    while ((*rc = rk_ring_sc_peek(rt->d2h, msg, sizeof msg, &len)) == 0) {
-        rk_ring_sc_release(rt->d2h);
-        rk_actor *a = rk__route(rt, msg, len);
-        *others += a != self;
+    int nt = 0, n = 0;
+    for (uint32_t k = 0; k < c->n; k++) {
+        rk_actor *a = c->act[k];
+        if (!a)
+            continue;
         n++;
+        if (!rk__deliver(rt, a, c->tag[k], true))
+            continue;
         int i = 0;
-        while (a && i < nt && touched[i] != a)
+        while (i < nt && touched[i] != a)
             i++;
-        if (a && i == nt) {
+        if (i == nt) {
             if (nt == TOUCHED)
                 rk__publish(touched[--nt]); /* many actors: make room */
             touched[nt++] = a;
         }
-        /* relaxed: a late look costs the blocked thread one more reply */
+    }
+    for (int i = 0; i < nt; i++)
+        rk__publish(touched[i]);
+    if (n) {
+        atomic_fetch_add(&rt->n_replies, (uint64_t)n);
+        /* the first reply after a worker change ends the recovery's clock */
+        int64_t t0 = atomic_load_explicit(&rt->recover_t0, memory_order_relaxed);
+        if (t0 && atomic_compare_exchange_strong(&rt->recover_t0, &t0, 0)) {
+            rt->first_reply_t0 = t0;
+            rt->first_reply_at = rk__now_ns();
+            atomic_store(&rt->last_recovery_ns, rt->first_reply_at - t0);
+        }
+    }
+    /* release: the chunk's slots are read before the producer may reuse
+     * them; pairs with its load-acquire of cons_head. Chunks publish in
+     * claim order, so cons_head only moves forward. */
+    rk__st_release(&rt->d2h->cons_head, c->pos + c->n);
+    rt->d2h_out--;
+    /* release: this chunk's publication before the next ticket's; pairs
+     * with the load-acquire in rk__drain's turn wait */
+    atomic_store_explicit(&rt->d2h_published, c->ticket + 1, memory_order_release);
+}
+
+int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others, int *rc)
+{
+    int n = 0;
+    *others = 0;
+    /* holding the lock throughout: claim, route and publish chunk after
+     * chunk (the supervisor's drain; no chunk is out when it runs) */
+    for (;;) {
+        rk__chunk c;
+        if (!rk__claim_locked(rt, &c, rc))
+            break;
+        *others += rk__route_chunk(rt, &c, self);
+        rk__publish_chunk_locked(rt, &c);
+        n += (int)c.n;
+        if (*rc != 0 && *rc != -RK_EAGAIN)
+            break;
+        if (c.n < RK__D2H_CHUNK)
+            continue; /* the claim ran into an empty slot: one more look */
+        /* relaxed: a late look costs the blocked thread one more chunk */
         if (yield && (atomic_load_explicit(&rt->d2h_wanted, memory_order_relaxed) || (uint32_t)n >= rt->d2h->slots)) {
             *rc = -RK_EAGAIN;
             break;
         }
     }
-    for (int i = 0; i < nt; i++)
-        rk__publish(touched[i]);
     return n;
 }
 
+/* Claim lines up to this long are routed under the lock (nothing to gain
+ * from letting go of it for one reply: the round trip's case) */
+#define RK__ROUTE_LOCKED_MAX 2u
+
 int rk__drain(rk_runtime *rt, const rk_actor *self)
 {
-    /* another thread drains, and routes our replies too: reading the ring
-     * beside it would pull the line it writes at every reply (cons_head)
-     * into every waiter's cache, and each of its stores would wait for
-     * them. relaxed: a hint; a stale value costs one more look or one
-     * spin without one */
-    if (atomic_load_explicit(&rt->draining, memory_order_relaxed))
-        return 0;
     /* nothing there: no lock taken (the waiter's loop asks this at every
-     * spin; a trylock and unlock are two locked instructions) */
-    if (!rk__ring_ready(rt->d2h))
+     * spin; a trylock and unlock are two locked instructions). relaxed:
+     * a stale position costs one more look */
+    if (!rk__ring_ready_at(rt->d2h, atomic_load_explicit(&rt->d2h_claim, memory_order_relaxed)))
         return 0;
     /* relaxed: a stale 0 costs the blocked thread one more holder */
     if (atomic_load_explicit(&rt->d2h_wanted, memory_order_relaxed) ||
         pthread_mutex_trylock(&rt->d2h_lock) != 0)
         return 0;
-    atomic_store_explicit(&rt->draining, true, memory_order_relaxed);
-    int others = 0, rc;
-    int n = rk__drain_some(rt, self, true, &others, &rc);
-    atomic_store_explicit(&rt->draining, false, memory_order_relaxed);
+    int rc, others;
+    rk__chunk c;
+    const bool alone = rt->d2h_out == 0; /* no earlier chunk to publish first */
+    if (!rk__claim_locked(rt, &c, &rc)) {
+        pthread_mutex_unlock(&rt->d2h_lock);
+        if (rc != -RK_EAGAIN)
+            rk__runtime_fault(rt, rc, rk_last_detail());
+        return 0;
+    }
+    if (alone && c.n <= RK__ROUTE_LOCKED_MAX) {
+        others = rk__route_chunk(rt, &c, self);
+    } else {
+        /* route without the lock, so that other waiters claim and route
+         * the next chunks meanwhile (one router at a time topped out at
+         * ~7 M replies/s on an H100 host, however many threads waited:
+         * routing another actor's reply moves that actor's record and
+         * queue lines from its core) */
+        pthread_mutex_unlock(&rt->d2h_lock);
+        others = rk__route_chunk(rt, &c, self);
+        /* acquire: pairs with the previous ticket's release, so its
+         * publication (queues, cons_head) comes before ours */
+        for (uint32_t spins = 1; atomic_load_explicit(&rt->d2h_published, memory_order_acquire) != c.ticket;
+             spins++) {
+            rk__cpu_relax();
+            /* the earlier ticket's router may have lost its core (more
+             * threads than cores): give it ours */
+            if ((spins & 255) == 0)
+                sched_yield();
+        }
+        pthread_mutex_lock(&rt->d2h_lock);
+    }
+    rk__publish_chunk_locked(rt, &c);
     pthread_mutex_unlock(&rt->d2h_lock);
-    if (rc != -RK_EAGAIN)
-        rk__runtime_fault(rt, rc, rk_last_detail());
     if (others)
         rk__runtime_wake(rt);
-    return n;
+    return (int)c.n;
 }
 
 void rk__drain_locked(rk_runtime *rt)
@@ -264,7 +376,8 @@ static void rk__sleep_for_reply(rk_actor *a, int64_t sleep_ns)
     /* seq_cst: pairs with rk__ring_wake's fence (Dekker): either we see
      * the reply here, or the waker sees us sleeping */
     rk__fence_seq_cst();
-    bool pending = rk__ring_ready(d2h) || a->ready_head != rk__ld_acquire(&a->ready_tail);
+    bool pending = rk__ring_ready_at(d2h, atomic_load_explicit(&a->rt->d2h_claim, memory_order_relaxed)) ||
+                   a->ready_head != rk__ld_acquire(&a->ready_tail);
     if (!pending)
         rk__futex_wait(&d2h->doorbell, seq, sleep_ns);
     __atomic_fetch_sub(&d2h->cons_sleeping, 1u, __ATOMIC_RELAXED);
@@ -429,6 +542,14 @@ void rk__d2h_lock(rk_runtime *rt)
 {
     atomic_fetch_add(&rt->d2h_wanted, 1);
     pthread_mutex_lock(&rt->d2h_lock);
+    /* chunks routed without the lock are let in to publish: whoever
+     * takes it this way may touch any pending record (d2h_wanted keeps
+     * new claims away meanwhile) */
+    while (rt->d2h_out) {
+        pthread_mutex_unlock(&rt->d2h_lock);
+        sched_yield();
+        pthread_mutex_lock(&rt->d2h_lock);
+    }
     atomic_fetch_sub(&rt->d2h_wanted, 1);
 }
 

@@ -239,6 +239,9 @@ void rk__rings_reset_locked(rk_runtime *rt)
     rk__st_relaxed(&d->prod_tail, pos);
     /* release: pairs with producers' load-acquire of cons_head */
     rk__st_release(&d->cons_head, pos);
+    /* where the waiters look for replies (router.c); relaxed: a stale
+     * look costs one more spin */
+    atomic_store_explicit(&rt->d2h_claim, pos, memory_order_relaxed);
     rk__region *reg = rt->view.hdr;
     for (uint32_t i = 0; i < RK__RUNNING_SLOTS; i++)
         rk__st_relaxed(&reg->running[i], 0ull);
