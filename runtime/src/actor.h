@@ -85,9 +85,6 @@ static inline rk_actor *rk__actor_at(rk_runtime *rt, uint32_t i)
 }
 
 /* router.c */
-/* The most replies one router claims at a time: it routes them without
- * d2h_lock while the next router claims the next ones. */
-#define RK__D2H_CHUNK 32u
 /* Claims the next chunk of D2H, if any is complete and the lock is free,
  * and routes it; returns the number of replies routed. */
 RK__HIDDEN int rk__drain(rk_runtime *rt, const rk_actor *self);

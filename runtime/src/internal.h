@@ -205,6 +205,22 @@ RK__HIDDEN extern const rk__backend_ops rk__inproc_backend; /* CUDA in this proc
 
 /* ---- the runtime ---- */
 struct rk__modset;
+
+/* D2H chunks (router.c): the most replies a router claims at a time, and
+ * the most chunks claimed and not yet published. */
+#define RK__D2H_CHUNK 32u
+#define RK__D2H_CHUNKS 16u
+/* One claimed chunk of D2H: positions [pos, pos + n), the records its
+ * replies filled (a NULL actor: dropped). Its router fills it without
+ * d2h_lock, then stores routed = ticket + 1; whoever publishes in turn
+ * (under d2h_lock) takes it from there. */
+typedef struct rk__d2h_chunk {
+    _Atomic uint64_t routed;
+    uint64_t pos, ticket;
+    uint32_t n;
+    rk_actor *act[RK__D2H_CHUNK];
+    uint16_t tag[RK__D2H_CHUNK];
+} rk__d2h_chunk;
 struct rk_runtime {
     rk_config cfg;
     rk_info info;
@@ -252,6 +268,7 @@ struct rk_runtime {
     uint64_t d2h_tickets;                    /* under d2h_lock: chunks claimed */
     _Atomic uint64_t d2h_published;          /* chunks published, in claim order */
     uint32_t d2h_out;                        /* under d2h_lock: claimed, not yet published */
+    rk__d2h_chunk d2h_chunks[RK__D2H_CHUNKS]; /* by ticket */
 
     /* Recovery (router.c, supervisor.c). gen: the worker generation; an
      * actor whose own gen lags re-posts what it still owes (send.c).

@@ -101,21 +101,17 @@ static rk_actor *rk__route(rk_runtime *rt, const uint8_t *msg, uint32_t len, uin
     return a;
 }
 
-/* A chunk of D2H: positions [pos, pos + n), claimed as ticket, and the
- * records its replies filled (a NULL actor: dropped). */
-typedef struct rk__chunk {
-    uint64_t pos, ticket;
-    uint32_t n;
-    rk_actor *act[RK__D2H_CHUNK];
-    uint16_t tag[RK__D2H_CHUNK];
-} rk__chunk;
-
-/* Claims the complete replies from d2h_claim on, up to RK__D2H_CHUNK. Caller holds
- * d2h_lock. Returns the count; *rc: -RK_EAGAIN, or the ring error that
- * stopped it (a slot that claims more than it holds). */
-static uint32_t rk__claim_locked(rk_runtime *rt, rk__chunk *c, int *rc)
+/* Claims the complete replies from d2h_claim on, up to RK__D2H_CHUNK,
+ * into the chunk of the next ticket; NULL when none is complete or
+ * RK__D2H_CHUNKS chunks are out. Caller holds d2h_lock. *rc: -RK_EAGAIN,
+ * or the ring error that stopped the claim (a slot that claims more than
+ * it holds). */
+static rk__d2h_chunk *rk__claim_locked(rk_runtime *rt, int *rc)
 {
     rk_ring *d = rt->d2h;
+    *rc = -RK_EAGAIN;
+    if (rt->d2h_out == RK__D2H_CHUNKS)
+        return NULL;
     /* with no chunk out, cons_head is where reading goes on (a self-test
      * or a reset moved it); relaxed: only the holder of d2h_lock moves
      * either */
@@ -124,20 +120,22 @@ static uint32_t rk__claim_locked(rk_runtime *rt, rk__chunk *c, int *rc)
     uint32_t n = 0, len;
     while (n < RK__D2H_CHUNK && (*rc = rk__ring_complete_at(d, pos + n, &len)) == 0)
         n++;
+    if (!n)
+        return NULL;
+    const uint64_t t = rt->d2h_tickets++;
+    rk__d2h_chunk *c = &rt->d2h_chunks[t % RK__D2H_CHUNKS];
     c->pos = pos;
     c->n = n;
-    if (n) { /* an empty claim takes no ticket: nothing to publish */
-        c->ticket = rt->d2h_tickets++;
-        rt->d2h_out++;
-        atomic_store_explicit(&rt->d2h_claim, pos + n, memory_order_relaxed);
-    }
-    return n;
+    c->ticket = t;
+    rt->d2h_out++;
+    atomic_store_explicit(&rt->d2h_claim, pos + n, memory_order_relaxed);
+    return c;
 }
 
 /* Reads and routes a claimed chunk (d2h_lock not needed: the positions
- * are the claimer's until it publishes them). Returns how many went to
- * another actor than self. */
-static int rk__route_chunk(rk_runtime *rt, rk__chunk *c, const rk_actor *self)
+ * and the chunk are its claimer's until it marks it routed). Returns how
+ * many went to another actor than self. */
+static int rk__route_chunk(rk_runtime *rt, rk__d2h_chunk *c, const rk_actor *self)
 {
     _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
     int others = 0;
@@ -149,14 +147,18 @@ static int rk__route_chunk(rk_runtime *rt, rk__chunk *c, const rk_actor *self)
         c->act[k] = rc ? NULL : rk__route(rt, msg, len, &c->tag[k]);
         others += c->act[k] && c->act[k] != self;
     }
+    /* seq_cst: against rk__publish_locked's store of d2h_published
+     * (Dekker): either this router sees its turn has come and publishes,
+     * or the publisher before it sees the chunk routed and publishes it */
+    atomic_store(&c->routed, c->ticket + 1);
     return others;
 }
 
 /* Queues a routed chunk's replies for their owners, publishes each
  * owner's queue once, and gives the chunk's slots back to the producer.
- * Caller holds d2h_lock, and every earlier ticket is published. The
- * chunk is not empty. */
-static void rk__publish_chunk_locked(rk_runtime *rt, const rk__chunk *c)
+ * Caller holds d2h_lock; every earlier ticket is published. Returns
+ * whether any reply was queued. */
+static bool rk__publish_chunk_locked(rk_runtime *rt, const rk__d2h_chunk *c)
 {
     /* the actors with replies queued, published once at the end: a
      * publication per reply made each owner's load wait for the line */
@@ -196,9 +198,25 @@ static void rk__publish_chunk_locked(rk_runtime *rt, const rk__chunk *c)
      * claim order, so cons_head only moves forward. */
     rk__st_release(&rt->d2h->cons_head, c->pos + c->n);
     rt->d2h_out--;
-    /* release: this chunk's publication before the next ticket's; pairs
-     * with the load-acquire in rk__drain's turn wait */
-    atomic_store_explicit(&rt->d2h_published, c->ticket + 1, memory_order_release);
+    return nt > 0;
+}
+
+/* Publishes the routed chunks whose turn it is, in claim order. Caller
+ * holds d2h_lock. Returns whether any reply was queued. */
+static bool rk__publish_locked(rk_runtime *rt)
+{
+    bool queued = false;
+    while (rt->d2h_out) {
+        const uint64_t t = atomic_load_explicit(&rt->d2h_published, memory_order_relaxed);
+        rk__d2h_chunk *c = &rt->d2h_chunks[t % RK__D2H_CHUNKS];
+        /* seq_cst: pairs with rk__route_chunk's store (Dekker, there);
+         * it also makes the router's records visible here */
+        if (atomic_load(&c->routed) != t + 1)
+            break;
+        queued |= rk__publish_chunk_locked(rt, c);
+        atomic_store(&rt->d2h_published, t + 1); /* seq_cst: as above */
+    }
+    return queued;
 }
 
 int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others, int *rc)
@@ -207,17 +225,12 @@ int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others
     *others = 0;
     /* holding the lock throughout: claim, route and publish chunk after
      * chunk (the supervisor's drain; no chunk is out when it runs) */
-    for (;;) {
-        rk__chunk c;
-        if (!rk__claim_locked(rt, &c, rc))
-            break;
-        *others += rk__route_chunk(rt, &c, self);
-        rk__publish_chunk_locked(rt, &c);
-        n += (int)c.n;
+    for (rk__d2h_chunk *c; (c = rk__claim_locked(rt, rc)) != NULL;) {
+        *others += rk__route_chunk(rt, c, self);
+        n += (int)c->n;
+        rk__publish_locked(rt);
         if (*rc != 0 && *rc != -RK_EAGAIN)
             break;
-        if (c.n < RK__D2H_CHUNK)
-            continue; /* the claim ran into an empty slot: one more look */
         /* relaxed: a late look costs the blocked thread one more chunk */
         if (yield && (atomic_load_explicit(&rt->d2h_wanted, memory_order_relaxed) || (uint32_t)n >= rt->d2h->slots)) {
             *rc = -RK_EAGAIN;
@@ -227,8 +240,8 @@ int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others
     return n;
 }
 
-/* Claim lines up to this long are routed under the lock (nothing to gain
- * from letting go of it for one reply: the round trip's case) */
+/* Claims of up to this many replies with no chunk out are routed under
+ * the lock (nothing to gain from letting go of it: the round trip's case) */
 #define RK__ROUTE_LOCKED_MAX 2u
 
 int rk__drain(rk_runtime *rt, const rk_actor *self)
@@ -242,42 +255,41 @@ int rk__drain(rk_runtime *rt, const rk_actor *self)
     if (atomic_load_explicit(&rt->d2h_wanted, memory_order_relaxed) ||
         pthread_mutex_trylock(&rt->d2h_lock) != 0)
         return 0;
-    int rc, others;
-    rk__chunk c;
+    int rc;
     const bool alone = rt->d2h_out == 0; /* no earlier chunk to publish first */
-    if (!rk__claim_locked(rt, &c, &rc)) {
+    rk__d2h_chunk *c = rk__claim_locked(rt, &rc);
+    if (!c) {
         pthread_mutex_unlock(&rt->d2h_lock);
         if (rc != -RK_EAGAIN)
             rk__runtime_fault(rt, rc, rk_last_detail());
         return 0;
     }
-    if (alone && c.n <= RK__ROUTE_LOCKED_MAX) {
-        others = rk__route_chunk(rt, &c, self);
+    const int n = (int)c->n;
+    bool wake;
+    if (alone && c->n <= RK__ROUTE_LOCKED_MAX) {
+        /* only replies for others need a wake (a fence, on the round trip) */
+        wake = rk__route_chunk(rt, c, self) > 0;
+        rk__publish_locked(rt);
     } else {
         /* route without the lock, so that other waiters claim and route
          * the next chunks meanwhile (one router at a time topped out at
          * ~7 M replies/s on an H100 host, however many threads waited:
          * routing another actor's reply moves that actor's record and
-         * queue lines from its core) */
+         * queue lines from its core). The chunk is published in claim
+         * order: by this router if its turn has come, else by the one
+         * whose turn it is (no waiting for it here) */
+        const uint64_t t = c->ticket;
         pthread_mutex_unlock(&rt->d2h_lock);
-        others = rk__route_chunk(rt, &c, self);
-        /* acquire: pairs with the previous ticket's release, so its
-         * publication (queues, cons_head) comes before ours */
-        for (uint32_t spins = 1; atomic_load_explicit(&rt->d2h_published, memory_order_acquire) != c.ticket;
-             spins++) {
-            rk__cpu_relax();
-            /* the earlier ticket's router may have lost its core (more
-             * threads than cores): give it ours */
-            if ((spins & 255) == 0)
-                sched_yield();
-        }
+        rk__route_chunk(rt, c, self);
+        if (atomic_load(&rt->d2h_published) != t) /* seq_cst: Dekker, rk__route_chunk */
+            return n;
         pthread_mutex_lock(&rt->d2h_lock);
+        wake = rk__publish_locked(rt);
     }
-    rk__publish_chunk_locked(rt, &c);
     pthread_mutex_unlock(&rt->d2h_lock);
-    if (others)
+    if (wake)
         rk__runtime_wake(rt);
-    return (int)c.n;
+    return n;
 }
 
 void rk__drain_locked(rk_runtime *rt)
@@ -542,10 +554,10 @@ void rk__d2h_lock(rk_runtime *rt)
 {
     atomic_fetch_add(&rt->d2h_wanted, 1);
     pthread_mutex_lock(&rt->d2h_lock);
-    /* chunks routed without the lock are let in to publish: whoever
-     * takes it this way may touch any pending record (d2h_wanted keeps
-     * new claims away meanwhile) */
-    while (rt->d2h_out) {
+    /* no chunk may be out: whoever takes the lock this way may touch any
+     * pending record. Routed ones are published here; those still being
+     * routed are waited for (d2h_wanted keeps new claims away) */
+    while (rk__publish_locked(rt), rt->d2h_out) {
         pthread_mutex_unlock(&rt->d2h_lock);
         sched_yield();
         pthread_mutex_lock(&rt->d2h_lock);
