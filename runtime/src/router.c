@@ -2,10 +2,15 @@
  * backend fault means for waiters.
  *
  * Replies are routed by whoever waits: an actor waiting for a reply takes
- * the D2H lock (trylock, never blocks on it), drains the ring and puts each
- * reply into its owner's ready queue, waking owners that sleep. With one
- * actor this is just "the caller polls D2H": no router thread, no extra
- * hop, so the round trip is producer -> consumer -> caller. */
+ * the D2H lock (trylock, never blocks on it), claims the next chunk of
+ * complete replies (up to RK__D2H_CHUNK), copies each into its pending
+ * record without the lock, so that other waiters claim and route the
+ * chunks after it meanwhile, and the chunks are published in claim order
+ * (each reply into its owner's ready queue, then cons_head), by whoever's
+ * turn it is: each actor's replies keep their order. Owners that sleep are
+ * woken. With one actor this is just "the caller polls D2H": no router
+ * thread, no extra hop, so the round trip is producer -> consumer ->
+ * caller (a claim of one or two replies is routed under the lock). */
 #include <limits.h>
 #include <sched.h>
 #include <string.h>
