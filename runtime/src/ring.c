@@ -188,20 +188,33 @@ bool rk__ring_ready_at(rk_ring *r, uint64_t pos)
     return (uint32_t)(l0 >> 32) == rk_ring_flag(r, pos);
 }
 
+/* Line 0 of the message at pos: 0 and its length in *lenp, -RK_EAGAIN
+ * when it is not there, -RK_EPROTO (rk__fail) for a length over the
+ * slot's. acquire: pairs with the producer's store-release of the line
+ * (rk__ring_write), as the loads of the other lines do. */
+static int rk__ring_line0(rk_ring *r, uint64_t pos, uint32_t flag, uint32_t *lenp)
+{
+    uint64_t l0 = rk__ld_acquire(rk_ring_slot(r, pos));
+    if ((uint32_t)(l0 >> 32) != flag)
+        return -RK_EAGAIN;
+    *lenp = (uint32_t)l0;
+    if (*lenp > rk_ring_msg_max(r))
+        return rk__fail(RK_EPROTO, "ring slot %llu claims %u B, the slot holds %u B",
+                        (unsigned long long)pos, *lenp, rk_ring_msg_max(r));
+    return 0;
+}
+
 int rk__ring_complete_at(rk_ring *r, uint64_t pos, uint32_t *lenp)
 {
     const uint64_t *slot = rk_ring_slot(r, pos);
     const uint32_t flag = rk_ring_flag(r, pos);
-    /* acquire: as rk__ring_peek_at's, so that what the lines point to is
-     * visible to this thread (and, through the claim's lock, to the one
-     * that routes them) */
-    uint64_t l0 = rk__ld_acquire(&slot[0]);
-    if ((uint32_t)(l0 >> 32) != flag)
-        return -RK_EAGAIN;
-    uint32_t len = (uint32_t)l0;
-    if (len > rk_ring_msg_max(r))
-        return rk__fail(RK_EPROTO, "ring slot %llu claims %u B, the slot holds %u B",
-                        (unsigned long long)pos, len, rk_ring_msg_max(r));
+    /* acquire on every line, as rk__ring_peek_at's: what the lines point
+     * to is visible to this thread (and, through the claim's lock, to the
+     * one that routes them) */
+    uint32_t len;
+    int rc = rk__ring_line0(r, pos, flag, &len);
+    if (rc)
+        return rc;
     for (uint32_t k = 0; k < (len + 3) / 4; k++)
         if ((uint32_t)(rk__ld_acquire(&slot[1 + k]) >> 32) != flag)
             return -RK_EAGAIN; /* the producer is still writing these lines */
@@ -222,13 +235,10 @@ int rk__ring_peek_at(rk_ring *r, uint64_t pos, void *buf, uint32_t cap, uint32_t
     /* acquire on every line: pairs with the producer's store-release of
      * the same line, so the payload the message points to (arena) is
      * visible once the flags check out */
-    uint64_t l0 = rk__ld_acquire(&slot[0]);
-    if ((uint32_t)(l0 >> 32) != flag)
-        return -RK_EAGAIN;
-    uint32_t len = (uint32_t)l0;
-    if (len > rk_ring_msg_max(r))
-        return rk__fail(RK_EPROTO, "ring slot %llu claims %u B, the slot holds %u B",
-                        (unsigned long long)pos, len, rk_ring_msg_max(r));
+    uint32_t len;
+    int rc = rk__ring_line0(r, pos, flag, &len);
+    if (rc)
+        return rc;
     if (len > cap)
         return rk__fail(RK_EMSGSIZE, "message of %u B exceeds the %u B buffer", len, cap);
     uint8_t *out = buf;
