@@ -54,7 +54,7 @@ int rk_actor_open(rk_runtime *rt, rk_actor **out)
     a->pend = rk__zalloc_lines(a->window, sizeof *a->pend);
     a->inline_bufs = malloc((size_t)a->window * ibuf);
     a->free_tags = malloc(a->window * sizeof *a->free_tags);
-    a->ready = malloc(qcap * sizeof *a->ready);
+    a->ready = calloc(qcap, sizeof *a->ready); /* zero: no entry filled */
     a->stash = malloc(a->window * sizeof *a->stash);
     a->order = malloc(a->window * sizeof *a->order);
     a->batch = malloc(a->window * sizeof *a->batch);
