@@ -22,6 +22,13 @@
 #include "actor.h"
 #include "barrier.h"
 
+/* Claims of up to this many replies with nothing else out are routed
+ * under the lock (nothing to gain from letting go of it: the round
+ * trip's case); they prefetch no records either */
+#define RK__ROUTE_LOCKED_MAX 2u
+/* how many slots ahead of the one it checks a claim prefetches */
+#define RK__CLAIM_AHEAD 6u
+
 /* Fills the ready-queue entry reserved for tag (rk__claim_reply_locked):
  * the owner pops it once it carries its index. release: the record's
  * fields before the entry; pairs with rk__ready_pop's load-acquire. */
@@ -43,38 +50,36 @@ void rk__answer_locked(rk_runtime *rt, rk_actor *a, uint16_t tag, int status)
     rk__ready_put(a, a->ready_res++, tag); /* no chunk is out: the next entry is its */
 }
 
-/* Checks the complete reply at pos (len bytes) against its request: the
+/* Checks a complete reply (header h, len bytes) against its request: the
  * actor it goes to, with *tag and the ready-queue entry reserved for it in
  * *entry, its record marked ROUTING; or NULL when it matches no request
  * (dropped, counted as an error) or its actor is closing (the record is
  * given back here: nobody waits for it). Caller holds d2h_lock. */
-static rk_actor *rk__claim_reply_locked(rk_runtime *rt, uint64_t pos, uint32_t len, uint16_t *tag,
+static rk_actor *rk__claim_reply_locked(rk_runtime *rt, const rk_msg_hdr *h, uint32_t len, uint16_t *tag,
                                         uint64_t *entry)
 {
-    rk_msg_hdr h;
-    if (len < sizeof h) {
+    if (len < sizeof *h) {
         rk__log(RK__LOG_ERROR, "D2H: reply of %u B is shorter than a header; dropped", len);
         atomic_fetch_add(&rt->n_errors, 1);
         return NULL;
     }
-    rk__ring_head_at(rt->d2h, pos, &h, sizeof h);
-    rk_actor *a = rk__actor_at(rt, h.actor);
+    rk_actor *a = rk__actor_at(rt, h->actor);
     /* acquire: pairs with rk__post's store-release of SENT, so the id and
      * the rest of the record are the ones the owner wrote for it */
-    if (!a || h.tag >= a->window || rk__ld_acquire(&a->pend[h.tag].state) != RK__P_SENT ||
-        a->pend[h.tag].id != h.id) {
+    if (!a || h->tag >= a->window || rk__ld_acquire(&a->pend[h->tag].state) != RK__P_SENT ||
+        a->pend[h->tag].id != h->id) {
         rk__log(RK__LOG_ERROR, "D2H: reply id %llu for actor %u tag %u matches no request; dropped",
-                (unsigned long long)h.id, h.actor, h.tag);
+                (unsigned long long)h->id, h->actor, h->tag);
         atomic_fetch_add(&rt->n_errors, 1);
         return NULL;
     }
-    rk__pending *p = &a->pend[h.tag];
+    rk__pending *p = &a->pend[h->tag];
     if (a->closing) { /* (closing is set under rk__d2h_lock: never while a chunk is out) */
         if (p->strikes)
-            rk__suspect_release(rt, RK__RUN_WORD(a->index, h.tag, p->id));
-        if (h.status)
+            rk__suspect_release(rt, RK__RUN_WORD(a->index, h->tag, p->id));
+        if (h->status)
             atomic_fetch_add(&rt->n_errors, 1);
-        rk__pending_put(a, h.tag);
+        rk__pending_put(a, h->tag);
         if (atomic_load(&a->inflight) == 0)
             rk__actor_reap(a);
         return NULL;
@@ -82,7 +87,7 @@ static rk_actor *rk__claim_reply_locked(rk_runtime *rt, uint64_t pos, uint32_t l
     /* relaxed: a duplicate of this reply now matches nothing; the owner
      * learns of it through the entry */
     rk__st_relaxed(&p->state, (uint8_t)RK__P_ROUTING);
-    *tag = h.tag;
+    *tag = h->tag;
     *entry = a->ready_res++;
     return a;
 }
@@ -136,13 +141,31 @@ static rk__d2h_chunk *rk__claim_locked(rk_runtime *rt, int *rc)
      * rings reset set it too, with no chunk out) */
     const uint64_t pos = atomic_load_explicit(&rt->d2h_claim, memory_order_relaxed);
     rk__d2h_chunk *c = &rt->d2h_chunks[t % RK__D2H_CHUNKS];
-    uint32_t n = 0, len;
-    while (n < RK__D2H_CHUNK && (*rc = rk__ring_complete_at(d, pos + n, &len)) == 0) {
-        c->act[n] = rk__claim_reply_locked(rt, pos + n, len, &c->tag[n], &c->entry[n]);
+    /* Each slot and each record is a miss (the producer's writes took the
+     * slot's lines, the owner's its record's). One after another, they
+     * were most of the time d2h_lock was held, and the claims were what
+     * 4 or 8 pipelining threads queued for (H100 host: 8-10 M replies/s
+     * whatever the thread count, D2H ~90 % full). So the slots are
+     * prefetched a few ahead, and the records all at once. */
+    uint32_t n = 0, len[RK__D2H_CHUNK];
+    while (n < RK__D2H_CHUNK && (*rc = rk__ring_complete_at(d, pos + n, &len[n])) == 0) {
+        if (n == 0)
+            for (uint32_t k = 1; k < RK__CLAIM_AHEAD; k++)
+                rk__ring_prefetch(d, pos + k);
+        rk__ring_prefetch(d, pos + n + RK__CLAIM_AHEAD);
         n++;
     }
     if (!n)
         return NULL;
+    rk_msg_hdr h[RK__D2H_CHUNK];
+    for (uint32_t k = 0; k < n; k++) {
+        rk__ring_head_at(d, pos + k, &h[k], sizeof h[k]);
+        const rk_actor *a = n > RK__ROUTE_LOCKED_MAX && len[k] >= sizeof h[k] ? rk__actor_at(rt, h[k].actor) : NULL;
+        if (a && h[k].tag < a->window)
+            __builtin_prefetch(&a->pend[h[k].tag], 1);
+    }
+    for (uint32_t k = 0; k < n; k++)
+        c->act[k] = rk__claim_reply_locked(rt, &h[k], len[k], &c->tag[k], &c->entry[k]);
     c->pos = pos;
     c->n = n;
     c->ticket = t;
@@ -168,6 +191,14 @@ static int rk__route_chunk(rk_runtime *rt, const rk__d2h_chunk *c, const rk_acto
 {
     _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
     int others = 0;
+    /* what it writes, all at once (a miss each: the owners' lines) */
+    for (uint32_t k = 0; k < c->n && c->n > RK__ROUTE_LOCKED_MAX; k++) {
+        const rk_actor *a = c->act[k];
+        if (a) {
+            __builtin_prefetch(a->pend[c->tag[k]].inline_buf, 1);
+            __builtin_prefetch(&a->ready[c->entry[k] & a->ready_mask], 1);
+        }
+    }
     for (uint32_t k = 0; k < c->n; k++) {
         rk_actor *a = c->act[k];
         if (!a)
@@ -254,11 +285,6 @@ int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others
     return n;
 }
 
-/* Claims of up to this many replies with nothing else out are routed
- * under the lock (nothing to gain from letting go of it: the round
- * trip's case) */
-#define RK__ROUTE_LOCKED_MAX 2u
-
 int rk__drain(rk_runtime *rt, const rk_actor *self)
 {
     /* nothing there: no lock taken (the waiter's loop asks this at every
@@ -326,6 +352,19 @@ static bool rk__ready_pop(rk_actor *a, uint16_t *tag)
     a->ready_head++;
     a->awaiting--;
     return true;
+}
+
+/* Prefetches the records of the next (up to n) filled entries: a miss
+ * each (their router wrote them), taken together instead of one by one. */
+static void rk__ready_prefetch(const rk_actor *a, uint32_t n)
+{
+    for (uint64_t i = a->ready_head; i < a->ready_head + n; i++) {
+        /* relaxed: only a hint; the pop load-acquires it */
+        const uint64_t e = rk__ld_relaxed(&a->ready[i & a->ready_mask]);
+        if (e != RK__READY_ENTRY(i, (uint16_t)e))
+            return;
+        __builtin_prefetch(&a->pend[(uint16_t)e]);
+    }
 }
 
 static void rk__fill_reply(rk_actor *a, uint16_t tag, rk_reply *out)
@@ -528,6 +567,7 @@ int rk_actor_recv_batch(rk_actor *a, rk_reply *out, int max, int timeout_ms)
     int rc = rk__wait(a, -1, &out[0], rk__deadline(timeout_ms));
     if (rc)
         return rc;
+    rk__ready_prefetch(a, (uint32_t)max - 1);
     int k = 1;
     bool drained = false;
     while (k < max) {
