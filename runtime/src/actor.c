@@ -65,6 +65,7 @@ int rk_actor_open(rk_runtime *rt, rk_actor **out)
         return rk__fail(RK_ENOMEM, "rk_actor_open: out of memory for a window of %u", window);
     }
     a->ready_mask = qcap - 1;
+    a->inline_stride = (uint32_t)ibuf;
     for (uint32_t i = 0; i < a->window; i++) {
         a->pend[i].inline_buf = a->inline_bufs + (size_t)i * ibuf;
         a->free_tags[i] = (uint16_t)(a->window - 1 - i); /* pop order 0, 1, 2... */

@@ -52,6 +52,7 @@ struct rk_actor {
     uint32_t window;
     rk__pending *pend;
     uint8_t *inline_bufs;
+    uint32_t inline_stride; /* bytes from one record's inline buffer to the next */
     /* ready queue: the tags of replied records, in reply order. A router
      * reserves entry ready_res++ for a reply when it claims it (under
      * d2h_lock, so in D2H order) and fills it once the record is
@@ -80,6 +81,13 @@ struct rk_actor {
     uint32_t awaiting;         /* owner-private: sent, reply not yet popped */
     _Atomic uint32_t inflight; /* records in use: sent and not yet released */
 };
+
+/* Record tag's inline buffer (= pend[tag].inline_buf), without reading
+ * the record: for prefetching both at once. */
+static inline uint8_t *rk__inline_buf(const rk_actor *a, uint16_t tag)
+{
+    return a->inline_bufs + (size_t)tag * a->inline_stride;
+}
 
 /* actor.c */
 /* Gives a pending record back (owner, or a router for a closing actor). */

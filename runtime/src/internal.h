@@ -123,13 +123,22 @@ RK__HIDDEN void rk__arena_usage(rk__arena *ar, size_t *used, size_t *peak);
 RK__HIDDEN bool rk__ring_ready(rk_ring *r);
 /* ... of the slot at pos (a consumer that claims positions itself). */
 RK__HIDDEN bool rk__ring_ready_at(rk_ring *r, uint64_t pos);
-/* Prefetches the slot at pos (up to its first 256 B) for reading. */
+/* Prefetches the slot at pos (up to its first 256 B) for reading, or
+ * (_w) for writing: each line of it is a miss (the other side, or another
+ * thread, had it last). */
 static inline void rk__ring_prefetch(rk_ring *r, uint64_t pos)
 {
     const char *slot = (const char *)rk_ring_slot(r, pos);
     const uint32_t n = r->slot_size < 256 ? r->slot_size : 256;
     for (uint32_t off = 0; off < n; off += 64)
-        __builtin_prefetch(slot + off);
+        __builtin_prefetch(slot + off, 0);
+}
+static inline void rk__ring_prefetch_w(rk_ring *r, uint64_t pos)
+{
+    const char *slot = (const char *)rk_ring_slot(r, pos);
+    const uint32_t n = r->slot_size < 256 ? r->slot_size : 256;
+    for (uint32_t off = 0; off < n; off += 64)
+        __builtin_prefetch(slot + off, 1);
 }
 /* The first n bytes (a multiple of 4) of the message at pos, which
  * rk__ring_complete_at found complete: its header, before the rest. */
