@@ -54,7 +54,7 @@ int rk_actor_open(rk_runtime *rt, rk_actor **out)
     a->pend = rk__zalloc_lines(a->window, sizeof *a->pend);
     a->inline_bufs = malloc((size_t)a->window * ibuf);
     a->free_tags = malloc(a->window * sizeof *a->free_tags);
-    a->ready = calloc(qcap, sizeof *a->ready); /* zero: no entry filled */
+    a->ready = malloc(qcap * sizeof *a->ready);
     a->stash = malloc(a->window * sizeof *a->stash);
     a->order = malloc(a->window * sizeof *a->order);
     a->batch = malloc(a->window * sizeof *a->batch);
@@ -65,7 +65,6 @@ int rk_actor_open(rk_runtime *rt, rk_actor **out)
         return rk__fail(RK_ENOMEM, "rk_actor_open: out of memory for a window of %u", window);
     }
     a->ready_mask = qcap - 1;
-    a->inline_stride = (uint32_t)ibuf;
     for (uint32_t i = 0; i < a->window; i++) {
         a->pend[i].inline_buf = a->inline_bufs + (size_t)i * ibuf;
         a->free_tags[i] = (uint16_t)(a->window - 1 - i); /* pop order 0, 1, 2... */

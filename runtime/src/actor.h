@@ -14,16 +14,8 @@
 #include "internal.h"
 
 /* QUEUED: staged and taken into a batch being posted (owner only, within
- * rk_actor_send_batch; it is SENT or back to STAGED/FREE on return).
- * ROUTING: its reply is claimed, a router copies it in (router.c); DONE
- * once the router fills the ready-queue entry */
-enum { RK__P_FREE = 0, RK__P_SENT = 1, RK__P_DONE = 2, RK__P_STAGED = 3, RK__P_QUEUED = 4, RK__P_ROUTING = 5 };
-
-/* A filled ready-queue entry: its index (+ 1, so that a zeroed queue
- * holds none) and the tag of the replied record. Entry i lives at
- * ready[i & ready_mask]; the owner pops entry ready_head once it reads
- * this value there. */
-#define RK__READY_ENTRY(i, tag) ((((uint64_t)(i) + 1) << 16) | (uint16_t)(tag))
+ * rk_actor_send_batch; it is SENT or back to STAGED/FREE on return) */
+enum { RK__P_FREE = 0, RK__P_SENT = 1, RK__P_DONE = 2, RK__P_STAGED = 3, RK__P_QUEUED = 4 };
 
 typedef struct rk__pending {
     uint64_t id;
@@ -52,21 +44,20 @@ struct rk_actor {
     uint32_t window;
     rk__pending *pend;
     uint8_t *inline_bufs;
-    uint32_t inline_stride; /* bytes from one record's inline buffer to the next */
-    /* ready queue: the tags of replied records, in reply order. A router
-     * reserves entry ready_res++ for a reply when it claims it (under
-     * d2h_lock, so in D2H order) and fills it once the record is
-     * complete (RK__READY_ENTRY, store-release); the owner pops in order.
-     * Never more entries out than the window: each is a record's. */
-    uint64_t *ready;
+    /* ready queue: tags of replied requests. Single producer at a time (a
+     * router or the supervisor, serialised by d2h_lock), single consumer
+     * (the owner). The producer's two words have a line of their own: on
+     * the owner's line, every reply routed from another thread took that
+     * line from the owner and gave it back. */
+    uint16_t *ready;
     uint32_t ready_mask;
-    /* the claimers' word has a line of its own: on the owner's line,
-     * every reply claimed by another thread took that line from the owner
-     * and gave it back */
-    _Alignas(64) uint64_t ready_res; /* under d2h_lock: entries reserved */
+    _Alignas(64) uint64_t ready_tail; /* router: store-release; owner: load-acquire */
+    uint64_t ready_pub;  /* router (under d2h_lock): queued; published as ready_tail
+                          * per drain (router.c, rk__publish) */
     /* from here on, what the owner writes (apart from what routers read
      * above: the pointers, window, index) */
-    _Alignas(64) uint64_t ready_head; /* owner only: the next entry to pop */
+    _Alignas(64) uint64_t ready_head; /* owner only */
+    uint64_t ready_seen; /* owner only: the ready_tail it last loaded */
     /* free tags: owner-private stack */
     uint16_t *free_tags;
     uint32_t n_free;
@@ -81,13 +72,6 @@ struct rk_actor {
     uint32_t awaiting;         /* owner-private: sent, reply not yet popped */
     _Atomic uint32_t inflight; /* records in use: sent and not yet released */
 };
-
-/* Record tag's inline buffer (= pend[tag].inline_buf), without reading
- * the record: for prefetching both at once. */
-static inline uint8_t *rk__inline_buf(const rk_actor *a, uint16_t tag)
-{
-    return a->inline_bufs + (size_t)tag * a->inline_stride;
-}
 
 /* actor.c */
 /* Gives a pending record back (owner, or a router for a closing actor). */

@@ -123,26 +123,6 @@ RK__HIDDEN void rk__arena_usage(rk__arena *ar, size_t *used, size_t *peak);
 RK__HIDDEN bool rk__ring_ready(rk_ring *r);
 /* ... of the slot at pos (a consumer that claims positions itself). */
 RK__HIDDEN bool rk__ring_ready_at(rk_ring *r, uint64_t pos);
-/* Prefetches the slot at pos (up to its first 256 B) for reading, or
- * (_w) for writing: each line of it is a miss (the other side, or another
- * thread, had it last). */
-static inline void rk__ring_prefetch(rk_ring *r, uint64_t pos)
-{
-    const char *slot = (const char *)rk_ring_slot(r, pos);
-    const uint32_t n = r->slot_size < 256 ? r->slot_size : 256;
-    for (uint32_t off = 0; off < n; off += 64)
-        __builtin_prefetch(slot + off, 0);
-}
-static inline void rk__ring_prefetch_w(rk_ring *r, uint64_t pos)
-{
-    const char *slot = (const char *)rk_ring_slot(r, pos);
-    const uint32_t n = r->slot_size < 256 ? r->slot_size : 256;
-    for (uint32_t off = 0; off < n; off += 64)
-        __builtin_prefetch(slot + off, 1);
-}
-/* The first n bytes (a multiple of 4) of the message at pos, which
- * rk__ring_complete_at found complete: its header, before the rest. */
-RK__HIDDEN void rk__ring_head_at(rk_ring *r, uint64_t pos, void *buf, uint32_t n);
 /* 0 and the length in *len when every line of the message at pos is
  * there; -RK_EAGAIN when some are not yet; -RK_EPROTO (rk__fail) for a
  * length over the slot's. */
@@ -227,22 +207,19 @@ RK__HIDDEN extern const rk__backend_ops rk__inproc_backend; /* CUDA in this proc
 struct rk__modset;
 
 /* D2H chunks (router.c): the most replies a router claims at a time, and
- * the most chunks claimed and not yet given back. */
+ * the most chunks claimed and not yet published. */
 #define RK__D2H_CHUNK 32u
 #define RK__D2H_CHUNKS 16u
-/* One claimed chunk of D2H: positions [pos, pos + n); for each reply the
- * actor it goes to (NULL: dropped or given back at the claim), its tag and
- * its entry in the actor's ready queue. Its claimer fills it under
- * d2h_lock and routes it without, then stores routed = ticket + 1;
- * whoever gives chunks back in claim order (lock-free) reads end. */
+/* One claimed chunk of D2H: positions [pos, pos + n), the records its
+ * replies filled (a NULL actor: dropped). Its router fills it without
+ * d2h_lock, then stores routed = ticket + 1; whoever publishes in turn
+ * (under d2h_lock) takes it from there. */
 typedef struct rk__d2h_chunk {
-    _Alignas(64) _Atomic uint64_t routed;
-    _Atomic uint64_t end; /* pos + n */
+    _Atomic uint64_t routed;
     uint64_t pos, ticket;
     uint32_t n;
-    uint16_t tag[RK__D2H_CHUNK];
     rk_actor *act[RK__D2H_CHUNK];
-    uint64_t entry[RK__D2H_CHUNK];
+    uint16_t tag[RK__D2H_CHUNK];
 } rk__d2h_chunk;
 struct rk_runtime {
     rk_config cfg;
@@ -283,15 +260,14 @@ struct rk_runtime {
     _Atomic int d2h_wanted;
 
     /* D2H is read in chunks (router.c): a router claims the complete
-     * replies from d2h_claim on under d2h_lock (and reserves their ready
-     * queue entries), routes them without it (so several threads route at
-     * once), and the chunks' slots go back (cons_head) in claim order,
-     * lock-free. Waiters read d2h_claim and d2h_busy at every spin: their
-     * line is written once per claim, by its claimer. */
+     * replies from d2h_claim on under d2h_lock, routes them without it
+     * (so several threads route at once) and publishes them, and
+     * cons_head, under it again in claim order. Waiters read d2h_claim
+     * at every spin to see whether there is anything to claim. */
     _Alignas(64) _Atomic uint64_t d2h_claim; /* written under d2h_lock */
-    _Atomic bool d2h_busy;                   /* a router holds d2h_lock to claim: a hint, don't trylock */
     uint64_t d2h_tickets;                    /* under d2h_lock: chunks claimed */
-    _Alignas(64) _Atomic uint64_t d2h_published; /* chunks given back, in claim order */
+    _Atomic uint64_t d2h_published;          /* chunks published, in claim order */
+    uint32_t d2h_out;                        /* under d2h_lock: claimed, not yet published */
     rk__d2h_chunk d2h_chunks[RK__D2H_CHUNKS]; /* by ticket */
 
     /* Recovery (router.c, supervisor.c). gen: the worker generation; an

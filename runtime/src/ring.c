@@ -188,17 +188,6 @@ bool rk__ring_ready_at(rk_ring *r, uint64_t pos)
     return (uint32_t)(l0 >> 32) == rk_ring_flag(r, pos);
 }
 
-void rk__ring_head_at(rk_ring *r, uint64_t pos, void *buf, uint32_t n)
-{
-    const uint64_t *slot = rk_ring_slot(r, pos);
-    uint8_t *out = buf;
-    /* relaxed: rk__ring_complete_at load-acquired these lines already */
-    for (uint32_t k = 0; k < n / 4; k++) {
-        uint32_t d = (uint32_t)rk__ld_relaxed(&slot[1 + k]);
-        memcpy(out + 4 * k, &d, 4);
-    }
-}
-
 /* Line 0 of the message at pos: 0 and its length in *lenp, -RK_EAGAIN
  * when it is not there, -RK_EPROTO (rk__fail) for a length over the
  * slot's. acquire: pairs with the producer's store-release of the line

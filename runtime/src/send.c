@@ -482,10 +482,6 @@ static int rk__post_burst(rk_actor *a, const uint16_t *tags, int m, int64_t dead
                 break;
             continue;
         }
-        /* the slots' lines, all at once: the last lap's were read by the
-         * consumer and written by whichever thread reserved them then */
-        for (uint32_t j = 0; j < k && k > 2; j++)
-            rk__ring_prefetch_w(rt->h2d, pos + j);
         for (uint32_t j = 0; j < k; j++) {
             uint16_t tag = tags[done + (int)j];
             uint64_t id = rk__mark_sent(a, tag);

@@ -234,10 +234,8 @@ void rk__rings_reset_locked(rk_runtime *rt)
 {
     rk_ring *d = rt->d2h;
     /* two laps past everything the dead producer could have written: its
-     * late or torn lines carry older flags and never pass for replies.
-     * From d2h_claim, where reading stopped (router.c): cons_head may lag
-     * it by a chunk whose give-back is on its way, and moves only forward */
-    uint64_t pos = ((atomic_load_explicit(&rt->d2h_claim, memory_order_relaxed) >> d->order) + 2) << d->order;
+     * late or torn lines carry older flags and never pass for replies */
+    uint64_t pos = ((rk__ld_relaxed(&d->cons_head) >> d->order) + 2) << d->order;
     rk__st_relaxed(&d->prod_tail, pos);
     /* release: pairs with producers' load-acquire of cons_head */
     rk__st_release(&d->cons_head, pos);
