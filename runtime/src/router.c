@@ -117,11 +117,9 @@ static rk__d2h_chunk *rk__claim_locked(rk_runtime *rt, int *rc)
     *rc = -RK_EAGAIN;
     if (rt->d2h_out == RK__D2H_CHUNKS)
         return NULL;
-    /* with no chunk out, cons_head is where reading goes on (a self-test
-     * or a reset moved it); relaxed: only the holder of d2h_lock moves
-     * either */
-    uint64_t pos = rt->d2h_out ? atomic_load_explicit(&rt->d2h_claim, memory_order_relaxed)
-                               : rk__ld_relaxed(&d->cons_head);
+    /* relaxed: only the holder of d2h_lock moves it (and a self-test and
+     * a rings reset, with cons_head: the waiters' look reads it too) */
+    const uint64_t pos = atomic_load_explicit(&rt->d2h_claim, memory_order_relaxed);
     uint32_t n = 0, len;
     while (n < RK__D2H_CHUNK && (*rc = rk__ring_complete_at(d, pos + n, &len)) == 0)
         n++;
