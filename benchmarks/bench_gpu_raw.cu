@@ -54,6 +54,8 @@ int raw_open(raw *r, uint32_t slots, size_t arena_size, int sm_count, int block,
     a.arena = d + (r->arena - r->mem);
     a.arena_size = arena_size;
     a.region = (rk__region *)d;
+    a.d2h_rings = 1; /* the raw rings: one reply ring, read in order */
+    a.d2h_stride = ring_pg;
     a.scratch = r->scratch;
     a.nan_bits = 0xffc00000u;
     a.flags = kflags;

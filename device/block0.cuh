@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "ring.cuh"
+#include "rk_abi.h"
 
 namespace rk {
 namespace dev {
@@ -27,8 +28,8 @@ constexpr uint32_t MAX_WORDS = RK_RING_SLOT_MAX / 8; /* lines of the largest slo
 
 /* block 0's shared state */
 struct shared0 {
-    unsigned long long d2h_tail; /* dispatcher -> housekeeper at stop: next D2H position */
-    unsigned long long d2h_head; /* D2H cons_head at start */
+    /* dispatcher -> housekeeper at stop: each reply ring's next position */
+    unsigned long long d2h_tail[RK__D2H_RINGS_MAX];
     unsigned long long h2d_done; /* positions the dispatcher consumed */
     unsigned long long poll_pos; /* dispatcher -> crew: the busy poll's first position */
     uint32_t stop;               /* housekeeper -> dispatcher: 1 stop, 2 abort */
@@ -36,9 +37,11 @@ struct shared0 {
     uint32_t dispatcher_done;
     uint32_t loader_quit;        /* dispatcher -> crew at stop */
     unsigned long long fastmask;  /* busy batch: complete echo/NOP messages (crew_check) */
-    unsigned long long wr_dpos;   /* their first D2H position */
-    unsigned long long pp_dpos;   /* pipelined poll: first D2H position (poll_pos: first H2D) */
+    unsigned long long wr_dpos;   /* their first D2H position (one reply ring only) */
+    /* pipelined poll: each reply ring's first position (poll_pos: first H2D) */
+    unsigned long long pp_dpos[RK__D2H_RINGS_MAX];
     uint32_t pp_n;                /* pipelined poll: slots */
+    uint8_t pp_ring[KP_MAX];      /* pipelined poll, several reply rings: each slot's ring */
     uint32_t firstbad[32];        /* pipelined poll: per crew warp, its first slot that is not
                                    * a complete echo/NOP (pp_n if none) */
     unsigned long long st[8];     /* dispatcher counters (lane 0), copied to scratch.stats at stop */

@@ -98,11 +98,13 @@ __device__ __forceinline__ bool slot_fast(const ring_view &in, uint64_t L, uint6
 
 /* Checks this crew member's share of a busy batch (messages idx, idx + n,
  * ...; the warp reads each message's lines side by side) and marks the
- * complete echo/NOP ones in sh.fastmask. */
+ * complete echo/NOP ones in sh.fastmask. With several reply rings it marks
+ * none (write_share knows one ring's positions only; serve_staged answers
+ * them all: the serial path is for blocks of 64-95 threads). */
 __device__ __forceinline__ void crew_check(shared0 &sh, const ring_view &in, uint64_t pos, uint32_t idx, uint32_t n,
-                                           uint32_t lane, uint32_t gen)
+                                           uint32_t lane, uint32_t gen, uint32_t nrings)
 {
-    for (uint32_t k = idx; k < (uint32_t)K; k += n)
+    for (uint32_t k = idx; nrings == 1 && k < (uint32_t)K; k += n)
         if (slot_fast(in, sh.lines[k * LS + lane], pos + k, lane, gen) && lane == 0)
             atomicOr(&sh.fastmask, 1ull << k);
 }
@@ -125,7 +127,7 @@ __device__ void crew(const rk_kargs &ka, shared0 &sh)
         const uint64_t pos = vol_ld(&sh.poll_pos);
         crew_load(sh, in, pos, idx, ncrew, lane);
         bar_named(2, 32 * ncrew);
-        crew_check(sh, in, pos, idx, ncrew, lane, ka.gen);
+        crew_check(sh, in, pos, idx, ncrew, lane, ka.gen, ka.d2h_rings);
         bar_named(3, 32 * ncrew);
         write_share(sh, out, idx, ncrew, lane);
         bar_named(4, 32 * ncrew);
@@ -166,6 +168,40 @@ __device__ __forceinline__ uint32_t pipe_prefix(shared0 &sh, uint32_t nc, uint32
     return x;
 }
 
+/* How many of a pipelined poll's first F slots answer on reply ring
+ * `lane` (after barrier 2; with several rings, from sh.pp_ring, which the
+ * crew staged before it); lanes of no ring get 0. */
+__device__ __forceinline__ uint32_t pipe_ring_count(shared0 &sh, uint32_t nrings, uint32_t F, uint32_t lane)
+{
+    if (nrings == 1)
+        return lane == 0 ? F : 0u;
+    uint32_t cnt = 0;
+    for (uint32_t c = 0; c * 32 < F; c++) {
+        const uint32_t k = c * 32 + lane;
+        const uint32_t x = k < F ? (uint32_t)sh.pp_ring[k] : 0xffu;
+        for (uint32_t r = 0; r < nrings; r++) {
+            const uint32_t b = __popc(__ballot_sync(FULL, x == r));
+            if (lane == r)
+                cnt += b;
+        }
+    }
+    return cnt;
+}
+
+/* The position of slot k (< F) of a pipelined poll on its reply ring r,
+ * with several rings: the ring's first position plus the poll's earlier
+ * slots on the same ring (sh.pp_ring; warp-wide, k the same in every
+ * lane). */
+__device__ __forceinline__ uint64_t pipe_pos(shared0 &sh, uint32_t r, uint32_t k, uint32_t lane)
+{
+    uint32_t before = 0;
+    for (uint32_t c = 0; c * 32 < k; c++) {
+        const uint32_t j = c * 32 + lane;
+        before += __popc(__ballot_sync(FULL, j < k && sh.pp_ring[j] == r));
+    }
+    return vol_ld(&sh.pp_dpos[r]) + before;
+}
+
 /* Slots per pipelined poll for nc crew warps, at most kmax. */
 __device__ __forceinline__ uint32_t pipe_slots(uint32_t nc, uint32_t kmax = KP_MAX)
 {
@@ -178,7 +214,8 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
 {
     const uint32_t lane = threadIdx.x & 31;
     const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
-    const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
+    const ring_view out0 = ring_open(static_cast<rk_ring *>(ka.d2h));
+    const uint32_t nrings = ka.d2h_rings;
     const bool lane_in = lane < in.slot_lines; /* slots of fewer than 32 lines */
 #ifdef RK_KERNEL_EXPERIMENTS
     const bool prefetch = !(ka.flags & RK_KF_NOPF);
@@ -200,7 +237,7 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
         if (vol_ld(&sh.loader_quit))
             return;
         const uint64_t P = vol_ld(&sh.poll_pos);
-        const uint64_t D = vol_ld(&sh.pp_dpos);
+        const uint64_t D = vol_ld(&sh.pp_dpos[0]);
         const uint32_t n = vol_ld(&sh.pp_n);
         if (P == npos && n <= nn) {
 #pragma unroll
@@ -237,6 +274,11 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
                 sh.lines[k * LS + lane] = v[j];
                 if (!slot_fast(in, v[j], P + k, lane, ka.gen) && bad == n)
                     bad = k;
+                if (nrings > 1) { /* its reply ring, for pipe_pos and the dispatcher's count */
+                    const uint32_t r = RK__REPLY_RING(__shfl_sync(FULL, (uint32_t)v[j], RK__W_ACTOR), nrings);
+                    if (lane == 0)
+                        sh.pp_ring[k] = (uint8_t)r;
+                }
             }
         }
         if (lane == 0)
@@ -248,13 +290,18 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
             const uint32_t k = c + (uint32_t)j * nc;
             if (k >= F)
                 continue;
+            if (nrings > 1) {
+                const uint32_t r = RK__REPLY_RING(__shfl_sync(FULL, (uint32_t)v[j], RK__W_ACTOR), nrings);
+                reply_fast(ring_at(out0, ka.d2h_stride, r), pipe_pos(sh, r, k, lane), v[j], lane);
+                continue;
+            }
 #ifdef RK_KERNEL_EXPERIMENTS
             if (wr_v2) {
-                reply_fast_v2(out, D + k, v[j], lane);
+                reply_fast_v2(out0, D + k, v[j], lane);
                 continue;
             }
 #endif
-            reply_fast(out, D + k, v[j], lane);
+            reply_fast(out0, D + k, v[j], lane);
         }
     }
 }

@@ -146,7 +146,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
     if (lane == 6)
         r[6] = reply_has_data(status) ? out_len : 0;
     __syncwarp();
-    d2h_post_words(out, dpos, dhead, sh, r, lane);
+    d2h_post_words(ka, out, dpos, dhead, sh, r, lane);
     if (run && lane == 0) /* answered: no longer running */
         rk__st_relaxed_sys(&ka.region->running[0], 0ull);
     __syncwarp();
@@ -198,6 +198,7 @@ struct dispatch {
     bool pipe;       /* pipelined busy polls: the crew is warps 2.. */
     uint32_t pipe_n; /* slots per pipelined poll */
     uint32_t gen;    /* the request generation served (rk_kargs.gen) */
+    uint32_t nrings; /* reply rings (rk_kargs.d2h_rings) */
 };
 
 /* The dispatcher's locals that its out-of-line helpers (serve_slow,
@@ -206,8 +207,8 @@ struct dispatch {
  * one struct of them changed their local-memory layout (measured: more
  * spills at block 1024). */
 struct dispatch_ref {
-    ring_view &in, &out;
-    uint64_t &dpos, &dhead;   /* next D2H position; cached D2H cons_head */
+    ring_view &in, &out;      /* out: reply ring 0 (ring_at: the others) */
+    uint64_t &dpos, &dhead;   /* lane r: reply ring r's next position and cached cons_head */
     uint32_t &posted, &replied; /* grid jobs */
 };
 
@@ -219,8 +220,17 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     p.in = ring_open(static_cast<rk_ring *>(ka.h2d));
     p.out = ring_open(static_cast<rk_ring *>(ka.d2h));
     d.hpos = flag_ld(&sh.h2d_done);
-    p.dpos = ka.d2h_start;
-    p.dhead = vol_ld(&sh.d2h_head);
+    /* lane r: reply ring r from where the host left it (prod_tail: 0, a
+     * rings reset's position, or the last kernel's hand-over). acquire:
+     * pairs with the host's store-release of those words (ring.c, the
+     * rings reset), as d2h_wait's refresh does */
+    p.dpos = 0;
+    p.dhead = 0;
+    if (d.lane < ka.d2h_rings) {
+        const ring_view o = ring_at(p.out, ka.d2h_stride, d.lane);
+        p.dpos = rk__ld_acquire_sys(o.prod_tail);
+        p.dhead = rk__ld_acquire_sys(o.cons_head);
+    }
     p.posted = 0;
     p.replied = 0;
     d.idle = 0;
@@ -230,6 +240,7 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.stalled = false;
     d.burst = false;
     d.gen = ka.gen;
+    d.nrings = ka.d2h_rings;
 #ifdef RK_KERNEL_EXPERIMENTS
     d.idle_delay = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY);
     d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
@@ -253,7 +264,7 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
  * for a 64-B request (H100: device/README.md, "User actors on the GPU"). */
 template <class... A>
 __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
-                                           uint64_t L)
+                                           uint64_t L, uint32_t rr, const ring_view &out)
 {
     const uint32_t lane = d.lane;
     const uint16_t type = (uint16_t)(__shfl_sync(FULL, (uint32_t)L, 1) & 0xffffu);
@@ -287,17 +298,18 @@ __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, c
         wd = (uint32_t)status;
     if (lane == 6)
         wd = olen;
-    /* room: the idle poll checked it; strong lines, no fence, as echo's */
+    /* room on its reply ring rr: the idle poll checked it; strong lines,
+     * no fence, as echo's */
+    const uint64_t dpos = d2h_take(out, rr, p.dpos, p.dhead, sh, lane);
     if (rl <= 32) {
         if (lane < rl)
-            rk__st_relaxed_sys(ring_slot(p.out, p.dpos) + lane, ring_line(wd, ring_flag(p.out, p.dpos)));
+            rk__st_relaxed_sys(ring_slot(out, dpos) + lane, ring_line(wd, ring_flag(out, dpos)));
     } else { /* a reply longer than a warp's lines (slots over 256 B) */
         if (lane < 7)
             r[lane] = wd;
         __syncwarp();
-        ring_warp_store(p.out, p.dpos, r, lane);
+        ring_warp_store(out, dpos, r, lane);
     }
-    p.dpos++;
     if (run && lane == 0) /* answered: no longer running */
         rk__st_relaxed_sys(&ka.region->running[0], 0ull);
     __syncwarp();
@@ -349,15 +361,20 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         return false;
     }
     uint32_t type = 0;
-    const bool inl = p.dpos - p.dhead < p.out.slots && slot_inline(p.in, a, d.hpos, lane, d.gen, &type);
+    /* its reply ring (lane r holds ring r's positions) */
+    const uint32_t rr = reply_ring_of(ka, __shfl_sync(FULL, (uint32_t)a, RK__W_ACTOR));
+    const ring_view out = ring_at(p.out, ka.d2h_stride, rr);
+    const bool room = __shfl_sync(FULL, p.dpos, rr) - __shfl_sync(FULL, p.dhead, rr) < out.slots;
+    const bool inl = room && slot_inline(p.in, a, d.hpos, lane, d.gen, &type);
     if (inl && (type == RK_OP_ECHO || type == RK_OP_NOP)) {
         /* the round trip's common case, answered straight from the
          * registers: an echo/NOP with room in D2H (no staging in
          * shared memory, no batch bookkeeping before the reply) */
+        const uint64_t dpos = __shfl_sync(FULL, p.dpos, rr);
 #ifdef RK_KERNEL_EXPERIMENTS
         if (ka.flags & RK_KF_IDLE_SC) {
             /* comparison: weak reply lines + fence.sc.sys (before 2026-11) */
-            reply_fast<true>(p.out, p.dpos, a, lane);
+            reply_fast<true>(out, dpos, a, lane);
             rk__fence_seq_cst_sys(); /* push the weak reply lines out */
         } else
 #endif
@@ -366,14 +383,15 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
              * no fence.sc.sys to wait on before the next poll (LL
              * lines need no fence between them; measured 0.65 us
              * quicker than weak stores + fence.sc.sys) */
-            reply_fast<false>(p.out, p.dpos, a, lane);
+            reply_fast<false>(out, dpos, a, lane);
         }
-        p.dpos++;
+        if (lane == rr)
+            p.dpos++;
         quick = 1;
         d.idle_wait = d.idle_delay;
         nload = 0;
     } else if (sizeof...(A) > 0 && inl && type >= RK_OP_USER) {
-        serve_user<A...>(d, p, ka, sh, a);
+        serve_user<A...>(d, p, ka, sh, a, rr, out);
         quick = 1;
         d.idle_wait = d.idle_delay;
         nload = 0;
@@ -397,23 +415,27 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
  * in full), checks them and answers the leading run of complete echo/NOP
  * (pre of them); this warp serves the rest from sh.lines. nload: the
  * poll's slots. */
-__device__ __forceinline__ void pipe_poll(dispatch &d, const dispatch_ref &p, shared0 &sh, uint32_t &nload,
-                                          uint32_t &pre)
+__device__ __forceinline__ void pipe_poll(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                          uint32_t &nload, uint32_t &pre)
 {
     const uint32_t lane = d.lane;
     d.idle_wait = 0; /* a burst came instead: no wait for the next idle poll */
-    /* room for all the replies first */
+    /* room for all the replies first, on every reply ring (they might
+     * all be for one; lane r checks ring r) */
     const uint32_t n = d.pipe_n < p.out.slots ? d.pipe_n : p.out.slots;
-    d2h_wait(p.out, p.dpos + n - 1, p.dhead, sh, lane);
+    d2h_wait_all(ka, p.out, p.dpos, p.dhead, n, sh, lane);
+    if (lane < ka.d2h_rings)
+        *(volatile unsigned long long *)&sh.pp_dpos[lane] = p.dpos;
     if (lane == 0) {
         *(volatile unsigned long long *)&sh.poll_pos = d.hpos;
-        *(volatile unsigned long long *)&sh.pp_dpos = p.dpos;
         *(volatile uint32_t *)&sh.pp_n = n;
     }
     __syncwarp();
     bar_named(1, 32 * d.ncrew);
     bar_named(2, 32 * d.ncrew);
     pre = pipe_prefix(sh, d.ncrew - 1, n, lane);
+    /* the crew answered the first pre slots: each ring moves past its share */
+    p.dpos += pipe_ring_count(sh, ka.d2h_rings, pre, lane);
     nload = n;
     stat_add(sh, 1, 1, lane);
 }
@@ -421,16 +443,20 @@ __device__ __forceinline__ void pipe_poll(dispatch &d, const dispatch_ref &p, sh
 /* Busy, serial: K slots in one round trip, spread over the crew (every
  * warp of block 0 but the housekeeper: a warp keeps only so many reads of
  * host memory in flight). nload: the poll's slots (K). */
-__device__ __forceinline__ void serial_poll(dispatch &d, const dispatch_ref &p, shared0 &sh, uint32_t &nload)
+__device__ __forceinline__ void serial_poll(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                            uint32_t &nload)
 {
     const uint32_t lane = d.lane;
     d.idle_wait = 0;
-    /* room for a whole batch of replies first (the crew writes
-     * them at wr_dpos + k without asking) */
-    d2h_wait(p.out, p.dpos + (K < p.out.slots ? K : p.out.slots) - 1, p.dhead, sh, lane);
+    /* room for a whole batch of replies first (the crew writes them at
+     * wr_dpos + k without asking; one reply ring only: with several, the
+     * crew answers nothing and serve_staged every slot, crew_check) */
+    if (ka.d2h_rings == 1)
+        d2h_wait(p.out, p.dpos + (K < p.out.slots ? K : p.out.slots) - 1, p.dhead, sh, lane);
+    const uint64_t dpos0 = __shfl_sync(FULL, p.dpos, 0);
     if (lane == 0) {
         *(volatile unsigned long long *)&sh.poll_pos = d.hpos;
-        *(volatile unsigned long long *)&sh.wr_dpos = p.dpos;
+        *(volatile unsigned long long *)&sh.wr_dpos = dpos0;
         *(volatile unsigned long long *)&sh.fastmask = 0ull;
     }
     __syncwarp();
@@ -448,7 +474,7 @@ __device__ __forceinline__ void serial_poll(dispatch &d, const dispatch_ref &p, 
 __device__ __forceinline__ uint32_t serial_answer(dispatch &d, const dispatch_ref &p, shared0 &sh)
 {
     const uint32_t lane = d.lane;
-    crew_check(sh, p.in, d.hpos, 0, d.ncrew, lane, d.gen);
+    crew_check(sh, p.in, d.hpos, 0, d.ncrew, lane, d.gen, d.nrings);
     const long long cw0 = clock64();
     bar_named(3, 32 * d.ncrew);
     write_share(sh, p.out, 0, d.ncrew, lane);
@@ -456,7 +482,8 @@ __device__ __forceinline__ uint32_t serial_answer(dispatch &d, const dispatch_re
     stat_add(sh, 3, (unsigned long long)(clock64() - cw0), lane);
     const uint64_t fm = vol_ld(&sh.fastmask);
     const uint32_t F = ~fm == 0 ? (uint32_t)K : (uint32_t)(__ffsll((long long)~fm) - 1);
-    p.dpos += F;
+    if (lane == 0) /* (one reply ring: several leave F at 0) */
+        p.dpos += F;
     return F;
 }
 
@@ -513,11 +540,12 @@ __device__ __forceinline__ void serve_staged(dispatch &d, const dispatch_ref &p,
             break; /* the producer is still writing lines */
         const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
         if (slot_fast(p.in, L, pos, lane, d.gen)) {
-            /* echo / NOP straight from the staged line: lane i writes
-             * reply line i, weak (one fence.sc.sys after the batch) */
-            d2h_wait(p.out, p.dpos, p.dhead, sh, lane);
-            reply_fast<true>(p.out, p.dpos, L, lane);
-            p.dpos++;
+            /* echo / NOP straight from the staged line, on its reply
+             * ring: lane i writes reply line i, weak (one fence.sc.sys
+             * after the batch) */
+            const uint32_t rr = reply_ring_of(ka, __shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR));
+            const ring_view out = ring_at(p.out, ka.d2h_stride, rr);
+            reply_fast<true>(out, d2h_take(out, rr, p.dpos, p.dhead, sh, lane), L, lane);
             nfast++;
         } else {
             if (nfast) {
@@ -555,10 +583,14 @@ __device__ __forceinline__ void dispatcher_stop(dispatch &d, const dispatch_ref 
      * path: stored after barrier 2) are issued, before the housekeeper
      * hands prod_tail back */
     bar_named(1, 32 * d.ncrew);
+    for (uint32_t r = 0; r < ka.d2h_rings; r++) {
+        const uint64_t t = __shfl_sync(FULL, p.dpos, r);
+        if (lane == 0)
+            flag_st(&sh.d2h_tail[r], (unsigned long long)t);
+    }
     if (lane == 0) {
         for (int i = 0; i < 8; i++)
             ds->stats[i] = sh.st[i];
-        flag_st(&sh.d2h_tail, (unsigned long long)p.dpos);
         flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
         flag_st(&sh.dispatcher_done, 1u);
     }
@@ -591,16 +623,16 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
             if (!idle_poll<A...>(d, p, ka, sh, nload, quick))
                 continue;
         } else if (d.pipe) {
-            pipe_poll(d, p, sh, nload, pre);
+            pipe_poll(d, p, ka, sh, nload, pre);
         } else {
-            serial_poll(d, p, sh, nload);
+            serial_poll(d, p, ka, sh, nload);
         }
         __syncwarp();
         const long long c1 = clock64();
         uint32_t done = quick;
         if (pre) {
-            /* the crew answered the first pre slots */
-            p.dpos += pre;
+            /* the crew answered the first pre slots (pipe_poll moved the
+             * rings' positions past them) */
             done = pre;
         } else if (nload == K && !d.pipe) {
             done = serial_answer(d, p, sh);

@@ -91,7 +91,7 @@ static int rk__eng_register(rk__engine *e)
         void *p;
     } parts[] = {{"region header", h},
                  {"H2D ring", h + e->region->h2d_off},
-                 {"D2H ring", h + e->region->d2h_off},
+                 {"D2H rings", h + e->region->d2h_off},
                  {"data arena", h + e->region->arena_off}};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         struct cudaPointerAttributes a;
@@ -110,6 +110,8 @@ static int rk__eng_register(rk__engine *e)
     uint8_t *dr = d;
     e->args.h2d = dr + e->region->h2d_off;
     e->args.d2h = dr + e->region->d2h_off;
+    e->args.d2h_stride = e->region->d2h_stride;
+    e->args.d2h_rings = e->region->d2h_rings;
     e->args.arena = dr + e->region->arena_off;
     e->args.arena_size = e->region->arena_size;
     e->args.region = (rk__region *)dr;
@@ -188,7 +190,7 @@ static int rk__eng_wait_running(rk__engine *e)
     return 0;
 }
 
-static int rk__eng_launch_now(rk__engine *e, uint32_t gen, uint64_t d2h_start)
+static int rk__eng_launch_now(rk__engine *e, uint32_t gen)
 {
     cudaError_t ce = cudaMemsetAsync(e->scratch, 0, RK_KERNEL_SCRATCH_BYTES, e->stream);
     if (ce == cudaSuccess)
@@ -198,7 +200,6 @@ static int rk__eng_launch_now(rk__engine *e, uint32_t gen, uint64_t d2h_start)
     rk__st_relaxed(&e->region->stop, 0u);
     rk__st_release(&e->region->state, (int32_t)RK__STATE_INIT);
     e->args.gen = gen;
-    e->args.d2h_start = d2h_start;
     /* RK_CUDA_KFLAGS: experiment flags (kernel_desc.h RK_KF_*), for rk-bench */
     e->args.flags = e->cfg.kflags | (uint32_t)rk__env_ll("RK_CUDA_KFLAGS", 0);
     int le = e->kd->launch(&e->args, e->grid, e->block, e->smem, e->stream);
@@ -223,7 +224,7 @@ static int rk__eng_validate(rk__engine *e, uint32_t *grid, uint32_t block, uint3
     return rc;
 }
 
-static int rk__eng_launch(rk__engine *e, uint32_t gen, uint64_t d2h_start, uint32_t grid, uint32_t block,
+static int rk__eng_launch(rk__engine *e, uint32_t gen, uint32_t grid, uint32_t block,
                           uint32_t smem, rk__wdev *dev, char *err, size_t cap)
 {
     if (block && (grid != e->grid || block != e->block || smem != e->smem)) {
@@ -236,7 +237,7 @@ static int rk__eng_launch(rk__engine *e, uint32_t gen, uint64_t d2h_start, uint3
         e->block = block;
         e->smem = smem;
     }
-    int rc = rk__eng_launch_now(e, gen, d2h_start);
+    int rc = rk__eng_launch_now(e, gen);
     rk__eng_dev(e, dev);
     return rk__eng_err(rc, err, cap);
 }
@@ -306,8 +307,7 @@ static int rk__eng_relaunch(rk__engine *e, uint32_t grid, uint32_t block, uint32
         e->grid = g;
         e->block = block;
         e->smem = smem;
-        rk_ring *d2h = (rk_ring *)((uint8_t *)e->region + e->region->d2h_off);
-        rc = rk__eng_launch_now(e, e->args.gen, rk__ld_acquire(&d2h->prod_tail));
+        rc = rk__eng_launch_now(e, e->args.gen);
     }
     rk__eng_dev(e, dev);
     return rk__eng_err(rc, err, cap);

@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-#define RK_ENGINE_ABI 1u
+#define RK_ENGINE_ABI 2u
 
 typedef struct rk__engine rk__engine;
 
@@ -43,10 +43,11 @@ typedef struct rk__engine_api {
      * sets up what a launch needs; fills *dev. Nothing runs yet. */
     int (*open)(rk__engine **out, const rk__engine_cfg *cfg, rk__region *region, size_t region_size,
                 rk__wdev *dev, char *err, size_t errcap);
-    /* Launches the ring kernel for generation gen, producing D2H from
-     * d2h_start, with cfg's (or the last relaunch's) configuration, or with
-     * grid/block/smem when block != 0; waits until it runs. */
-    int (*launch)(rk__engine *e, uint32_t gen, uint64_t d2h_start, uint32_t grid, uint32_t block,
+    /* Launches the ring kernel for generation gen (producing each reply
+     * ring from its prod_tail), with cfg's (or the last relaunch's)
+     * configuration, or with grid/block/smem when block != 0; waits until
+     * it runs. */
+    int (*launch)(rk__engine *e, uint32_t gen, uint32_t grid, uint32_t block,
                   uint32_t smem, rk__wdev *dev, char *err, size_t errcap);
     /* 0 while the kernel runs; 1 when it returned; a negative code (and the
      * CUDA error in err) when it faulted. Never blocks. */

@@ -32,7 +32,7 @@ template <class... A>
 __device__ void housekeeper_lane0(const rk_kargs &ka, shared0 &sh, scratch *ds, bool has_workers)
 {
     const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
-    const ring_view out = ring_open(static_cast<rk_ring *>(ka.d2h));
+    const ring_view out0 = ring_open(static_cast<rk_ring *>(ka.d2h));
     uint64_t published = flag_ld(&sh.h2d_done), last_seen = published, t_change = 0;
     uint64_t last_hb = 0;
     uint32_t ns = 0;
@@ -94,11 +94,12 @@ __device__ void housekeeper_lane0(const rk_kargs &ka, shared0 &sh, scratch *ds, 
     }
     /* release: the dispatcher's slot reads before cons_head, every reply
      * line (the crew's issued before the dispatcher's last barrier 1, the
-     * dispatcher's own; both acquired here through d2h_tail) before
-     * prod_tail; the host loads both with acquire (ring.c's producers,
-     * backend_cuda.c at the next launch) */
+     * dispatcher's own; both acquired here through d2h_tail) before each
+     * reply ring's prod_tail; the host loads them with acquire (ring.c's
+     * producers, the next launch's dispatch_open) */
     rk__st_release_sys(in.cons_head, (uint64_t)flag_ld(&sh.h2d_done));
-    rk__st_release_sys(out.prod_tail, (uint64_t)flag_ld(&sh.d2h_tail));
+    for (uint32_t r = 0; r < ka.d2h_rings; r++)
+        rk__st_release_sys(ring_at(out0, ka.d2h_stride, r).prod_tail, (uint64_t)flag_ld(&sh.d2h_tail[r]));
     rk__st_relaxed_sys(&ka.region->heartbeat, rk__globaltimer());
     /* release: the indices above before the state; pairs with a host
      * load-acquire of state */

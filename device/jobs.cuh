@@ -44,7 +44,8 @@ struct scratch {
 static_assert(sizeof(scratch) <= RK_KERNEL_SCRATCH_BYTES, "scratch too large");
 static_assert(offsetof(scratch, stats) == RK_KERNEL_STATS_OFFSET, "stats offset");
 
-/* Posts the replies of the grid jobs that finished. */
+/* Posts the replies of the grid jobs that finished, each on its actor's
+ * reply ring (out: ring 0's view; dpos, dhead: one ring a lane). */
 __device__ __noinline__ void post_job_replies(const rk_kargs &ka, scratch *ds, shared0 &sh, const ring_view &out,
                                               uint64_t &dpos, uint64_t &dhead, uint32_t &replied, uint32_t lane)
 {
@@ -71,7 +72,7 @@ __device__ __noinline__ void post_job_replies(const rk_kargs &ka, scratch *ds, s
             r[6] = reply_has_data(j->status) ? j->out_len : 0;
         }
         __syncwarp();
-        d2h_post_words(out, dpos, dhead, sh, r, lane);
+        d2h_post_words(ka, out, dpos, dhead, sh, r, lane);
         if (lane == 0 && (j->words[RK__W_TYPE] & 0xffffu) > RK_OP_VADD) /* answered: no longer running */
             rk__st_relaxed_sys(&ka.region->running[1 + replied % NJ], 0ull);
         __syncwarp();

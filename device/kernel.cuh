@@ -23,7 +23,8 @@
  *                    scratch, __nanosleep backoff) and run grid jobs (large
  *                    vadd / echo / user actors) over all their threads.
  *
- * The dispatcher is D2H's single producer: it hands the crew the positions
+ * The dispatcher is the single producer of every reply (D2H) ring (a
+ * reply goes to its actor's: reply.cuh): it hands the crew the positions
  * of a poll's replies, and posts the replies of finished grid jobs itself.
  * Lines are LL lines, so replies need no fence between them, except that
  * arena output is fenced (system scope) before the reply that points to it.
@@ -66,10 +67,8 @@ __global__ void __launch_bounds__(MaxThreads) ring_kernel(rk_kargs ka)
     }
     __shared__ shared0 sh;
     if (threadIdx.x == 0) {
-        sh.d2h_tail = ka.d2h_start;
         /* acquire: pairs with the host consumer's store-release of the
-         * rings' cons_head (ring.c), as d2h_wait's refresh does */
-        sh.d2h_head = rk__ld_acquire_sys(&static_cast<rk_ring *>(ka.d2h)->cons_head);
+         * ring's cons_head (ring.c), as d2h_wait's refresh does */
         sh.h2d_done = rk__ld_acquire_sys(&static_cast<rk_ring *>(ka.h2d)->cons_head);
         sh.stop = 0;
         sh.jobs_posted = 0;

@@ -1,7 +1,12 @@
-/* device/reply.cuh - D2H production: the dispatcher warp is the ring's
- * single producer (the crew writes replies only at positions the
- * dispatcher handed it). Room is checked against a cached cons_head;
- * replies are LL lines, so they need no fence between them. */
+/* device/reply.cuh - D2H production: the dispatcher warp is the single
+ * producer of every reply ring (the crew writes replies only at positions
+ * the dispatcher handed it). A reply goes to the ring of its actor
+ * (RK__REPLY_RING: actor modulo the rings, as the host maps them). The
+ * dispatcher keeps the rings' positions one ring a lane: lane r holds ring
+ * r's next position (dpos) and its cached cons_head (dhead); every lane
+ * of the warp learns them with a shuffle. Room is checked against the
+ * cached cons_head; replies are LL lines, so they need no fence between
+ * them. */
 #ifndef RK_DEVICE_REPLY_CUH
 #define RK_DEVICE_REPLY_CUH
 
@@ -54,13 +59,55 @@ __device__ __forceinline__ void d2h_wait(const ring_view &out, uint64_t dpos, ui
     }
 }
 
-/* words[0] = reply length, words[1..] the reply */
-__device__ __forceinline__ void d2h_post_words(const ring_view &out, uint64_t &dpos, uint64_t &dhead,
-                                               shared0 &sh, const uint32_t *words, uint32_t lane)
+/* The reply ring of a request whose actor word (RK__W_ACTOR) is w. */
+__device__ __forceinline__ uint32_t reply_ring_of(const rk_kargs &ka, uint32_t w)
 {
-    d2h_wait(out, dpos, dhead, sh, lane);
-    ring_warp_store(out, dpos, words, lane);
-    dpos++;
+    return RK__REPLY_RING(w & 0xffffu, ka.d2h_rings);
+}
+
+/* A position on reply ring r (view out) once it has room: ring r's dpos
+ * and dhead are lane r's (header); lane r's dpos moves past it. */
+__device__ __forceinline__ uint64_t d2h_take(const ring_view &out, uint32_t r, uint64_t &dpos, uint64_t &dhead,
+                                             shared0 &sh, uint32_t lane)
+{
+    const uint64_t pos = __shfl_sync(FULL, dpos, r);
+    uint64_t head = __shfl_sync(FULL, dhead, r);
+    d2h_wait(out, pos, head, sh, lane);
+    if (lane == r)
+        dpos = pos + 1, dhead = head;
+    return pos;
+}
+
+/* Posts a staged reply (words[0] = reply length, words[1..] the reply) on
+ * the reply ring of its actor: ring 0's view out0, positions one ring a
+ * lane. */
+__device__ __forceinline__ void d2h_post_words(const rk_kargs &ka, const ring_view &out0, uint64_t &dpos,
+                                               uint64_t &dhead, shared0 &sh, const uint32_t *words, uint32_t lane)
+{
+    const uint32_t r = reply_ring_of(ka, words[RK__W_ACTOR]);
+    const ring_view out = ring_at(out0, ka.d2h_stride, r);
+    ring_warp_store(out, d2h_take(out, r, dpos, dhead, sh, lane), words, lane);
+}
+
+/* Waits until every reply ring has room for n replies (a busy poll's
+ * worst case: all of them on one ring); lane r refreshes ring r's head.
+ * acquire: as d2h_wait's. */
+__device__ __forceinline__ void d2h_wait_all(const rk_kargs &ka, const ring_view &out0, uint64_t dpos,
+                                             uint64_t &dhead, uint32_t n, shared0 &sh, uint32_t lane)
+{
+    const bool mine = lane < ka.d2h_rings;
+    if (__all_sync(FULL, !mine || dpos + n - 1 - dhead < out0.slots))
+        return;
+    const uint64_t *head = ring_at(out0, ka.d2h_stride, mine ? lane : 0).cons_head;
+    uint32_t ns = 0;
+    for (;;) {
+        if (mine && dpos + n - 1 - dhead >= out0.slots)
+            dhead = rk__ld_acquire_sys(head);
+        if (__all_sync(FULL, !mine || dpos + n - 1 - dhead < out0.slots) || flag_ld(&sh.stop) >= 2)
+            return; /* (abort: the host no longer drains) */
+        __nanosleep(ns);
+        ns = ns < 8192 ? ns * 2 + 32 : ns;
+    }
 }
 
 /* The reply to the echo/NOP whose lines lane i holds (L): lane i's reply

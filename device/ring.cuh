@@ -141,6 +141,19 @@ __device__ __forceinline__ ring_view ring_open(rk_ring *r)
     return v;
 }
 
+/* Reply ring r of a kernel's reply rings (rk_abi.h: ring 0 at ka.d2h,
+ * the others d2h_stride bytes apart, the same geometry): v0's view moved
+ * by r strides. */
+__device__ __forceinline__ ring_view ring_at(const ring_view &v0, uint64_t stride_bytes, uint32_t r)
+{
+    ring_view v = v0;
+    const size_t off = (size_t)r * (size_t)(stride_bytes / 8);
+    v.base += off;
+    v.cons_head += off;
+    v.prod_tail += off;
+    return v;
+}
+
 /* The flag every line of the message at pos carries (rk_ring_flag). */
 __device__ __forceinline__ uint32_t ring_flag(const ring_view &v, uint64_t pos)
 {

@@ -148,7 +148,7 @@ static int rk__serve_cuda_worker(const rk__view *v, const rk__wmsg *init)
     rk__wmsg m;
     while (!rk__next(&m, -1) || m.kind != RK__WM_GO) {
     }
-    rc = api->launch(e, m.gen, m.d2h_start, m.grid, m.block, m.smem, &dev, err, sizeof err);
+    rc = api->launch(e, m.gen, m.grid, m.block, m.smem, &dev, err, sizeof err);
     rk__reply(RK__WM_RUNNING, rc, err, &dev);
     if (rc)
         return 1;

@@ -5,9 +5,9 @@
  * happened to every request: each posted one gets exactly one reply with
  * its bytes, ids are unique, nothing unposted is answered or kept.
  * RK_TEST_ISOLATION=process runs the same on a worker process. Reaches
- * internals (rt->closing for the closing case; d2h_lock, d2h_wanted and
- * rk__drain_some for a router's yield), so it links librk's static
- * library. */
+ * internals (rt->closing for the closing case; a reply ring's lock,
+ * `wanted` and rk__drain_some for a router's yield), so it links librk's
+ * static library. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -470,8 +470,8 @@ static void test_recv_batch_with_call(void **state)
     finish(rt, 21);
 }
 
-/* A router stops draining D2H for a thread blocked on d2h_lock (a
- * re-post, the supervisor) after its chunk: under a steady load D2H is
+/* A router stops draining its reply ring for a thread blocked on the
+ * ring's lock (a re-post, the supervisor) after its chunk: under a steady load D2H is
  * never empty, and a drain until it was held the lock as long as the load
  * lasted (a poison's re-post waited ~60 s on an H100). The supervisor's
  * drain takes all. */
@@ -491,26 +491,27 @@ static void test_router_yields_d2h_lock(void **state)
     rk_send_req q[N];
     make_reqs(q, bufs, lens, N, 0);
     /* hold the lock first, so that no waiter routes the replies */
-    pthread_mutex_lock(&rt->d2h_lock);
+    rk__d2h *d = a->d2h;
+    pthread_mutex_lock(&d->lock);
     assert_int_equal(rk_actor_send_batch(a, q, N, ids, 1000), N);
     note(l, ids, lens, seqs, N);
-    for (int w = 0; w < 5000 && rk_ring_count(rt->d2h) < N; w++)
+    for (int w = 0; w < 5000 && rk_ring_count(d->ring) < N; w++)
         usleep(1000);
-    assert_int_equal(rk_ring_count(rt->d2h), N);
-    atomic_store(&rt->d2h_wanted, 1);
+    assert_int_equal(rk_ring_count(d->ring), N);
+    atomic_store(&d->wanted, 1);
     int others = 0, rc = 0;
     /* a router routes one chunk, then leaves the lock to the blocked one */
     _Static_assert(RK__D2H_CHUNK < N, "the test needs more replies than a chunk");
-    assert_int_equal(rk__drain_some(rt, a, true, &others, &rc), RK__D2H_CHUNK);
+    assert_int_equal(rk__drain_some(rt, d, a, true, &others, &rc), RK__D2H_CHUNK);
     assert_int_equal(rc, -RK_EAGAIN);
     assert_int_equal(others, 0); /* all a's own */
-    assert_int_equal(rk_ring_count(rt->d2h), N - RK__D2H_CHUNK);
+    assert_int_equal(rk_ring_count(d->ring), N - RK__D2H_CHUNK);
     /* the supervisor's drain (no yield) takes the rest */
-    assert_int_equal(rk__drain_some(rt, NULL, false, &others, &rc), N - RK__D2H_CHUNK);
+    assert_int_equal(rk__drain_some(rt, d, NULL, false, &others, &rc), N - RK__D2H_CHUNK);
     assert_int_equal(rc, -RK_EAGAIN);
     assert_int_equal(others, N - RK__D2H_CHUNK); /* self NULL: all "others" */
-    atomic_store(&rt->d2h_wanted, 0);
-    pthread_mutex_unlock(&rt->d2h_lock);
+    atomic_store(&d->wanted, 0);
+    pthread_mutex_unlock(&d->lock);
     reap_all(a, l, MAXB); /* every one once, with its bytes */
     finish(rt, N);
 }

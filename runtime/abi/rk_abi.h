@@ -9,7 +9,13 @@
  * owning the clients creates and a worker process maps again from an
  * inherited fd; the device sees it through cudaHostRegister(Mapped):
  *
- *   [rk__region header | H2D ring | D2H ring | data arena]
+ *   [rk__region header | H2D ring | D2H ring 0 .. D2H ring R-1 | data arena]
+ *
+ * R reply rings (rk_config.reply_rings, a power of two up to
+ * RK__D2H_RINGS_MAX): the reply to a request of actor a goes to D2H ring
+ * a & (R - 1) (RK__REPLY_RING), so host threads driving different actors
+ * drain different rings and never touch each other's replies. The rings
+ * have the same geometry, d2h_stride bytes apart.
  *
  * Offsets, never pointers, cross from one side to another. The ring
  * layout itself is rk/ring.h's; the message header is rk/msg.h's. */
@@ -28,8 +34,12 @@ extern "C" {
 #define RK__ABI_ASSERT(c, m) _Static_assert(c, m)
 #endif
 
-#define RK_ABI_VERSION 2u
-#define RK__REGION_MAGIC 0x524b5247494f4e32ull /* "RKRGION2" */
+#define RK_ABI_VERSION 3u
+#define RK__REGION_MAGIC 0x524b5247494f4e33ull /* "RKRGION3" */
+
+/* Reply (D2H) rings: at most this many; the ring of an actor's replies. */
+#define RK__D2H_RINGS_MAX 8u
+#define RK__REPLY_RING(actor, n_rings) ((uint32_t)(actor) & ((n_rings)-1u))
 
 /* Lines of the running-request table (below). */
 #define RK__RUNNING_SLOTS 32u
@@ -43,7 +53,9 @@ typedef struct rk__region {
     uint32_t pad_a;
     uint64_t size;
     uint64_t h2d_off, d2h_off, arena_off, arena_size;
-    uint8_t pad0[128 - 56];
+    uint64_t d2h_stride; /* bytes from one D2H ring to the next */
+    uint32_t d2h_rings;  /* reply rings, a power of two in 1..RK__D2H_RINGS_MAX */
+    uint8_t pad0[128 - 68];
     /* Consumer -> host, about every 0.2 ms (kernel) or 20 ms (CPU worker)
      * while it runs: a host that sees it stop knows the consumer is dead
      * or wedged. Any monotonic nanosecond clock; only changes matter. */
@@ -83,6 +95,8 @@ enum { RK__STATE_INIT = 0, RK__STATE_RUNNING = 1, RK__STATE_STOPPED = 2 };
 #define RK__RUN_TAG(w) ((uint16_t)((w) >> 32))
 #define RK__RUN_ID31(w) ((uint32_t)((w)&0x7fffffffu))
 
+RK__ABI_ASSERT(offsetof(rk__region, d2h_stride) == 56 && offsetof(rk__region, d2h_rings) == 64,
+               "region: reply rings");
 RK__ABI_ASSERT(offsetof(rk__region, heartbeat) == 128, "region: heartbeat line");
 RK__ABI_ASSERT(offsetof(rk__region, stop) == 256, "region: stop line");
 RK__ABI_ASSERT(offsetof(rk__region, state) == 384, "region: state line");
@@ -128,19 +142,21 @@ enum {
  * the registered region, except scratch (device memory). */
 typedef struct rk_kargs {
     void *h2d;           /* rk_ring */
-    void *d2h;           /* rk_ring */
+    void *d2h;           /* rk_ring: reply ring 0; ring r at d2h + r * d2h_stride */
     uint8_t *arena;      /* data arena */
     uint64_t arena_size;
     rk__region *region;  /* heartbeat, stop, state, running */
     void *scratch;       /* RK_KERNEL_SCRATCH_BYTES of device memory, zeroed */
-    uint64_t d2h_start;  /* first D2H position to produce */
+    uint64_t d2h_stride; /* bytes between reply rings; each ring's first position to
+                          * produce is its prod_tail at launch (the host's) */
     uint32_t flags;      /* RK_KF_* */
     uint32_t nan_bits;   /* the host's default NaN (inf - inf), for bit-identical vadd */
     uint32_t gen;        /* the request generation to serve (rk__region.gen) */
-    uint32_t pad;
+    uint32_t d2h_rings;  /* reply rings (a power of two, <= RK__D2H_RINGS_MAX) */
 } rk_kargs;
 RK__ABI_ASSERT(sizeof(rk_kargs) == 72, "kernel arguments");
-RK__ABI_ASSERT(offsetof(rk_kargs, d2h_start) == 48, "kernel arguments: d2h_start");
+RK__ABI_ASSERT(offsetof(rk_kargs, d2h_stride) == 48, "kernel arguments: d2h_stride");
+RK__ABI_ASSERT(offsetof(rk_kargs, d2h_rings) == 68, "kernel arguments: d2h_rings");
 
 #undef RK__ABI_ASSERT
 #ifdef __cplusplus

@@ -12,7 +12,7 @@
  *                              <- HELLO {rc, text, device info}  (validated, region
  *                                                                 registered; waiting:
  *                                                                 a warm standby stays here)
- *   GO {gen, d2h_start, ...}    ->
+ *   GO {gen, ...}               ->  (each reply ring from its prod_tail)
  *                              <- RUNNING {rc, text, info}       (kernel launched /
  *                                                                 CPU loop started)
  *   RELAUNCH {grid, block, smem}->
@@ -74,7 +74,6 @@ typedef struct rk__wmsg {
     uint32_t grid, block, smem; /* INIT, GO, RELAUNCH */
     uint32_t flags;   /* RK__WF_* (INIT, GO) */
     uint32_t gen;     /* GO */
-    uint64_t d2h_start; /* GO: the first D2H position to produce */
     int32_t level;    /* LOG: the line's rk_log_level; INIT: the level to log at */
     uint32_t hb_period_us; /* INIT: how often the consumer stamps the heartbeat */
     rk__wdev dev;

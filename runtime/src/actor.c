@@ -48,7 +48,7 @@ int rk_actor_open(rk_runtime *rt, rk_actor **out)
     a->gen = atomic_load(&rt->gen);
     uint32_t qcap = rk__pow2_at_least(a->window);
     /* 16-byte stride: reply data is as aligned as malloc's */
-    size_t ibuf = (rk_ring_msg_max(rt->d2h) + 15u) & ~(size_t)15u;
+    size_t ibuf = (rk_ring_msg_max(rt->d2h[0].ring) + 15u) & ~(size_t)15u;
     /* a record a line (64 B, actor.h): the owner fills one while a router
      * completes its neighbour */
     a->pend = rk__zalloc_lines(a->window, sizeof *a->pend);
@@ -81,6 +81,7 @@ int rk_actor_open(rk_runtime *rt, rk_actor **out)
         return rk__fail(RK_EBUSY, "all %u actor slots are open (max_actors)", rt->n_actor_slots);
     }
     a->index = (uint16_t)i;
+    a->d2h = rk__d2h_of(rt, i);
     /* release: a router that finds the actor sees it initialised */
     __atomic_store_n(&rt->actors[i], a, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&rt->actors_lock);
@@ -114,9 +115,10 @@ void rk_actor_close(rk_actor *a)
     if (!a)
         return;
     rk_runtime *rt = a->rt;
-    /* d2h_lock keeps routers (and the supervisor) away while the replies
-     * are taken back */
-    rk__d2h_lock(rt);
+    /* its ring's lock keeps routers (and the supervisor) away while the
+     * replies are taken back */
+    rk__d2h *d = a->d2h;
+    rk__d2h_lock(d);
     a->closing = true;
     for (uint32_t i = 0; i < a->window; i++) {
         uint8_t st = rk__ld_relaxed(&a->pend[i].state);
@@ -138,7 +140,7 @@ void rk_actor_close(rk_actor *a)
     if (atomic_load(&a->inflight) == 0)
         rk__actor_reap(a);
     /* else: the router reaps it when the last reply arrives */
-    pthread_mutex_unlock(&rt->d2h_lock);
+    rk__d2h_unlock(d);
 }
 
 uint32_t rk_actor_inflight(const rk_actor *a) { return a->awaiting + a->stash_n; }

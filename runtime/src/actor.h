@@ -28,10 +28,10 @@ typedef struct rk__pending {
     uint32_t gen;   /* the worker generation it was last posted for */
     uint16_t type;
     uint8_t state;  /* RK__P_*: atomic (relaxed) because the owner peeks at it
-                     * while a router may set it under d2h_lock; the data
+                     * while a router may set it under its ring's lock; the data
                      * fields are handed over by the ready queue's
                      * release/acquire */
-    uint8_t strikes; /* worker faults it was running during (under d2h_lock):
+    uint8_t strikes; /* worker faults it was running during (under its ring's lock):
                       * 1 = a suspect, retried alone; 2 = the poison */
     uint8_t *inline_buf;
 } rk__pending;
@@ -39,20 +39,21 @@ _Static_assert(sizeof(rk__pending) == 64, "a pending record is one cache line (a
 
 struct rk_actor {
     rk_runtime *rt;
+    rk__d2h *d2h; /* the ring its replies come back on (rk__d2h_of) */
     uint16_t index;
-    bool closing; /* written under d2h_lock; read by routers at every reply */
+    bool closing; /* written under its ring's lock; read by routers at every reply */
     uint32_t window;
     rk__pending *pend;
     uint8_t *inline_bufs;
     /* ready queue: tags of replied requests. Single producer at a time (a
-     * router or the supervisor, serialised by d2h_lock), single consumer
+     * router or the supervisor, serialised by its ring's lock), single consumer
      * (the owner). The producer's two words have a line of their own: on
      * the owner's line, every reply routed from another thread took that
      * line from the owner and gave it back. */
     uint16_t *ready;
     uint32_t ready_mask;
     _Alignas(64) uint64_t ready_tail; /* router: store-release; owner: load-acquire */
-    uint64_t ready_pub;  /* router (under d2h_lock): queued; published as ready_tail
+    uint64_t ready_pub;  /* router (under its ring's lock): queued; published as ready_tail
                           * per drain (router.c, rk__publish) */
     /* from here on, what the owner writes (apart from what routers read
      * above: the pointers, window, index) */
@@ -70,13 +71,18 @@ struct rk_actor {
     uint32_t gen;     /* owner-private: the generation its requests go to; behind
                        * rt->gen until it re-posted what it owes (send.c) */
     uint32_t awaiting;         /* owner-private: sent, reply not yet popped */
+    /* owner-private: its last look at the other rings (router.c, rk__steal) */
+    int64_t steal_at;
+    uint64_t steal_seen[RK__D2H_RINGS_MAX];
+    bool steal_ready[RK__D2H_RINGS_MAX];
+    uint32_t polls;
     _Atomic uint32_t inflight; /* records in use: sent and not yet released */
 };
 
 /* actor.c */
 /* Gives a pending record back (owner, or a router for a closing actor). */
 RK__HIDDEN void rk__pending_put(rk_actor *a, uint16_t tag);
-/* Removes a closing actor whose last reply came back. Caller holds d2h_lock. */
+/* Removes a closing actor whose last reply came back. Caller holds its ring's lock. */
 RK__HIDDEN void rk__actor_reap(rk_actor *a);
 /* The actor in slot i, or NULL (acquire: it is initialised). */
 static inline rk_actor *rk__actor_at(rk_runtime *rt, uint32_t i)
@@ -85,22 +91,26 @@ static inline rk_actor *rk__actor_at(rk_runtime *rt, uint32_t i)
 }
 
 /* router.c */
-/* Claims the next chunk of D2H, if any is complete and the lock is free,
- * and routes it; returns the number of replies routed. */
-RK__HIDDEN int rk__drain(rk_runtime *rt, const rk_actor *self);
-/* Routes everything complete in D2H; the caller holds d2h_lock (and wakes
- * the actors afterwards). */
+/* Claims the next chunk of reply ring d, if any is complete and the lock
+ * is free, and routes it; returns the number of replies routed. */
+RK__HIDDEN int rk__drain(rk_runtime *rt, rk__d2h *d, const rk_actor *self);
+/* Routes everything complete in every reply ring; the caller holds every
+ * ring's lock (rk__d2h_lock_all) and wakes the actors afterwards. */
 RK__HIDDEN void rk__drain_locked(rk_runtime *rt);
-/* Chunk after chunk under the lock (caller holds d2h_lock, no chunk
- * out): yield stops after a chunk when a thread blocks on the lock, or
- * after a ring's worth of replies.
+/* Chunk after chunk of d under its lock (caller holds it, no chunk out):
+ * yield stops after a chunk when a thread blocks on the lock, or after a
+ * ring's worth of replies.
  * Returns the number routed; *others: how many went to another actor than
  * self; *rc: -RK_EAGAIN, or the ring error that stopped it. */
-RK__HIDDEN int rk__drain_some(rk_runtime *rt, const rk_actor *self, bool yield, int *others, int *rc);
+RK__HIDDEN int rk__drain_some(rk_runtime *rt, rk__d2h *d, const rk_actor *self, bool yield, int *others,
+                              int *rc);
 /* Completes a SENT record with `status` and no payload, as if its reply
  * had come (the supervisor's answer to a poison request). Caller holds
- * d2h_lock. */
+ * its ring's lock. */
 RK__HIDDEN void rk__answer_locked(rk_runtime *rt, rk_actor *a, uint16_t tag, int status);
+/* Drains the other reply rings that hold a reply nobody claimed since a's
+ * last look (at most every 100 us; owner only). */
+RK__HIDDEN void rk__steal(rk_actor *a, int64_t now);
 /* Waits for a reply: the next one (want < 0) or the one with tag `want`. */
 RK__HIDDEN int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline);
 

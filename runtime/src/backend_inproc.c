@@ -196,7 +196,7 @@ static int rk__inproc_start(rk_runtime *rt)
         c->lock_fd = rk__gpu_lock(c->dev.uuid, c->dev.name);
         rc = c->lock_fd < 0 ? c->lock_fd : 0;
     }
-    if (rc == 0 && (rc = c->api->launch(c->e, 0, 0, 0, 0, 0, &c->dev, err, sizeof err)))
+    if (rc == 0 && (rc = c->api->launch(c->e, 0, 0, 0, 0, &c->dev, err, sizeof err)))
         rc = rk__fail(rc, "%s", err);
     if (rc == 0)
         rc = rk__selftest(rt, (int)rk__env_ll("RK_CUDA_SELFTEST_MS", 5000), rk__inproc_alive, c);
@@ -205,9 +205,7 @@ static int rk__inproc_start(rk_runtime *rt)
         snprintf(detail, sizeof detail, "%s", rk_last_detail());
         rk__inproc_free(c);
         /* leave clean rings for the CPU backend auto falls back to */
-        size_t rs = rk_ring_memsize(rt->cfg.ring_slots, rt->cfg.slot_size);
-        rk_ring_init(rt->h2d, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
-        rk_ring_init(rt->d2h, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
+        rk__rings_clean(rt);
         rk__st_release(&rt->view.hdr->state, (int32_t)RK__STATE_INIT);
         return rk__fail(rc, "%s", detail);
     }

@@ -82,7 +82,9 @@ RK__HIDDEN long long rk__env_ll(const char *name, long long dflt);
 typedef struct rk__view {
     rk__region *hdr;
     size_t size;
-    rk_ring *h2d, *d2h;
+    rk_ring *h2d;
+    rk_ring *d2h[RK__D2H_RINGS_MAX]; /* the reply rings, [0, n_d2h) */
+    uint32_t n_d2h;
     uint8_t *arena;
     size_t arena_size;
 } rk__view;
@@ -207,13 +209,16 @@ RK__HIDDEN extern const rk__backend_ops rk__inproc_backend; /* CUDA in this proc
 struct rk__modset;
 
 /* D2H chunks (router.c): the most replies a router claims at a time, and
- * the most chunks claimed and not yet published. */
+ * the most chunks claimed and not yet published (per reply ring). */
 #define RK__D2H_CHUNK 32u
 #define RK__D2H_CHUNKS 16u
+/* rk_config.reply_rings 0 means this many */
+#define RK__REPLY_RINGS_DEFAULT RK_REPLY_RINGS_MAX
+_Static_assert(RK_REPLY_RINGS_MAX == RK__D2H_RINGS_MAX, "rk/runtime.h and rk_abi.h agree");
 /* One claimed chunk of D2H: positions [pos, pos + n), the records its
  * replies filled (a NULL actor: dropped). Its router fills it without
- * d2h_lock, then stores routed = ticket + 1; whoever publishes in turn
- * (under d2h_lock) takes it from there. */
+ * its ring's lock, then stores routed = ticket + 1; whoever publishes in turn
+ * (under its ring's lock) takes it from there. */
 typedef struct rk__d2h_chunk {
     _Atomic uint64_t routed;
     uint64_t pos, ticket;
@@ -221,6 +226,41 @@ typedef struct rk__d2h_chunk {
     rk_actor *act[RK__D2H_CHUNK];
     uint16_t tag[RK__D2H_CHUNK];
 } rk__d2h_chunk;
+
+/* One reply ring and the state of the threads that drain it (router.c).
+ * The replies of actor a come back on ring RK__REPLY_RING(a, n_d2h), so
+ * threads waiting for different actors drain different rings: no lock,
+ * line or record is shared between them (with one ring for all, routing
+ * another thread's replies was the serial step that held the API to
+ * ~9 M msg/s however many threads sent: README, "The actor API").
+ *
+ * The waiting actors drain their ring themselves (no router thread):
+ * `lock` orders their claims and publications and keeps them away from
+ * the supervisor and a closing actor (rk__d2h_lock). A router claims the
+ * complete replies from `claim` on under the lock, routes them without it
+ * (so several threads route at once) and publishes them, and cons_head,
+ * under it again in claim order. Waiters read `claim` at every spin to see
+ * whether there is anything to claim. Actors that sleep wait on the ring's
+ * doorbell (shared memory, so a worker process can ring it); its
+ * cons_sleeping counts them. */
+typedef struct rk__d2h {
+    struct rk_runtime *rt;
+    rk_ring *ring;
+    uint32_t index;
+    _Alignas(64) pthread_mutex_t lock;
+    /* threads blocked in rk__d2h_lock: routers (trylock) leave the lock to
+     * them, and one that holds it stops draining for them, or a stream of
+     * routers starves them for seconds (H100, 84a5d49: the supervisor
+     * waited 3.6 s under 8 pipelining actors; 048de4b: a re-post ~60 s).
+     * Read at every drain, written rarely: a line of its own. */
+    _Alignas(64) _Atomic int wanted;
+    _Alignas(64) _Atomic uint64_t claim;     /* written under lock */
+    uint64_t tickets;                        /* under lock: chunks claimed */
+    _Atomic uint64_t published;              /* chunks published, in claim order */
+    uint32_t out;                            /* under lock: claimed, not yet published */
+    rk__d2h_chunk chunks[RK__D2H_CHUNKS];    /* by ticket */
+} rk__d2h;
+
 struct rk_runtime {
     rk_config cfg;
     rk_info info;
@@ -232,7 +272,7 @@ struct rk_runtime {
     /* The shared region (memfd mapping). */
     int region_fd;
     rk__view view;
-    rk_ring *h2d, *d2h; /* = view.h2d, view.d2h */
+    rk_ring *h2d; /* = view.h2d */
     rk__arena arena;
 
     /* Actors, indexed by rk_msg_hdr.actor. */
@@ -240,35 +280,16 @@ struct rk_runtime {
     rk_actor **actors;
     uint32_t n_actor_slots;
 
-    /* D2H is drained by the waiting actors themselves (no router thread):
-     * this lock orders their claims and publications (below) and keeps
-     * them away from the supervisor and a closing actor (rk__d2h_lock).
-     * Each reply goes into its actor's ready queue, and actors that sleep
-     * are woken: they sleep on the D2H ring's doorbell (shared memory, so
-     * a worker process can ring it); its cons_sleeping counts them. */
-    _Alignas(64) pthread_mutex_t d2h_lock;
+    /* The reply rings, [0, n_d2h) (rk__d2h above). Locks are taken in
+     * ring order (rk__d2h_lock_all). */
+    rk__d2h d2h[RK__D2H_RINGS_MAX];
+    uint32_t n_d2h;
 
     /* Read at every spin of every waiter, written rarely: a line of their
-     * own, apart from the lock and the counters the hot path writes (with
+     * own, apart from the locks and the counters the hot path writes (with
      * them on one line, 4 pipelining threads got 2 M msg/s, 1 got 7 M) */
     _Alignas(64) _Atomic int fault;  /* 0, or the code that stopped the backend for good */
     _Atomic bool closing;
-    /* threads blocked in rk__d2h_lock: routers (trylock) leave d2h_lock to
-     * them, and one that holds it stops draining for them, or a stream of
-     * routers starves them for seconds (H100, 84a5d49: the supervisor
-     * waited 3.6 s under 8 pipelining actors; 048de4b: a re-post ~60 s) */
-    _Atomic int d2h_wanted;
-
-    /* D2H is read in chunks (router.c): a router claims the complete
-     * replies from d2h_claim on under d2h_lock, routes them without it
-     * (so several threads route at once) and publishes them, and
-     * cons_head, under it again in claim order. Waiters read d2h_claim
-     * at every spin to see whether there is anything to claim. */
-    _Alignas(64) _Atomic uint64_t d2h_claim; /* written under d2h_lock */
-    uint64_t d2h_tickets;                    /* under d2h_lock: chunks claimed */
-    _Atomic uint64_t d2h_published;          /* chunks published, in claim order */
-    uint32_t d2h_out;                        /* under d2h_lock: claimed, not yet published */
-    rk__d2h_chunk d2h_chunks[RK__D2H_CHUNKS]; /* by ticket */
 
     /* Recovery (router.c, supervisor.c). gen: the worker generation; an
      * actor whose own gen lags re-posts what it still owes (send.c).
@@ -280,7 +301,10 @@ struct rk_runtime {
     _Atomic int64_t suspect_hold;    /* suspects are not retried before this time (0: no hold) */
     _Atomic int64_t suspect_since;   /* when the suspect now retried took the token */
     _Atomic int64_t last_recovery_ns; /* detection -> first routed reply of the last recovery */
-    int64_t first_reply_t0, first_reply_at; /* under d2h_lock: that first reply, for the history */
+    /* that first reply, for the history: written by the one router that
+     * ends the recovery's clock (at, then t0 with release); read by the
+     * supervisor (t0 acquire, at, t0 again) */
+    _Atomic int64_t first_reply_t0, first_reply_at;
 
     /* written per burst by senders, per reply by the router: each its line */
     _Alignas(64) _Atomic uint64_t n_requests;
@@ -336,12 +360,27 @@ RK__HIDDEN size_t rk__reply_cap(const rk_runtime *rt, uint16_t type, size_t len,
  * (A supervised worker's faults are recovered instead: supervisor.c.) */
 RK__HIDDEN void rk__runtime_fault(rk_runtime *rt, int code, const char *why);
 
-/* Takes d2h_lock, ahead of the routers' trylocks (d2h_wanted): for every
- * thread that must have it (the supervisor, close, a fault reply, a
- * re-post). Release with pthread_mutex_unlock. */
-RK__HIDDEN void rk__d2h_lock(rk_runtime *rt);
+/* Takes a reply ring's lock, ahead of the routers' trylocks (`wanted`),
+ * once no chunk of it is out: for every thread that must touch pending
+ * records the ring's routers may write (close, a fault reply, a re-post:
+ * the actor's ring). Release with rk__d2h_unlock. */
+RK__HIDDEN void rk__d2h_lock(rk__d2h *d);
+static inline void rk__d2h_unlock(rk__d2h *d) { pthread_mutex_unlock(&d->lock); }
+/* Every ring's, in ring order: for the supervisor, which touches any
+ * actor's records. */
+RK__HIDDEN void rk__d2h_lock_all(rk_runtime *rt);
+RK__HIDDEN void rk__d2h_unlock_all(rk_runtime *rt);
+/* The ring the replies to actor `actor` come back on. */
+static inline rk__d2h *rk__d2h_of(rk_runtime *rt, uint32_t actor)
+{
+    return &rt->d2h[RK__REPLY_RING(actor, rt->n_d2h)];
+}
 
-/* Wakes actors sleeping for replies. */
+/* Initialises the rings afresh (positions 0, every slot empty) after a
+ * backend failed to start, for the backend a fallback starts. */
+RK__HIDDEN void rk__rings_clean(rk_runtime *rt);
+
+/* Wakes actors sleeping for replies (on every ring). */
 RK__HIDDEN void rk__runtime_wake(rk_runtime *rt);
 
 /* One NOP ping through the rings before any actor exists: proves the

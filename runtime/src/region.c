@@ -1,4 +1,4 @@
-/* region.c - the shared region: [header | H2D ring | D2H ring | arena] in
+/* region.c - the shared region: [header | H2D ring | D2H rings | arena] in
  * one memfd mapping (runtime/abi/rk_abi.h), created by librk and mapped
  * again by a worker process from the inherited fd. */
 #include <errno.h>
@@ -18,7 +18,9 @@ static void rk__view_set(rk__view *v, void *p, size_t size)
     v->hdr = reg;
     v->size = size;
     v->h2d = (rk_ring *)((char *)p + reg->h2d_off);
-    v->d2h = (rk_ring *)((char *)p + reg->d2h_off);
+    v->n_d2h = reg->d2h_rings;
+    for (uint32_t i = 0; i < v->n_d2h; i++)
+        v->d2h[i] = (rk_ring *)((char *)p + reg->d2h_off + i * reg->d2h_stride);
     v->arena = (uint8_t *)p + reg->arena_off;
     v->arena_size = reg->arena_size;
 }
@@ -29,7 +31,8 @@ int rk__region_create(const rk_config *c, int *fdp, rk__view *v)
     size_t ring = rk_ring_memsize(c->ring_slots, c->slot_size);
     size_t h2d_off = rk__page_up(sizeof(rk__region));
     size_t d2h_off = h2d_off + rk__page_up(ring);
-    size_t arena_off = d2h_off + rk__page_up(ring);
+    uint32_t n_d2h = c->reply_rings ? c->reply_rings : RK__REPLY_RINGS_DEFAULT;
+    size_t arena_off = d2h_off + n_d2h * rk__page_up(ring);
     size_t size = arena_off + rk__page_up(c->arena_size);
 
     /* a memfd, not anonymous memory: a worker process maps the same pages
@@ -54,12 +57,14 @@ int rk__region_create(const rk_config *c, int *fdp, rk__view *v)
     reg->size = size;
     reg->h2d_off = h2d_off;
     reg->d2h_off = d2h_off;
+    reg->d2h_stride = rk__page_up(ring);
+    reg->d2h_rings = n_d2h;
     reg->arena_off = arena_off;
     reg->arena_size = c->arena_size;
     rk__view_set(v, p, size);
     int rc = rk_ring_init(v->h2d, ring, c->ring_slots, c->slot_size);
-    if (rc == 0)
-        rc = rk_ring_init(v->d2h, ring, c->ring_slots, c->slot_size);
+    for (uint32_t i = 0; rc == 0 && i < n_d2h; i++)
+        rc = rk_ring_init(v->d2h[i], ring, c->ring_slots, c->slot_size);
     if (rc) {
         munmap(p, size);
         close(fd);
@@ -94,15 +99,18 @@ int rk__region_map(int fd, rk__view *v)
         return rk__fail(RK_EPROTO, "region fd %d: not a ringkernel region of ABI %u (found ABI %u)", fd,
                         RK_ABI_VERSION, abi);
     }
-    if (reg->size != size || reg->h2d_off >= size || reg->d2h_off >= size || reg->arena_off > size ||
-        reg->arena_size > size - reg->arena_off) {
+    const uint32_t n = reg->d2h_rings;
+    if (reg->size != size || reg->h2d_off >= reg->d2h_off || reg->d2h_off >= size || reg->arena_off > size ||
+        reg->arena_size > size - reg->arena_off || n < 1 || n > RK__D2H_RINGS_MAX || (n & (n - 1)) ||
+        reg->d2h_stride == 0 || reg->d2h_stride > (reg->arena_off - reg->d2h_off) / n) {
         munmap(p, size);
-        return rk__fail(RK_EPROTO, "region fd %d: header offsets do not fit its %zu B", fd, size);
+        return rk__fail(RK_EPROTO, "region fd %d: header offsets (%u reply rings of %llu B) do not fit its %zu B",
+                        fd, n, (unsigned long long)reg->d2h_stride, size);
     }
     rk__view_set(v, p, size);
     int rc = rk_ring_check(v->h2d, reg->d2h_off - reg->h2d_off);
-    if (rc == 0)
-        rc = rk_ring_check(v->d2h, reg->arena_off - reg->d2h_off);
+    for (uint32_t i = 0; rc == 0 && i < n; i++)
+        rc = rk_ring_check(v->d2h[i], reg->d2h_stride);
     if (rc) {
         munmap(p, size);
         memset(v, 0, sizeof *v);

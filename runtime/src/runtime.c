@@ -23,6 +23,7 @@ void rk_config_init(rk_config *cfg)
     cfg->max_payload = (size_t)128 << 20;
     cfg->actor_window = 256;
     cfg->max_actors = 64;
+    cfg->reply_rings = RK__REPLY_RINGS_DEFAULT;
     cfg->request_deadline_ms = 10000;
     /* RK_HEARTBEAT_MS: for runs that slow the consumer down (sanitizers) */
     cfg->heartbeat_ms = (uint32_t)rk__env_ll("RK_HEARTBEAT_MS", 1000);
@@ -99,6 +100,9 @@ static int rk__config_check(const rk_config *c)
         return rk__fail(RK_EINVAL, "actor_window %u is outside 1..32768", c->actor_window);
     if (c->max_actors < 1 || c->max_actors > 65535)
         return rk__fail(RK_EINVAL, "max_actors %u is outside 1..65535", c->max_actors);
+    if (c->reply_rings && (!rk__pow2(c->reply_rings) || c->reply_rings > RK_REPLY_RINGS_MAX))
+        return rk__fail(RK_EINVAL, "reply_rings %u is not a power of two in 1..%u (0: the default, %u)",
+                        c->reply_rings, RK_REPLY_RINGS_MAX, RK__REPLY_RINGS_DEFAULT);
     if (c->max_payload > ((size_t)1 << 32) - RK_ARENA_ALIGN)
         return rk__fail(RK_EINVAL, "max_payload %zu B exceeds the 4 GiB a message header counts",
                         c->max_payload);
@@ -123,7 +127,8 @@ static void rk__free(rk_runtime *rt)
     if (rt->region_fd >= 0)
         close(rt->region_fd);
     pthread_mutex_destroy(&rt->actors_lock);
-    pthread_mutex_destroy(&rt->d2h_lock);
+    for (uint32_t i = 0; i < RK_REPLY_RINGS_MAX; i++)
+        pthread_mutex_destroy(&rt->d2h[i].lock);
     free(rt);
 }
 
@@ -182,6 +187,16 @@ void *rk__zalloc_lines(size_t n, size_t size)
     return p;
 }
 
+void rk__rings_clean(rk_runtime *rt)
+{
+    const size_t rs = rk_ring_memsize(rt->cfg.ring_slots, rt->cfg.slot_size);
+    rk_ring_init(rt->h2d, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
+    for (uint32_t i = 0; i < rt->n_d2h; i++) {
+        rk_ring_init(rt->d2h[i].ring, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
+        atomic_store_explicit(&rt->d2h[i].claim, 0, memory_order_relaxed);
+    }
+}
+
 /* its hot fields are aligned to cache lines (internal.h) */
 rk_runtime *rk__runtime_alloc(void) { return rk__zalloc_lines(1, sizeof(rk_runtime)); }
 
@@ -197,11 +212,14 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
         return rk__fail(RK_ENOMEM, "rk_runtime_open: out of memory");
     rt->region_fd = -1;
     pthread_mutex_init(&rt->actors_lock, NULL);
-    pthread_mutex_init(&rt->d2h_lock, NULL);
+    for (uint32_t i = 0; i < RK_REPLY_RINGS_MAX; i++)
+        pthread_mutex_init(&rt->d2h[i].lock, NULL);
     if (cfg)
         rt->cfg = *cfg;
     else
         rk_config_init(&rt->cfg);
+    if (!rt->cfg.reply_rings)
+        rt->cfg.reply_rings = RK__REPLY_RINGS_DEFAULT;
 
     int rc = rk__config_check(&rt->cfg);
     if (rc == 0) {
@@ -217,7 +235,9 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
         rc = rk__region_create(&rt->cfg, &rt->region_fd, &rt->view);
     if (rc == 0) {
         rt->h2d = rt->view.h2d;
-        rt->d2h = rt->view.d2h;
+        rt->n_d2h = rt->view.n_d2h;
+        for (uint32_t i = 0; i < rt->n_d2h; i++)
+            rt->d2h[i].rt = rt, rt->d2h[i].ring = rt->view.d2h[i], rt->d2h[i].index = i;
         rc = rk__arena_init(&rt->arena, rt->view.arena, rt->view.arena_size);
     }
     if (rc == 0) {
@@ -225,6 +245,7 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
         in->ring_slots = rt->cfg.ring_slots;
         in->slot_size = rt->cfg.slot_size;
         in->msg_max = rk_ring_msg_max(rt->h2d);
+        in->reply_rings = rt->n_d2h;
         in->arena_size = rt->arena.size;
         in->max_payload = rt->cfg.max_payload;
         rc = rk__choose_backend(rt);

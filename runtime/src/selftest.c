@@ -13,11 +13,13 @@ int rk__selftest(rk_runtime *rt, int timeout_ms, int (*alive)(void *), void *arg
     int rc = rk_ring_mp_enqueue(rt->h2d, &h, sizeof h);
     if (rc)
         return rk__fail(RK_ESELFTEST, "self-test: cannot enqueue the ping: %s", rk_last_detail());
+    /* its reply comes back on the ring of actor 0xffff, as any reply does */
+    rk__d2h *d = rk__d2h_of(rt, h.actor);
     int64_t t0 = rk__now_ns(), deadline = t0 + (int64_t)timeout_ms * 1000000;
     _Alignas(16) uint8_t buf[RK_RING_SLOT_MAX / 2];
     for (;;) {
         uint32_t len = 0;
-        rc = rk_ring_sc_dequeue(rt->d2h, buf, sizeof buf, &len);
+        rc = rk_ring_sc_dequeue(d->ring, buf, sizeof buf, &len);
         if (rc == 0) {
             rk_msg_hdr r;
             memcpy(&r, buf, sizeof r);
@@ -25,7 +27,7 @@ int rk__selftest(rk_runtime *rt, int timeout_ms, int (*alive)(void *), void *arg
                 return rk__fail(RK_ESELFTEST, "self-test: wrong reply (len %u, type %u, id %llx, status %d)",
                                 len, r.type, (unsigned long long)r.id, r.status);
             /* the routers go on from here (router.c) */
-            atomic_store_explicit(&rt->d2h_claim, rk__ld_relaxed(&rt->d2h->cons_head), memory_order_relaxed);
+            atomic_store_explicit(&d->claim, rk__ld_relaxed(&d->ring->cons_head), memory_order_relaxed);
             rk__log(RK__LOG_INFO, "self-test: ping through the rings in %.1f us",
                     (double)(rk__now_ns() - t0) / 1e3);
             return 0;

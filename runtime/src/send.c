@@ -149,8 +149,8 @@ static int rk__by_id(const void *x, const void *y, void *arg)
     return a < b ? -1 : a > b;
 }
 
-/* rk__repost's work, under d2h_lock: the supervisor answers records
- * (a second strike: RK_EDEVICE) under the same lock, so a record is either
+/* rk__repost's work, under its reply ring's lock: the supervisor answers
+ * records (a second strike: RK_EDEVICE) under every ring's lock, so a record is either
  * answered before this looks at it (then it is no longer SENT) or
  * re-posted before the supervisor sees it (TSan, CI at ab9ec2d: an answer
  * raced with a re-post reading the record). Ids grow per actor: by id is
@@ -194,19 +194,21 @@ bool rk__repost(rk_actor *a)
     const uint32_t g = atomic_load_explicit(&rt->gen, memory_order_acquire);
     if (a->gen == g)
         return true;
-    rk__d2h_lock(rt);
+    rk__d2h_lock(a->d2h);
     bool done = rk__repost_locked(a, g);
-    pthread_mutex_unlock(&rt->d2h_lock);
+    rk__d2h_unlock(a->d2h);
     return done;
 }
 
-/* The H2D ring is full: helps drain D2H (the consumer may be stuck on a
- * full D2H that nobody else drains), then waits a little. Returns 0 to try
- * again, or the error that ends the wait (counted as a failed send). */
+/* The H2D ring is full: helps drain the reply rings (the consumer may be
+ * stuck on a full one that nobody else drains), then waits a little.
+ * Returns 0 to try again, or the error that ends the wait (counted as a
+ * failed send). */
 static int rk__ring_full_wait(rk_actor *a, int64_t deadline, rk__backoff *b)
 {
     rk_runtime *rt = a->rt;
-    rk__drain(rt, a);
+    rk__drain(rt, a->d2h, a);
+    rk__steal(a, rk__now_ns());
     int fault = atomic_load(&rt->fault);
     if (fault || rk__now_ns() >= deadline) {
         atomic_fetch_add(&rt->n_errors, 1);

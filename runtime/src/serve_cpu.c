@@ -30,7 +30,7 @@ static uint32_t rk__serve_one(const rk__serve_cpu *s, uint32_t gen, const uint8_
     rk_msg_hdr h;
     memcpy(&h, msg, sizeof h);
     const rk__view *v = &s->v;
-    const uint32_t msg_max = rk_ring_msg_max(v->d2h);
+    const uint32_t msg_max = rk_ring_msg_max(v->d2h[0]);
     uint32_t reply_len = sizeof h;
     size_t out_len = 0;
     int status;
@@ -81,14 +81,20 @@ static uint32_t rk__serve_one(const rk__serve_cpu *s, uint32_t gen, const uint8_
     return reply_len;
 }
 
-/* Posts a reply, waiting for D2H room; false when asked to stop meanwhile. */
+/* Posts a reply on the reply ring of its actor, waiting for room; false
+ * when asked to stop meanwhile. */
 static bool rk__post_reply(const rk__serve_cpu *s, const uint8_t *reply, uint32_t len)
 {
+    rk_msg_hdr h;
+    memcpy(&h, reply, sizeof h);
+    rk_ring *d = s->v.d2h[RK__REPLY_RING(h.actor, s->v.n_d2h)];
     rk__backoff b;
     rk__backoff_reset(&b);
-    while (rk_ring_sp_enqueue(s->v.d2h, reply, len) == -RK_EAGAIN) {
-        /* D2H full: actors drain it when they wait; wake any that sleep */
-        rk__ring_wake(s->v.d2h);
+    while (rk_ring_sp_enqueue(d, reply, len) == -RK_EAGAIN) {
+        /* full: its actors drain it when they wait, and waiters of the
+         * other rings when nobody does (router.c, rk__steal); wake all */
+        for (uint32_t i = 0; i < s->v.n_d2h; i++)
+            rk__ring_wake(s->v.d2h[i]);
         if (rk__ld_acquire(&s->v.hdr->stop) >= 2)
             return false;
         if (!rk__backoff_poll(&b))

@@ -86,15 +86,15 @@ int rk__go(rk__super *s, rk__proc *w, bool *served)
 {
     rk_runtime *rt = s->rt;
     rk__wmsg m = {.kind = RK__WM_GO, .gen = atomic_load(&rt->gen), .flags = rt->wflags};
-    m.d2h_start = rk__ld_acquire(&rt->d2h->prod_tail);
     m.grid = rt->info.grid ? rt->info.grid : rt->cfg.grid;
     m.block = rt->info.block ? rt->info.block : rt->cfg.block;
     m.smem = rt->info.smem ? rt->info.smem : rt->cfg.smem;
     /* the kernel polls H2D and never sleeps on its doorbell: producers may
      * skip the doorbell's fence. A CPU consumer sleeps there. */
     rk__ring_set_flags(rt->h2d, w->kind == RK__WB_CUDA ? RK_RING_F_NO_SLEEP : 0u);
-    rk__log(RK__LOG_DEBUG, "GO worker %d: gen %u, D2H from %llu, H2D %llu..%llu", (int)w->pid, m.gen,
-            (unsigned long long)m.d2h_start, (unsigned long long)rk__ld_acquire(&rt->h2d->cons_head),
+    rk__log(RK__LOG_DEBUG, "GO worker %d: gen %u, reply ring 0 from %llu, H2D %llu..%llu", (int)w->pid, m.gen,
+            (unsigned long long)rk__ld_acquire(&rt->d2h[0].ring->prod_tail),
+            (unsigned long long)rk__ld_acquire(&rt->h2d->cons_head),
             (unsigned long long)rk__ld_acquire(&rt->h2d->prod_tail));
     int rc = rk__proc_send(w, &m);
     if (rc)
@@ -169,10 +169,8 @@ int rk__take_over(rk__super *s, uint32_t kind, bool *served, bool *warm)
 
 /* ---- recovery ---- */
 
-/* Gives the requests a dead worker was running a strike; answers those
- * with two. Caller holds d2h_lock. Returns how many it blamed. */
 /* Gives the request named by running word w (rk_abi.h) a strike, if it
- * is still owed; answers it -RK_EDEVICE at two. Caller holds d2h_lock. */
+ * is still owed; answers it -RK_EDEVICE at two. Caller holds every reply ring's lock. */
 static bool rk__strike_locked(rk__super *s, uint64_t w)
 {
     rk_runtime *rt = s->rt;
@@ -199,7 +197,7 @@ static bool rk__strike_locked(rk__super *s, uint64_t w)
 
 /* Gives the requests a dead worker was running a strike (and `extra`, a
  * running word the supervisor blames itself); answers those with two.
- * Caller holds d2h_lock. Returns how many it blamed. */
+ * Caller holds every reply ring's lock. Returns how many it blamed. */
 static uint32_t rk__blame_locked(rk__super *s, uint32_t kind, uint64_t extra)
 {
     rk_runtime *rt = s->rt;
@@ -229,19 +227,23 @@ static uint32_t rk__blame_locked(rk__super *s, uint32_t kind, uint64_t extra)
     return blamed;
 }
 
-/* New positions for a new consumer. Caller holds d2h_lock, D2H drained. */
+/* New positions for a new consumer. Caller holds every reply ring's lock,
+ * the rings drained. */
 void rk__rings_reset_locked(rk_runtime *rt)
 {
-    rk_ring *d = rt->d2h;
-    /* two laps past everything the dead producer could have written: its
-     * late or torn lines carry older flags and never pass for replies */
-    uint64_t pos = ((rk__ld_relaxed(&d->cons_head) >> d->order) + 2) << d->order;
-    rk__st_relaxed(&d->prod_tail, pos);
-    /* release: pairs with producers' load-acquire of cons_head */
-    rk__st_release(&d->cons_head, pos);
-    /* where the waiters look for replies (router.c); relaxed: a stale
-     * look costs one more spin */
-    atomic_store_explicit(&rt->d2h_claim, pos, memory_order_relaxed);
+    for (uint32_t i = 0; i < rt->n_d2h; i++) {
+        rk_ring *d = rt->d2h[i].ring;
+        /* two laps past everything the dead producer could have written:
+         * its late or torn lines carry older flags and never pass for
+         * replies */
+        uint64_t pos = ((rk__ld_relaxed(&d->cons_head) >> d->order) + 2) << d->order;
+        rk__st_relaxed(&d->prod_tail, pos);
+        /* release: pairs with producers' load-acquire of cons_head */
+        rk__st_release(&d->cons_head, pos);
+        /* where the waiters look for replies (router.c); relaxed: a stale
+         * look costs one more spin */
+        atomic_store_explicit(&rt->d2h[i].claim, pos, memory_order_relaxed);
+    }
     rk__region *reg = rt->view.hdr;
     for (uint32_t i = 0; i < RK__RUNNING_SLOTS; i++)
         rk__st_relaxed(&reg->running[i], 0ull);
@@ -296,7 +298,7 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
      * run one (an endless loop, a silent heartbeat): it is waited for
      * (bounded, RK_WORKER_REAP_MS), so that nothing of the old kernel runs
      * beside the fresh one. (The retries that not waiting seemed to lose,
-     * once in fifteen, were re-posts starved of d2h_lock: router.c.) */
+     * once in fifteen, were re-posts starved of the reply ring's lock: router.c.) */
     if (dead)
         rk__proc_abandon(&s->active, how, sizeof how);
     else
@@ -304,7 +306,7 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
     s->state = RK_WORKER_RECOVERING;
     bool progress = atomic_load(&rt->n_replies) != s->replies_at_go;
     s->no_progress = progress ? 1 : s->no_progress + 1;
-    rk__d2h_lock(rt);
+    rk__d2h_lock_all(rt);
     rk__drain_locked(rt); /* replies it posted are good */
     s->last = (rk_fault_info){.at_ns = t0, .error = code, .actor = 0xffff};
     uint32_t blamed = rk__blame_locked(s, kind, blame);
@@ -312,7 +314,7 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
         s->no_progress = 0;
     snprintf(s->last.detail, sizeof s->last.detail, "%.120s%s%.120s%s", what, how[0] ? " (" : "", how, how[0] ? ")" : "");
     rk__rings_reset_locked(rt);
-    pthread_mutex_unlock(&rt->d2h_lock);
+    rk__d2h_unlock_all(rt);
     rk__runtime_wake(rt);
     rk__log(RK__LOG_WARN, "%s; %u request(s) blamed; starting a fresh worker", s->last.detail, blamed);
     return blamed;
@@ -339,7 +341,7 @@ static void rk__recover(rk__super *s, int code, const char *what, bool dead, uin
     snprintf(why, sizeof why, "%s", what);
     for (;;) {
         const int64_t detected_at = rk__now_ns(); /* before anything that may wait */
-        rk__note_first_reply(s, true); /* the last recovery's, before this one's entry */
+        rk__note_first_reply(s); /* the last recovery's, before this one's entry */
         rk_recovery *h = &s->hist[s->n_hist++ % RK__HIST];
         *h = (rk_recovery){.detected_at = detected_at, .error = code};
         h->blamed = rk__bury(s, kind, code, why, h->detected_at, dead, blame);
@@ -396,20 +398,19 @@ static void rk__recover(rk__super *s, int code, const char *what, bool dead, uin
     rk__runtime_wake(rt); /* sleepers re-post for the new generation */
 }
 
-void rk__note_first_reply(rk__super *s, bool wait)
+void rk__note_first_reply(rk__super *s)
 {
     rk_recovery *h = &s->hist[(s->n_hist - 1) % RK__HIST];
     if (!s->n_hist || h->first_reply_ns)
         return;
     rk_runtime *rt = s->rt;
-    if (wait)
-        rk__d2h_lock(rt);
-    else if (pthread_mutex_trylock(&rt->d2h_lock) != 0)
+    /* seq_cst: pairs with the router's store of t0 after `at`
+     * (router.c); t0 read again: `at` is this recovery's, not a later's */
+    if (atomic_load(&rt->first_reply_t0) != h->detected_at)
         return;
-    /* the router records the first reply under d2h_lock */
-    if (rt->first_reply_t0 == h->detected_at)
-        h->first_reply_ns = rt->first_reply_at - h->detected_at;
-    pthread_mutex_unlock(&rt->d2h_lock);
+    const int64_t at = atomic_load_explicit(&rt->first_reply_at, memory_order_relaxed);
+    if (atomic_load(&rt->first_reply_t0) == h->detected_at)
+        h->first_reply_ns = at - h->detected_at;
 }
 
 
@@ -543,7 +544,7 @@ void *rk__super_main(void *arg)
         int64_t hold = atomic_load(&s->rt->suspect_hold);
         if (hold && now >= hold)
             rk__release_suspects(s, now);
-        rk__note_first_reply(s, false);
+        rk__note_first_reply(s);
         rk__proc_reap_deferred(0);
         pthread_mutex_unlock(&s->lock);
     }

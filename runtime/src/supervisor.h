@@ -10,7 +10,7 @@
 
 typedef struct rk__super {
     rk_runtime *rt;
-    pthread_mutex_t lock; /* everything below; taken before d2h_lock */
+    pthread_mutex_t lock; /* everything below; taken before the reply rings' locks */
     pthread_t thread;
     bool thread_on;
     int evfd;             /* wakes the thread to quit */
@@ -48,6 +48,6 @@ RK__HIDDEN void rk__rings_reset_locked(rk_runtime *rt);
 RK__HIDDEN void rk__degrade(rk__super *s, const char *why);
 RK__HIDDEN void *rk__super_main(void *arg);
 /* Completes the history's newest entry from what the router saw. */
-RK__HIDDEN void rk__note_first_reply(rk__super *s, bool wait);
+RK__HIDDEN void rk__note_first_reply(rk__super *s);
 
 #endif

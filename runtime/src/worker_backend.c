@@ -81,9 +81,7 @@ static int rk__super_start(rk_runtime *rt)
         rk__proc_stop(&s->active, 1000);
         rk__super_free(s);
         /* leave clean rings for the backend a fallback starts */
-        size_t rs = rk_ring_memsize(rt->cfg.ring_slots, rt->cfg.slot_size);
-        rk_ring_init(rt->h2d, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
-        rk_ring_init(rt->d2h, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
+        rk__rings_clean(rt);
         rk__st_relaxed(&rt->view.hdr->state, (int32_t)RK__STATE_INIT);
         rt->wflags = 0;
         return rk__fail(rc, "%s", detail);
@@ -191,10 +189,10 @@ static int rk__super_retry(rk_runtime *rt)
     if (s->state == RK_WORKER_DEGRADED) {
         /* the CPU stops at a message boundary: all it consumed is answered */
         rk__cpu_thread_stop(&s->cpu, rt);
-        rk__d2h_lock(rt);
+        rk__d2h_lock_all(rt);
         rk__drain_locked(rt);
         rk__rings_reset_locked(rt);
-        pthread_mutex_unlock(&rt->d2h_lock);
+        rk__d2h_unlock_all(rt);
         atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
         bool served, warm;
         rc = rk__take_over(s, rt->worker_kind, &served, &warm);
@@ -209,9 +207,9 @@ static int rk__super_retry(rk_runtime *rt)
         } else {
             char why[256];
             snprintf(why, sizeof why, "retry failed: %s", rk_last_detail());
-            rk__d2h_lock(rt);
+            rk__d2h_lock_all(rt);
             rk__rings_reset_locked(rt);
-            pthread_mutex_unlock(&rt->d2h_lock);
+            rk__d2h_unlock_all(rt);
             atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
             rk__degrade(s, why);
             rc = rk__fail(rc, "%s", why);
@@ -229,7 +227,7 @@ static int rk__super_recoveries(rk_runtime *rt, rk_recovery *out, int max)
     uint32_t n = s->n_hist < RK__HIST ? s->n_hist : RK__HIST;
     if ((uint32_t)max < n)
         n = (uint32_t)max;
-    rk__note_first_reply(s, true);
+    rk__note_first_reply(s);
     for (uint32_t i = 0; i < n; i++)
         out[i] = s->hist[(s->n_hist - n + i) % RK__HIST];
     pthread_mutex_unlock(&s->lock);

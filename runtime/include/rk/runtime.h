@@ -79,6 +79,7 @@ typedef enum rk_isolation {
 
 #define RK_MAX_DEVICES 16
 #define RK_DEVICES_ALL (-1) /* rk_config.n_devices: every GPU */
+#define RK_REPLY_RINGS_MAX 8 /* rk_config.reply_rings */
 
 typedef struct rk_config {
     rk_backend_kind backend; /* default RK_BACKEND_AUTO */
@@ -93,6 +94,14 @@ typedef struct rk_config {
     size_t max_payload;      /* largest request payload, default 128 MiB (two 64 MiB vadd operands) */
     uint32_t actor_window;   /* requests in flight per actor, 1..32768, default 256 */
     uint32_t max_actors;     /* 1..65535, default 64 */
+    uint32_t reply_rings;    /* device-to-host rings, a power of two in 1..RK_REPLY_RINGS_MAX;
+                              * 0 = default (RK_REPLY_RINGS_MAX). The replies to actor i
+                              * come back on ring i % reply_rings, and a thread waiting
+                              * for a reply drains only its actor's ring: threads that
+                              * drive different actors (rk_actor_open hands out the
+                              * lowest free index, so the first reply_rings actors get
+                              * a ring each) share no reply path. Each ring takes
+                              * ring_slots x slot_size bytes of the shared region */
     const rk_actor_def *actors; /* user actors (borrowed until close), may be NULL */
     size_t n_actors;
     /* actor modules (rk/module.h) to load: each path a module file or a
@@ -150,6 +159,7 @@ typedef struct rk_info {
     uint32_t max_grid, max_block, max_smem;    /* the device's limits for this kernel */
     uint32_t ring_slots, slot_size, msg_max;   /* msg_max: largest inline message */
     size_t arena_size, max_payload;
+    uint32_t reply_rings;                      /* reply rings (rk_config.reply_rings) */
 } rk_info;
 
 typedef struct rk_stats {
