@@ -114,6 +114,8 @@ void bench_gpu_usage(FILE *f)
 "  -m, --module M       a module with an actor \"copy\" (benchmarks/bench_actors.so):\n"
 "                       the modules section, user_actor_64 and vadd_64_api\n"
 "                       against module_echo_64 (without it the section is skipped)\n"
+"  -R, --reply-rings N  the runtime rows' rk_config.reply_rings (1, 2, 4 or 8;\n"
+"                       default the library's, 8): an A/B of the reply path\n"
 "  -D, --devices N      also one device against devices 0..N-1 behind one runtime\n"
 "                       (ring_echo_64_<d>gpu, throughput_echo_64_api_<t>t_<d>gpu,\n"
 "                       vadd_16777216_split_<d>gpu; N >= 2)\n"
@@ -144,11 +146,12 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
                                          {"module", required_argument, 0, 'm'},
                                          {"only", required_argument, 0, 'o'},
                                          {"devices", required_argument, 0, 'D'},
+                                         {"reply-rings", required_argument, 0, 'R'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:a:m:o:D:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:a:m:o:D:R:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n': o->count = atol(optarg); break;
         case 't': o->seconds = atof(optarg); break;
@@ -158,6 +161,16 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
         case 'I': o->variants = 2; break;
         case 'f': o->faults = atoi(optarg); break;
         case 'm': o->module = optarg; break;
+        case 'R': {
+            char *end;
+            const long v = strtol(optarg, &end, 10);
+            if (*end || (v != 1 && v != 2 && v != 4 && v != 8)) {
+                fprintf(stderr, "rk-bench gpu: --reply-rings: 1, 2, 4 or 8 (got \"%s\")\n", optarg);
+                return 2;
+            }
+            bench_reply_rings = (uint32_t)v;
+            break;
+        }
         case 'D':
             o->devices = atoi(optarg);
             if (o->devices < 2 || o->devices > RK_MAX_DEVICES) {

@@ -195,12 +195,16 @@ static void api_idle(bench_report *rep, double idle_s)
     printf("  %-24s %.3f %% of a core over %.1f s\n", "idle_cpu", pct, idle_s);
 }
 
+uint32_t bench_reply_rings;
+
 /* A CUDA runtime on device, in a worker (RK_ISOLATION_AUTO) or in this
  * process; module: a module to load, or NULL. */
 static int open_cuda(rk_runtime **rt, int device, rk_isolation iso, const char *module)
 {
     rk_config cfg;
     rk_config_init(&cfg);
+    if (bench_reply_rings)
+        cfg.reply_rings = bench_reply_rings;
     cfg.backend = RK_BACKEND_CUDA;
     cfg.device = device;
     cfg.isolation = iso;
@@ -339,9 +343,12 @@ int api_threads_on(bench_report *rep, rk_runtime *rt, int threads, double second
     bench_result *b = bench_add(rep, name, "cuda");
     b->msgs_per_s = total;
     b->count = n;
+    rk_info in;
+    rk_runtime_info(rt, &in);
     snprintf(b->extra, sizeof b->extra,
              "\"path\": \"rk_actor_send_batch/recv_batch, an actor per thread, batches of 32, window 256 each, "
-             "worker process\", \"threads\": %d, \"devices\": %d", threads, rk_runtime_device_count(rt));
+             "worker process\", \"threads\": %d, \"devices\": %d, \"reply_rings\": %u", threads,
+             rk_runtime_device_count(rt), in.reply_rings);
     printf("  %-32s %.2f M msg/s\n", name, total / 1e6);
     return 0;
 }

@@ -147,6 +147,8 @@ static int fault_row(bench_report *rep, int device, int n_poison, bool warm)
 {
     rk_config cfg;
     rk_config_init(&cfg);
+    if (bench_reply_rings)
+        cfg.reply_rings = bench_reply_rings;
     cfg.backend = RK_BACKEND_CUDA;
     cfg.device = device;
     cfg.test_faults = 1;

@@ -46,6 +46,10 @@
 
 static const size_t VN = (size_t)1 << 24; /* vadd elements */
 
+/* --reply-rings: rk_config.reply_rings of the runtimes the runtime,
+ * modules and faults rows open (0: the library's default) */
+extern uint32_t bench_reply_rings;
+
 /* ---- the rows (bench_gpu.cu) ---- */
 double median(double *v, int n);
 /* the row of that name this run measured, or NULL */
