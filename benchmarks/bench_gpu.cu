@@ -116,6 +116,8 @@ void bench_gpu_usage(FILE *f)
 "                       against module_echo_64 (without it the section is skipped)\n"
 "  -R, --reply-rings N  the runtime rows' rk_config.reply_rings (1, 2, 4 or 8;\n"
 "                       default the library's, 8): an A/B of the reply path\n"
+"  -B, --block N        the runtime rows' rk_config.block (default the library's)\n"
+"  -S, --ring-slots N   the runtime rows' rk_config.ring_slots (default the library's)\n"
 "  -D, --devices N      also one device against devices 0..N-1 behind one runtime\n"
 "                       (ring_echo_64_<d>gpu, throughput_echo_64_api_<t>t_<d>gpu,\n"
 "                       vadd_16777216_split_<d>gpu; N >= 2)\n"
@@ -147,11 +149,13 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
                                          {"only", required_argument, 0, 'o'},
                                          {"devices", required_argument, 0, 'D'},
                                          {"reply-rings", required_argument, 0, 'R'},
+                                         {"block", required_argument, 0, 'B'},
+                                         {"ring-slots", required_argument, 0, 'S'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:a:m:o:D:R:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:a:m:o:D:R:B:S:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n': o->count = atol(optarg); break;
         case 't': o->seconds = atof(optarg); break;
@@ -169,6 +173,17 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
                 return 2;
             }
             bench_reply_rings = (uint32_t)v;
+            break;
+        }
+        case 'B':
+        case 'S': { /* checked by rk_runtime_open, which names the limit */
+            char *end;
+            const unsigned long v = strtoul(optarg, &end, 10);
+            if (*end || !v || v > 65536) {
+                fprintf(stderr, "rk-bench gpu: --%s: a count (got \"%s\")\n", c == 'B' ? "block" : "ring-slots", optarg);
+                return 2;
+            }
+            *(c == 'B' ? &bench_block : &bench_ring_slots) = (uint32_t)v;
             break;
         }
         case 'D':

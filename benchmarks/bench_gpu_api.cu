@@ -195,7 +195,7 @@ static void api_idle(bench_report *rep, double idle_s)
     printf("  %-24s %.3f %% of a core over %.1f s\n", "idle_cpu", pct, idle_s);
 }
 
-uint32_t bench_reply_rings;
+uint32_t bench_reply_rings, bench_block, bench_ring_slots;
 
 /* A CUDA runtime on device, in a worker (RK_ISOLATION_AUTO) or in this
  * process; module: a module to load, or NULL. */
@@ -205,6 +205,10 @@ static int open_cuda(rk_runtime **rt, int device, rk_isolation iso, const char *
     rk_config_init(&cfg);
     if (bench_reply_rings)
         cfg.reply_rings = bench_reply_rings;
+    if (bench_block)
+        cfg.block = bench_block;
+    if (bench_ring_slots)
+        cfg.ring_slots = bench_ring_slots;
     cfg.backend = RK_BACKEND_CUDA;
     cfg.device = device;
     cfg.isolation = iso;
@@ -347,8 +351,8 @@ int api_threads_on(bench_report *rep, rk_runtime *rt, int threads, double second
     rk_runtime_info(rt, &in);
     snprintf(b->extra, sizeof b->extra,
              "\"path\": \"rk_actor_send_batch/recv_batch, an actor per thread, batches of 32, window 256 each, "
-             "worker process\", \"threads\": %d, \"devices\": %d, \"reply_rings\": %u", threads,
-             rk_runtime_device_count(rt), in.reply_rings);
+             "worker process\", \"threads\": %d, \"devices\": %d, \"reply_rings\": %u, \"block\": %u, "
+             "\"ring_slots\": %u", threads, rk_runtime_device_count(rt), in.reply_rings, in.block, in.ring_slots);
     printf("  %-32s %.2f M msg/s\n", name, total / 1e6);
     return 0;
 }

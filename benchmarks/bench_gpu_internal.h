@@ -49,6 +49,9 @@ static const size_t VN = (size_t)1 << 24; /* vadd elements */
 /* --reply-rings: rk_config.reply_rings of the runtimes the runtime,
  * modules and faults rows open (0: the library's default) */
 extern uint32_t bench_reply_rings;
+/* --block, --ring-slots: rk_config.block and ring_slots of those runtimes
+ * (0: the library's defaults) */
+extern uint32_t bench_block, bench_ring_slots;
 
 /* ---- the rows (bench_gpu.cu) ---- */
 double median(double *v, int n);

@@ -38,7 +38,8 @@ struct shared0 {
     uint32_t loader_quit;        /* dispatcher -> crew at stop */
     unsigned long long fastmask;  /* busy batch: complete echo/NOP messages (crew_check) */
     unsigned long long wr_dpos;   /* their first D2H position (one reply ring only) */
-    /* pipelined poll: each reply ring's first position (poll_pos: first H2D) */
+    /* pipelined poll: each reply ring's first position (poll_pos: first H2D;
+     * the crew reads them between barriers 1 and 2) */
     unsigned long long pp_dpos[RK__D2H_RINGS_MAX];
     uint32_t pp_n;                /* pipelined poll: slots */
     uint8_t pp_ring[KP_MAX];      /* pipelined poll, several reply rings: each slot's ring */

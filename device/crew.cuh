@@ -189,17 +189,19 @@ __device__ __forceinline__ uint32_t pipe_ring_count(shared0 &sh, uint32_t nrings
 }
 
 /* The position of slot k (< F) of a pipelined poll on its reply ring r,
- * with several rings: the ring's first position plus the poll's earlier
- * slots on the same ring (sh.pp_ring; warp-wide, k the same in every
- * lane). */
-__device__ __forceinline__ uint64_t pipe_pos(shared0 &sh, uint32_t r, uint32_t k, uint32_t lane)
+ * with several rings: the ring's first position (lane r's Dl) plus the
+ * poll's earlier slots on the same ring (sh.pp_ring; warp-wide, k the
+ * same in every lane). Dl is read from sh.pp_dpos before barrier 2: after
+ * it the dispatcher may already write the next poll's (it did, and the
+ * replies of a poll landed past a gap). */
+__device__ __forceinline__ uint64_t pipe_pos(shared0 &sh, uint64_t Dl, uint32_t r, uint32_t k, uint32_t lane)
 {
     uint32_t before = 0;
     for (uint32_t c = 0; c * 32 < k; c++) {
         const uint32_t j = c * 32 + lane;
         before += __popc(__ballot_sync(FULL, j < k && sh.pp_ring[j] == r));
     }
-    return vol_ld(&sh.pp_dpos[r]) + before;
+    return __shfl_sync(FULL, Dl, r) + before;
 }
 
 /* Slots per pipelined poll for nc crew warps, at most kmax. */
@@ -236,8 +238,12 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
         bar_named(1, nthr);
         if (vol_ld(&sh.loader_quit))
             return;
+        /* the poll's geometry, read before barrier 2 (the dispatcher
+         * writes the next poll's before barrier 1): H2D position, slots,
+         * reply ring 0's first position (D) and lane r ring r's (Dl) */
         const uint64_t P = vol_ld(&sh.poll_pos);
         const uint64_t D = vol_ld(&sh.pp_dpos[0]);
+        const uint64_t Dl = lane < nrings ? vol_ld(&sh.pp_dpos[lane]) : 0ull;
         const uint32_t n = vol_ld(&sh.pp_n);
         if (P == npos && n <= nn) {
 #pragma unroll
@@ -292,7 +298,7 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
                 continue;
             if (nrings > 1) {
                 const uint32_t r = RK__REPLY_RING(__shfl_sync(FULL, (uint32_t)v[j], RK__W_ACTOR), nrings);
-                reply_fast(ring_at(out0, ka.d2h_stride, r), pipe_pos(sh, r, k, lane), v[j], lane);
+                reply_fast(ring_at(out0, ka.d2h_stride, r), pipe_pos(sh, Dl, r, k, lane), v[j], lane);
                 continue;
             }
 #ifdef RK_KERNEL_EXPERIMENTS

@@ -144,7 +144,7 @@ static int rk__eng_open(rk__engine **out, const rk__engine_cfg *cfg, rk__region 
                      "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
                      u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
         }
-        rc = rk__cuda_check_config(e->kd, &e->lim, &e->grid, e->block, e->smem);
+        rc = rk__cuda_check_config(e->kd, &e->lim, &e->grid, &e->block, e->smem);
     }
     if (rc == 0)
         rc = rk__eng_register(e);
@@ -215,7 +215,7 @@ static int rk__eng_launch_now(rk__engine *e, uint32_t gen)
 
 /* Validates grid/block/smem into a copy of the limits; nothing changes on
  * failure. */
-static int rk__eng_validate(rk__engine *e, uint32_t *grid, uint32_t block, uint32_t smem, rk__cuda_limits *lim)
+static int rk__eng_validate(rk__engine *e, uint32_t *grid, uint32_t *block, uint32_t smem, rk__cuda_limits *lim)
 {
     *lim = e->lim;
     int rc = rk__cuda_check_config(e->kd, lim, grid, block, smem);
@@ -229,7 +229,7 @@ static int rk__eng_launch(rk__engine *e, uint32_t gen, uint32_t grid, uint32_t b
 {
     if (block && (grid != e->grid || block != e->block || smem != e->smem)) {
         rk__cuda_limits lim;
-        int rc = rk__eng_validate(e, &grid, block, smem, &lim);
+        int rc = rk__eng_validate(e, &grid, &block, smem, &lim);
         if (rc)
             return rk__eng_err(rc, err, cap);
         e->lim = lim;
@@ -293,9 +293,9 @@ static int rk__eng_relaunch(rk__engine *e, uint32_t grid, uint32_t block, uint32
                             size_t cap)
 {
     rk__cuda_limits lim;
-    uint32_t g = grid;
+    uint32_t g = grid, b = block;
     /* validate first: an invalid configuration changes nothing */
-    int rc = rk__eng_validate(e, &g, block, smem, &lim);
+    int rc = rk__eng_validate(e, &g, &b, smem, &lim);
     if (rc)
         return rk__eng_err(rc, err, cap);
     /* the kernel consumes a request only once its reply (or grid job) is
@@ -305,7 +305,7 @@ static int rk__eng_relaunch(rk__engine *e, uint32_t grid, uint32_t block, uint32
     if (rc == 0) {
         e->lim = lim;
         e->grid = g;
-        e->block = block;
+        e->block = b;
         e->smem = smem;
         rc = rk__eng_launch_now(e, e->args.gen);
     }

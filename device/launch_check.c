@@ -72,7 +72,7 @@ int rk__cuda_check_device(int device, rk__cuda_limits *lim)
 }
 
 int rk__cuda_check_config(const rk_kernel_desc *kd, rk__cuda_limits *lim, uint32_t *grid,
-                          uint32_t block, uint32_t smem)
+                          uint32_t *blockp, uint32_t smem)
 {
     int e = kd->attrs(&lim->max_block_kernel, &lim->static_smem, &lim->num_regs);
     if (e)
@@ -80,9 +80,13 @@ int rk__cuda_check_config(const rk_kernel_desc *kd, rk__cuda_limits *lim, uint32
                         cudaGetErrorString((cudaError_t)e));
     lim->max_smem = lim->smem_optin > (int)lim->static_smem ? (uint32_t)(lim->smem_optin - (int)lim->static_smem) : 0;
     const int wmax = lim->max_block_kernel < lim->max_block_dev ? lim->max_block_kernel : lim->max_block_dev;
-    if (block == 0)
-        return rk__fail(RK_EBLOCK, "block size 0 is invalid: the ring kernel needs %u..%d threads per block on %s",
-                        RK_KERNEL_MIN_BLOCK, wmax, lim->name);
+    /* 0: the largest block the kernel and the device allow, up to
+     * RK_KERNEL_AUTO_BLOCK: its crew reads 128 slots per busy poll (block
+     * 256: 30), and pipelined echo through the API needs them (H200,
+     * README "The actor API") */
+    if (*blockp == 0)
+        *blockp = (uint32_t)(wmax < (int)RK_KERNEL_AUTO_BLOCK ? wmax : (int)RK_KERNEL_AUTO_BLOCK) & ~31u;
+    const uint32_t block = *blockp;
     if (block > (uint32_t)lim->max_block_dev)
         return rk__fail(RK_EBLOCK, "block size %u exceeds the per-block limit %d threads of %s", block,
                         lim->max_block_dev, lim->name);

@@ -35,9 +35,12 @@ RK__HIDDEN bool rk__cuda_fake(const char *what);
 /* Driver, device, cooperative launch. Fills lim's device fields. */
 RK__HIDDEN int rk__cuda_check_device(int device, rk__cuda_limits *lim);
 
-/* Block, shared memory, grid (0 = all co-resident blocks: *grid is set)
- * for the kernel kd on the device of lim (check_device first). */
+/* Block (0 = the largest the kernel and device allow, at most
+ * RK_KERNEL_AUTO_BLOCK: *block is set), shared memory, grid (0 = all
+ * co-resident blocks: *grid is set) for the kernel kd on the device of lim
+ * (check_device first). */
+#define RK_KERNEL_AUTO_BLOCK 1024u
 RK__HIDDEN int rk__cuda_check_config(const rk_kernel_desc *kd, rk__cuda_limits *lim, uint32_t *grid,
-                                     uint32_t block, uint32_t smem);
+                                     uint32_t *block, uint32_t smem);
 
 #endif

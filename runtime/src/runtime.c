@@ -16,14 +16,15 @@ void rk_config_init(rk_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->backend = RK_BACKEND_AUTO;
     cfg->isolation = RK_ISOLATION_AUTO;
-    cfg->block = 256;
+    cfg->block = 0; /* the largest the kernel allows, at most 1024 */
     cfg->ring_slots = 1024;
     cfg->slot_size = 256;
     cfg->arena_size = (size_t)256 << 20;
     cfg->max_payload = (size_t)128 << 20;
     cfg->actor_window = 256;
     cfg->max_actors = 64;
-    cfg->reply_rings = RK__REPLY_RINGS_DEFAULT;
+    /* RK_REPLY_RINGS: to compare the reply paths without a rebuild */
+    cfg->reply_rings = (uint32_t)rk__env_ll("RK_REPLY_RINGS", RK__REPLY_RINGS_DEFAULT);
     cfg->request_deadline_ms = 10000;
     /* RK_HEARTBEAT_MS: for runs that slow the consumer down (sanitizers) */
     cfg->heartbeat_ms = (uint32_t)rk__env_ll("RK_HEARTBEAT_MS", 1000);

@@ -115,8 +115,6 @@ int main(void)
     rk_runtime_close(rt);
     cases++;
 
-    c = base(); c.block = 0;
-    expect_fail(c, RK_EBLOCK, "block size 0", "block 0");
     c = base(); c.block = 2048;
     expect_fail(c, RK_EBLOCK, "per-block limit 1024", "block above the device limit");
     c = base(); c.block = 32;
@@ -134,6 +132,22 @@ int main(void)
     defs[1].gpu = &test_bounded;
     c = base(); c.actors = &def; c.n_actors = 1; c.block = 512;
     expect_fail(c, RK_EBLOCK, "own limit 256", "block above the kernel's own limit");
+    /* block 0 (the default): the largest the kernel allows, at most 1024 */
+    for (int bounded = 0; bounded < 2; bounded++) {
+        c = base();
+        c.block = 0;
+        if (bounded)
+            c.actors = &def, c.n_actors = 1;
+        CHECK_RK(rk_runtime_open(&rt, &c), "block 0");
+        rk_info b0;
+        rk_runtime_info(rt, &b0);
+        CHECK(b0.block == (bounded ? 256u : 1024u), "block 0%s gave block %u", bounded ? " (kernel bounded to 256)" : "",
+              b0.block);
+        echo_ok(rt, "block 0");
+        rk_runtime_close(rt);
+        printf("ok %-34s block %u\n", bounded ? "block 0, kernel bounded to 256" : "block 0", b0.block);
+        cases++;
+    }
     c = base(); c.smem = 1049600;
     expect_fail(c, RK_ESMEM, "shared memory 1049600 B exceeds the per-block limit", "shared memory too large");
     c = base(); c.grid = in.max_grid + 1;

@@ -86,7 +86,9 @@ typedef struct rk_config {
     rk_isolation isolation;  /* default RK_ISOLATION_AUTO */
     int device;              /* CUDA device ordinal, default 0 */
     uint32_t grid;           /* blocks; 0 = all co-resident blocks (default) */
-    uint32_t block;          /* threads per block, default 256 */
+    uint32_t block;          /* threads per block; 0 = the largest the kernel and device
+                              * allow, at most 1024 (default: a busy poll reads 128 slots,
+                              * 30 at 256) */
     uint32_t smem;           /* dynamic shared memory per block, bytes, default 0 */
     uint32_t ring_slots;     /* slots per ring, power of two, default 1024 */
     uint32_t slot_size;      /* bytes per slot, power of two 64..4096, default 256 */
@@ -95,7 +97,8 @@ typedef struct rk_config {
     uint32_t actor_window;   /* requests in flight per actor, 1..32768, default 256 */
     uint32_t max_actors;     /* 1..65535, default 64 */
     uint32_t reply_rings;    /* device-to-host rings, a power of two in 1..RK_REPLY_RINGS_MAX;
-                              * 0 = default (RK_REPLY_RINGS_MAX). The replies to actor i
+                              * 0 = default (RK_REPLY_RINGS_MAX; rk_config_init takes
+                              * env RK_REPLY_RINGS when set). The replies to actor i
                               * come back on ring i % reply_rings, and a thread waiting
                               * for a reply drains only its actor's ring: threads that
                               * drive different actors (rk_actor_open hands out the
