@@ -47,7 +47,7 @@ static const char rkb__usage[] =
 "      --block N              threads per block; 0 = the largest the kernel\n"
 "                             allows, at most 1024 (default 0)\n"
 "      --smem BYTES           dynamic shared memory per block (default 0)\n"
-"      --ring-slots N         slots per ring, power of two (default 1024)\n"
+"      --ring-slots N         slots per ring, power of two (default 4096)\n"
 "      --slot-size BYTES      bytes per ring slot, power of two 128..4096 (default 256)\n"
 "      --arena-bytes BYTES    data arena for payloads that do not fit a slot\n"
 "                             (default 256M: a request and its reply live there)\n"

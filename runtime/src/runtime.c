@@ -17,7 +17,7 @@ void rk_config_init(rk_config *cfg)
     cfg->backend = RK_BACKEND_AUTO;
     cfg->isolation = RK_ISOLATION_AUTO;
     cfg->block = 0; /* the largest the kernel allows, at most 1024 */
-    cfg->ring_slots = 1024;
+    cfg->ring_slots = 4096; /* 8 threads x the default window in flight */
     cfg->slot_size = 256;
     cfg->arena_size = (size_t)256 << 20;
     cfg->max_payload = (size_t)128 << 20;

@@ -257,7 +257,7 @@ int main(void)
                 ;
             CHECK_RK(rc, "send");
             if (i == N / 2) {
-                int r2 = rk_runtime_relaunch(rt, 0, 0, 0);
+                int r2 = rk_runtime_relaunch(rt, 0, 100, 0); /* not a warp multiple */
                 CHECK(r2 == -RK_EBLOCK, "invalid relaunch: %s", rk_err_name(r2));
                 CHECK_RK(rk_runtime_relaunch(rt, 8, 128, 0), "relaunch");
             }

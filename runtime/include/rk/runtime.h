@@ -90,7 +90,8 @@ typedef struct rk_config {
                               * allow, at most 1024 (default: a busy poll reads 128 slots,
                               * 30 at 256) */
     uint32_t smem;           /* dynamic shared memory per block, bytes, default 0 */
-    uint32_t ring_slots;     /* slots per ring, power of two, default 1024 */
+    uint32_t ring_slots;     /* slots per ring (H2D and each reply ring), power of two,
+                              * default 4096 */
     uint32_t slot_size;      /* bytes per slot, power of two 64..4096, default 256 */
     size_t arena_size;       /* data arena bytes, default 256 MiB */
     size_t max_payload;      /* largest request payload, default 128 MiB (two 64 MiB vadd operands) */
