@@ -132,6 +132,51 @@ void bench_gpu_usage(FILE *f)
 "Raw latency samples go into the JSON by default (for plot_cdf.py).\n");
 }
 
+/* --only LIST: the sections' bits in *only; 0, or 2 (said on stderr) */
+static int gpu_parse_only(const char *arg, unsigned *only)
+{
+    *only = 0;
+    char *save = NULL, *list = strdup(arg);
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        unsigned k = 0;
+        while (k < N_SEC && strcmp(t, sec_names[k]))
+            k++;
+        if (k == N_SEC) {
+            fprintf(stderr, "rk-bench gpu: --only: \"%s\" is no section (baselines, raw, runtime, modules, devices, "
+                            "faults)\n", t);
+            free(list);
+            return 2;
+        }
+        *only |= 1u << k;
+    }
+    free(list);
+    if (!*only) {
+        fprintf(stderr, "rk-bench gpu: --only: an empty list (got \"%s\")\n", arg);
+        return 2;
+    }
+    return 0;
+}
+
+/* --reply-rings (R), --block (B), --ring-slots (S): the rk_config of the
+ * runtimes the benchmark opens (rk_runtime_open checks block and slots
+ * and names the limit); 0, or 2 (said on stderr) */
+static int gpu_parse_config(int c, const char *arg)
+{
+    char *end;
+    const unsigned long v = strtoul(arg, &end, 10);
+    if (c == 'R' && (*end || (v != 1 && v != 2 && v != 4 && v != 8))) {
+        fprintf(stderr, "rk-bench gpu: --reply-rings: 1, 2, 4 or 8 (got \"%s\")\n", arg);
+        return 2;
+    }
+    if (*end || !v || v > 65536) {
+        fprintf(stderr, "rk-bench gpu: --%s: a count of 1..65536 (got \"%s\")\n", c == 'B' ? "block" : "ring-slots",
+                arg);
+        return 2;
+    }
+    *(c == 'R' ? &bench_reply_rings : c == 'B' ? &bench_block : &bench_ring_slots) = (uint32_t)v;
+    return 0;
+}
+
 /* 0 or 2 (bad options, said on stderr) */
 static int gpu_parse(int argc, char **argv, gpu_opts *o)
 {
@@ -165,27 +210,12 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
         case 'I': o->variants = 2; break;
         case 'f': o->faults = atoi(optarg); break;
         case 'm': o->module = optarg; break;
-        case 'R': {
-            char *end;
-            const long v = strtol(optarg, &end, 10);
-            if (*end || (v != 1 && v != 2 && v != 4 && v != 8)) {
-                fprintf(stderr, "rk-bench gpu: --reply-rings: 1, 2, 4 or 8 (got \"%s\")\n", optarg);
-                return 2;
-            }
-            bench_reply_rings = (uint32_t)v;
-            break;
-        }
+        case 'R':
         case 'B':
-        case 'S': { /* checked by rk_runtime_open, which names the limit */
-            char *end;
-            const unsigned long v = strtoul(optarg, &end, 10);
-            if (*end || !v || v > 65536) {
-                fprintf(stderr, "rk-bench gpu: --%s: a count (got \"%s\")\n", c == 'B' ? "block" : "ring-slots", optarg);
+        case 'S':
+            if (gpu_parse_config(c, optarg))
                 return 2;
-            }
-            *(c == 'B' ? &bench_block : &bench_ring_slots) = (uint32_t)v;
             break;
-        }
         case 'D':
             o->devices = atoi(optarg);
             if (o->devices < 2 || o->devices > RK_MAX_DEVICES) {
@@ -193,28 +223,10 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
                 return 2;
             }
             break;
-        case 'o': {
-            o->only = 0;
-            char *save = NULL, *list = strdup(optarg);
-            for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                unsigned k = 0;
-                while (k < N_SEC && strcmp(t, sec_names[k]))
-                    k++;
-                if (k == N_SEC) {
-                    fprintf(stderr, "rk-bench gpu: --only: \"%s\" is no section (baselines, raw, runtime, devices, "
-                                    "faults)\n", t);
-                    free(list);
-                    return 2;
-                }
-                o->only |= 1u << k;
-            }
-            free(list);
-            if (!o->only) {
-                fprintf(stderr, "rk-bench gpu: --only: an empty list (got \"%s\")\n", optarg);
+        case 'o':
+            if (gpu_parse_only(optarg, &o->only))
                 return 2;
-            }
             break;
-        }
         case 'a': {
             o->n_api_threads = 0;
             if (!strcmp(optarg, "0")) /* no threads rows */
