@@ -54,6 +54,17 @@ static void check_reply(const rk_reply *r, size_t len, uint32_t who, uint32_t se
     assert_memory_equal(r->data, want, len);
 }
 
+/* One echo of `len` bytes from `who` through actor a, answered with its bytes. */
+static void call_ok(rk_actor *a, size_t len, uint32_t who, uint32_t seq)
+{
+    uint8_t msg[64];
+    fill(msg, len, who, seq);
+    rk_reply r;
+    assert_int_equal(rk_actor_call(a, RK_OP_ECHO, msg, len, 0, &r, 5000), 0);
+    check_reply(&r, len, who, seq);
+    rk_reply_release(a, &r);
+}
+
 static void test_bad_config(void **state)
 {
     (void)state;
@@ -84,12 +95,7 @@ static void test_bad_config(void **state)
         assert_int_equal(info.reply_rings, rt->n_d2h);
         rk_actor *a;
         assert_int_equal(rk_actor_open(rt, &a), 0);
-        uint8_t msg[40];
-        fill(msg, sizeof msg, 7, 1);
-        rk_reply r;
-        assert_int_equal(rk_actor_call(a, RK_OP_ECHO, msg, sizeof msg, 0, &r, 5000), 0);
-        check_reply(&r, sizeof msg, 7, 1);
-        rk_reply_release(a, &r);
+        call_ok(a, 40, 7, 1);
         rk_runtime_close(rt);
     }
 }
@@ -241,13 +247,9 @@ static void test_reply_on_wrong_ring(void **state)
     memset(forged + sizeof h, 0xee, sizeof msg);
     assert_int_equal(rk_ring_mp_enqueue(rt->d2h[1].ring, forged, sizeof forged), 0);
     /* actor 1's round trip drains ring 1: the forgery first */
-    uint8_t m1[16];
-    fill(m1, sizeof m1, 1, 0);
-    rk_reply r;
-    assert_int_equal(rk_actor_call(a1, RK_OP_ECHO, m1, sizeof m1, 0, &r, 5000), 0);
-    check_reply(&r, sizeof m1, 1, 0);
-    rk_reply_release(a1, &r);
+    call_ok(a1, 16, 1, 0);
     /* actor 0: its real reply, once */
+    rk_reply r;
     assert_int_equal(rk_actor_recv(a0, &r, 5000), 0);
     assert_int_equal(r.id, id);
     check_reply(&r, sizeof msg, 0, 0);
