@@ -461,9 +461,9 @@ static void rk__wait_report(rk_actor *a, int want)
     for (uint32_t i = 0; i < rt->n_d2h; i++) {
         const rk__d2h *d = &rt->d2h[i];
         const uint64_t c = atomic_load_explicit(&d->claim, memory_order_relaxed);
-        rk__log(RK__LOG_DEBUG, "  reply ring %u: claim %llu, cons_head %llu, %s there, %u chunks out", i,
-                (unsigned long long)c, (unsigned long long)rk__ld_relaxed(&d->ring->cons_head),
-                rk__ring_ready_at(d->ring, c) ? "a reply" : "nothing", d->out);
+        rk__log(RK__LOG_DEBUG, "  reply ring %u: claim %llu, cons_head %llu, %s there", i, (unsigned long long)c,
+                (unsigned long long)rk__ld_relaxed(&d->ring->cons_head),
+                rk__ring_ready_at(d->ring, c) ? "a reply" : "nothing");
     }
     for (uint32_t i = 0; i < a->window; i++)
         if (rk__ld_relaxed(&a->pend[i].state) == RK__P_SENT)
