@@ -89,7 +89,8 @@ typedef struct rk__view {
     size_t arena_size;
 } rk__view;
 /* Creates the memfd region for cfg's rings and arena and maps it; *fd is
- * the memfd (close-on-exec). */
+ * the memfd (close-on-exec). cfg is checked, its reply_rings resolved (not
+ * 0). */
 RK__HIDDEN int rk__region_create(const rk_config *cfg, int *fd, rk__view *v);
 /* Maps an existing region from fd and checks its header and rings. */
 RK__HIDDEN int rk__region_map(int fd, rk__view *v);

@@ -31,7 +31,7 @@ int rk__region_create(const rk_config *c, int *fdp, rk__view *v)
     size_t ring = rk_ring_memsize(c->ring_slots, c->slot_size);
     size_t h2d_off = rk__page_up(sizeof(rk__region));
     size_t d2h_off = h2d_off + rk__page_up(ring);
-    uint32_t n_d2h = c->reply_rings ? c->reply_rings : RK__REPLY_RINGS_DEFAULT;
+    const uint32_t n_d2h = c->reply_rings; /* resolved and checked by rk_runtime_open */
     size_t arena_off = d2h_off + n_d2h * rk__page_up(ring);
     size_t size = arena_off + rk__page_up(c->arena_size);
 
