@@ -1,0 +1,187 @@
+/* poll_probe.cu - rk-poll-probe: what polling host memory from several
+ * warps does to a ping-pong's round trip. It backs device/README.md ("The
+ * idle path", 2026-11-26): reads of ONE address from several warps queue
+ * behind each other, reads of different addresses overlap.
+ *
+ * A host thread writes i into c copies of a request (each on its own
+ * 256-byte slot) and waits for the GPU to answer i; k warps of one block
+ * poll, warp w reading copy w % c with one strong read in flight, its
+ * first read s x w cycles after the last answer (+ d). The first warp to
+ * see i answers (a shared-memory claim). "wide": each lane reads its 8
+ * bytes of the slot, as the ring kernel's idle poll does.
+ *
+ *   rk-poll-probe [round trips per row, default 40000]
+ *
+ * Exit status 77 without a GPU (as the GPU tests). Not installed. */
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CK(x)                                                                                              \
+    do {                                                                                                   \
+        cudaError_t e_ = (x);                                                                              \
+        if (e_ != cudaSuccess) {                                                                           \
+            fprintf(stderr, "rk-poll-probe: %s: %s\n", #x, cudaGetErrorString(e_));                        \
+            exit(1);                                                                                       \
+        }                                                                                                  \
+    } while (0)
+
+enum { SLOT_WORDS = 64, PONG_WORD = 1024, TIMED_OUT = 1 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+__device__ __forceinline__ uint32_t ld_strong(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_strong(uint32_t *p, uint32_t v)
+{
+    asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+struct row {
+    const char *name;
+    int warps, copies, d, s, wide;
+};
+
+/* n round trips; err[0] = TIMED_OUT when a wait ran away */
+__global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, row r, unsigned *err)
+{
+    __shared__ uint32_t claim, done;
+    __shared__ long long t_answer;
+    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        claim = done = 0;
+        t_answer = clock64();
+    }
+    __syncthreads();
+    if (!r.wide && lane)
+        return;
+    const uint32_t *a = ping + (w % r.copies) * SLOT_WORDS + (r.wide ? 2 * lane : 0);
+    for (uint32_t i = 1; i <= n; i++) {
+        const long long start = *(volatile long long *)&t_answer + r.d + (long long)w * r.s;
+        while (clock64() < start)
+            ;
+        for (long it = 0;; it++) {
+            uint32_t seen = *(volatile uint32_t *)&done >= i;
+            if (r.wide)
+                seen = __shfl_sync(0xffffffffu, seen, 0);
+            if (seen)
+                break;
+            if (it > 20000000) {
+                *err = TIMED_OUT;
+                return;
+            }
+            uint32_t v = ld_strong(a);
+            if (r.wide)
+                v = __shfl_sync(0xffffffffu, v, 0);
+            if (v >= i) {
+                if (lane == 0 && atomicCAS(&claim, i - 1, i) == i - 1) {
+                    st_strong(pong, i);
+                    *(volatile long long *)&t_answer = clock64();
+                    __threadfence_block(); /* release: t_answer before done; pairs with the acquire below */
+                    atomicExch(&done, i);
+                }
+                break;
+            }
+        }
+        for (long k = 0; *(volatile uint32_t *)&done < i; k++)
+            if (k > 200000000) {
+                *err = TIMED_OUT;
+                return;
+            }
+        __threadfence_block(); /* acquire: pairs with the winner's release */
+    }
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static int run(const row &r, long count, uint32_t *hw, uint32_t *dw, unsigned *err, cudaStream_t s, uint64_t *smp)
+{
+    const long warm = 10000;
+    memset(hw, 0, 8192);
+    *err = 0;
+    uint32_t *pong = hw + PONG_WORD;
+    poll_kernel<<<1, 32 * r.warps, 0, s>>>(dw, dw + PONG_WORD, (uint32_t)(warm + count), r, err);
+    CK(cudaGetLastError());
+    for (long i = 1; i <= warm + count; i++) {
+        const uint64_t t0 = now_ns();
+        for (int c = 0; c < r.copies; c++)
+            __atomic_store_n(hw + c * SLOT_WORDS, (uint32_t)i, __ATOMIC_RELEASE);
+        for (long spins = 0; __atomic_load_n(pong, __ATOMIC_ACQUIRE) != (uint32_t)i;)
+            if ((++spins & 0xffff) == 0 && now_ns() - t0 > 1000000000ull) {
+                fprintf(stderr, "rk-poll-probe: %s: no answer to %ld within 1 s\n", r.name, i);
+                return 1;
+            }
+        if (i > warm)
+            smp[i - warm - 1] = now_ns() - t0;
+    }
+    CK(cudaStreamSynchronize(s));
+    if (*err) {
+        fprintf(stderr, "rk-poll-probe: %s: a wait in the kernel ran away\n", r.name);
+        return 1;
+    }
+    qsort(smp, (size_t)count, sizeof *smp, cmp_u64);
+    printf("  %-34s p50 %5.2f us  p90 %5.2f  p99 %5.2f\n", r.name, smp[count / 2] / 1e3, smp[count * 9 / 10] / 1e3,
+           smp[count * 99 / 100] / 1e3);
+    fflush(stdout);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const long count = argc > 1 ? atol(argv[1]) : 40000;
+    int ndev = 0;
+    if (count < 100 || cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (count < 100) {
+            fprintf(stderr, "usage: rk-poll-probe [round trips per row, at least 100]\n");
+            return 2;
+        }
+        fprintf(stderr, "rk-poll-probe: no CUDA device: skipped\n");
+        return 77;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    uint32_t *hw, *dw;
+    unsigned *err;
+    CK(cudaHostAlloc((void **)&hw, 8192, cudaHostAllocMapped));
+    CK(cudaHostGetDevicePointer((void **)&dw, hw, 0));
+    CK(cudaMallocManaged(&err, sizeof *err));
+    uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
+    static const row rows[] = {
+        {"1 warp, at once (the floor's shape)", 1, 1, 0, 0, 0},
+        {"1 warp, first read 1000 cycles late", 1, 1, 1000, 0, 0},
+        {"2 warps, one word, 900 apart", 2, 1, 0, 900, 0},
+        {"4 warps, one word, 600 apart", 4, 1, 0, 600, 0},
+        {"4 warps, two copies, 600 apart", 4, 2, 0, 600, 0},
+        {"4 warps, four copies, 600 apart", 4, 4, 0, 600, 0},
+        {"wide: 1 warp, 1000 cycles late", 1, 1, 1000, 0, 1},
+        {"wide: 4 warps, one slot, 600 apart", 4, 1, 0, 600, 1},
+        {"wide: 2 warps, two copies, 1200 apart", 2, 2, 0, 1200, 1},
+        {"wide: 4 warps, four copies, 600 apart", 4, 4, 0, 600, 1},
+    };
+    printf("rk-poll-probe: %s, %ld round trips a row\n", prop.name, count);
+    for (int round = 0; round < 2; round++)
+        for (const row &r : rows)
+            if (run(r, count, hw, dw, err, s, smp))
+                return 1;
+    free(smp);
+    return 0;
+}
