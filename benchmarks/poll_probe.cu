@@ -21,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../device/ring.cuh" /* the kernel's strong loads and stores of host memory */
+
 #define CK(x)                                                                                              \
     do {                                                                                                   \
         cudaError_t e_ = (x);                                                                              \
@@ -37,17 +39,6 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-__device__ __forceinline__ uint32_t ld_strong(const uint32_t *p)
-{
-    uint32_t v;
-    asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void st_strong(uint32_t *p, uint32_t v)
-{
-    asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 struct row {
@@ -83,12 +74,12 @@ __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, ro
                 *err = TIMED_OUT;
                 return;
             }
-            uint32_t v = ld_strong(a);
+            uint32_t v = rk::dev::rk__ld_relaxed_sys(a);
             if (r.wide)
                 v = __shfl_sync(0xffffffffu, v, 0);
             if (v >= i) {
                 if (lane == 0 && atomicCAS(&claim, i - 1, i) == i - 1) {
-                    st_strong(pong, i);
+                    rk::dev::rk__st_relaxed_sys(pong, i);
                     *(volatile long long *)&t_answer = clock64();
                     __threadfence_block(); /* release: t_answer before done; pairs with the acquire below */
                     atomicExch(&done, i);
