@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "actor.h"
+#include "cpu_common.h"
 #include "internal.h"
 
 enum { MAXB = 64 };
@@ -37,14 +38,7 @@ static ledger the_ledger; /* the running test's (static: it is large) */
 
 static rk_runtime *open_cpu(rk_config *c, rk_actor **a)
 {
-    c->backend = RK_BACKEND_CPU;
-    const char *iso = getenv("RK_TEST_ISOLATION");
-    if (iso && !strcmp(iso, "process"))
-        c->isolation = RK_ISOLATION_PROCESS;
-    rk_runtime *rt = NULL;
-    int rc = rk_runtime_open(&rt, c);
-    if (rc)
-        fail_msg("rk_runtime_open: %s: %s", rk_err_name(rc), rk_last_detail());
+    rk_runtime *rt = test_open_cpu(c);
     assert_int_equal(rk_actor_open(rt, a), 0);
     memset(&the_ledger, 0, sizeof the_ledger);
     return rt;

@@ -21,20 +21,8 @@
 #include <cmocka.h>
 
 #include "actor.h"
+#include "cpu_common.h"
 #include "internal.h"
-
-static rk_runtime *open_cpu(rk_config *c)
-{
-    c->backend = RK_BACKEND_CPU;
-    const char *iso = getenv("RK_TEST_ISOLATION");
-    if (iso && !strcmp(iso, "process"))
-        c->isolation = RK_ISOLATION_PROCESS;
-    rk_runtime *rt = NULL;
-    int rc = rk_runtime_open(&rt, c);
-    if (rc)
-        fail_msg("rk_runtime_open: %s: %s", rk_err_name(rc), rk_last_detail());
-    return rt;
-}
 
 /* Payload of request `seq` of actor `who`: 8 bytes of each, then a pattern. */
 static void fill(uint8_t *p, size_t len, uint32_t who, uint32_t seq)
@@ -88,7 +76,7 @@ static void test_bad_config(void **state)
         rk_config c;
         rk_config_init(&c);
         c.reply_rings = good[i];
-        rk_runtime *rt = open_cpu(&c);
+        rk_runtime *rt = test_open_cpu(&c);
         assert_int_equal(rt->n_d2h, good[i] ? good[i] : RK_REPLY_RINGS_MAX);
         rk_info info;
         rk_runtime_info(rt, &info);
@@ -108,7 +96,7 @@ static void test_actor_rings(void **state)
     rk_config c;
     rk_config_init(&c);
     c.reply_rings = RINGS;
-    rk_runtime *rt = open_cpu(&c);
+    rk_runtime *rt = test_open_cpu(&c);
     rk_actor *a[N];
     for (uint32_t i = 0; i < N; i++) {
         assert_int_equal(rk_actor_open(rt, &a[i]), 0);
@@ -178,7 +166,7 @@ static void test_orphan_ring_drained(void **state)
     c.reply_rings = 2;
     c.ring_slots = SLOTS;
     c.actor_window = 64;
-    rk_runtime *rt = open_cpu(&c);
+    rk_runtime *rt = test_open_cpu(&c);
     rk_actor *a0, *a1;
     assert_int_equal(rk_actor_open(rt, &a0), 0);
     assert_int_equal(rk_actor_open(rt, &a1), 0);
@@ -231,7 +219,7 @@ static void test_reply_on_wrong_ring(void **state)
     rk_config c;
     rk_config_init(&c);
     c.reply_rings = 2;
-    rk_runtime *rt = open_cpu(&c);
+    rk_runtime *rt = test_open_cpu(&c);
     rk_actor *a0, *a1;
     assert_int_equal(rk_actor_open(rt, &a0), 0);
     assert_int_equal(rk_actor_open(rt, &a1), 0);
