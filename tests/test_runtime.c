@@ -14,6 +14,8 @@
 #include <cmocka.h>
 #include <rk/rk.h>
 
+#include "cpu_common.h"
+
 static rk_runtime *open_cpu(rk_config *cfg)
 {
     rk_config c;
@@ -21,12 +23,7 @@ static rk_runtime *open_cpu(rk_config *cfg)
         rk_config_init(&c);
         cfg = &c;
     }
-    cfg->backend = RK_BACKEND_CPU;
-    rk_runtime *rt = NULL;
-    int rc = rk_runtime_open(&rt, cfg);
-    if (rc)
-        fail_msg("rk_runtime_open: %s: %s", rk_err_name(rc), rk_last_detail());
-    return rt;
+    return test_open_cpu(cfg);
 }
 
 static void expect_open_fails(rk_config *cfg, int code, const char *detail_part)
