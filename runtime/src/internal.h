@@ -34,6 +34,19 @@ RK__HIDDEN void rk__log(int level, const char *fmt, ...) __attribute__((format(p
 RK__HIDDEN int64_t rk__now_ns(void); /* CLOCK_MONOTONIC */
 /* Deadline from a timeout in ms: -1 = forever (INT64_MAX), 0 = now. */
 RK__HIDDEN int64_t rk__deadline(int timeout_ms);
+/* A deadline that reads the clock only when a wait needs it: for
+ * timeout_ms > 0 it is -timeout_ms until rk__deadline_at turns it into
+ * rk__deadline's value (0 and forever are taken as they are). Why: a send
+ * writes its request before anything waits, and a clock read on the way
+ * (40-50 ns on the GPU hosts' VMs) made the request late for the kernel's
+ * poll (device/README.md, "The host's turn"). */
+static inline int64_t rk__deadline_lazy(int timeout_ms)
+{
+    return timeout_ms > 0 ? -(int64_t)timeout_ms : rk__deadline(timeout_ms);
+}
+/* The deadline *d stands for, reading the clock the first time. Owner: the
+ * caller's thread (d is its local). */
+RK__HIDDEN int64_t rk__deadline_at(int64_t *d);
 
 /* Adaptive wait: spin, then sched_yield, then sleep (futex when the other
  * side can ring us, timed sleep otherwise). One backoff per wait loop. The

@@ -515,10 +515,12 @@ int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
                 rk__steal(a, rk__now_ns());
             return rk__fail_str(RK_ETIMEDOUT, "no reply ready (polled with timeout 0)");
         }
-        /* the clock every 16th spin while busy-polling: a deadline is
-         * milliseconds away, and each read would delay noticing the reply */
+        /* the clock every 256th spin while busy-polling (a few us): a
+         * deadline is milliseconds away, and a read (40-50 ns on the GPU
+         * hosts' VMs) delays noticing the reply and so the next request
+         * (device/README.md, "The host's turn") */
         const bool keep_polling = rk__backoff_poll(&b);
-        if (keep_polling && (spins & 15) != 15)
+        if (keep_polling && (spins & 255) != 255)
             continue;
         int64_t now = rk__now_ns();
         if (now >= deadline)

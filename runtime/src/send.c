@@ -24,8 +24,9 @@ static int rk__live(rk_runtime *rt)
  * goes: the record's staging buffer when it travels inline, the arena
  * otherwise. Returns the tag; *dst is where the caller writes the `len`
  * payload bytes. count: an arena failure counts as a failed send (a batch's
- * no-wait attempt, retried with a wait, does not). */
-static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap, int64_t deadline,
+ * no-wait attempt, retried with a wait, does not). *deadline: lazy
+ * (rk__deadline_lazy), read off the clock only when the arena is used. */
+static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap, int64_t *deadline,
                        bool count, uint16_t *tag_out, uint8_t **dst)
 {
     if (!a)
@@ -72,7 +73,7 @@ static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
         size_t in_sz = (len + RK_ARENA_ALIGN - 1) / RK_ARENA_ALIGN * RK_ARENA_ALIGN;
         size_t out_sz = (out_cap + RK_ARENA_ALIGN - 1) / RK_ARENA_ALIGN * RK_ARENA_ALIGN;
         uint64_t off;
-        int rc = rk__arena_alloc(&rt->arena, in_sz + out_sz, deadline, &off);
+        int rc = rk__arena_alloc(&rt->arena, in_sz + out_sz, rk__deadline_at(deadline), &off);
         if (rc) {
             a->free_tags[a->n_free++] = tag;
             if (count)
@@ -224,10 +225,10 @@ static int rk__ring_full_wait(rk_actor *a, int64_t deadline, rk__backoff *b)
 }
 
 /* Part 2: builds the ring message for a prepared record and enqueues it,
- * waiting until deadline for ring space. On failure the record (and its
+ * waiting until *deadline (lazy: rk__deadline_lazy) for ring space. On failure the record (and its
  * arena block) is given back. While the actor still owes re-posts from a
  * worker change, a new request joins them instead (same order). */
-static int rk__post(rk_actor *a, uint16_t tag, int64_t deadline, uint64_t *id_out)
+static int rk__post(rk_actor *a, uint16_t tag, int64_t *deadline, uint64_t *id_out)
 {
     rk_runtime *rt = a->rt;
     rk__pending *p = &a->pend[tag];
@@ -247,7 +248,7 @@ static int rk__post(rk_actor *a, uint16_t tag, int64_t deadline, uint64_t *id_ou
         rk__backoff_reset(&b);
         int rc;
         while ((rc = rk_ring_mp_enqueue(rt->h2d, msg, mlen)) == -RK_EAGAIN)
-            if ((rc = rk__ring_full_wait(a, deadline, &b)))
+            if ((rc = rk__ring_full_wait(a, rk__deadline_at(deadline), &b)))
                 break;
         if (rc) {
             rk__pending_put(a, tag);
@@ -307,10 +308,10 @@ static void rk__gather(uint8_t *dst, const rk_iov *iov, int iovcnt)
     }
 }
 
-/* deadline: rk__deadline of the caller's timeout (rk_actor_call reads the
- * clock once for the send and the wait) */
+/* *deadline: rk__deadline_lazy of the caller's timeout, resolved here only
+ * if the send waits (rk_actor_call's wait then shares it) */
 static int rk__send(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, size_t reply_cap,
-                    uint64_t *id_out, int64_t deadline, uint16_t *tag_out)
+                    uint64_t *id_out, int64_t *deadline, uint16_t *tag_out)
 {
     size_t len;
     int rc = rk__iov_len(iov, iovcnt, &len);
@@ -337,7 +338,8 @@ int rk_actor_buf_alloc(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
         return rk__fail(RK_EINVAL, "rk_actor_buf_alloc: buf is NULL");
     uint16_t tag = 0;
     uint8_t *dst = NULL;
-    int rc = rk__prepare(a, type, len, reply_cap, rk__deadline(timeout_ms), true, &tag, &dst);
+    int64_t deadline = rk__deadline_lazy(timeout_ms);
+    int rc = rk__prepare(a, type, len, reply_cap, &deadline, true, &tag, &dst);
     if (rc)
         return rc;
     buf->data = dst;
@@ -356,7 +358,8 @@ int rk_actor_buf_send(rk_actor *a, rk_buf *buf, uint64_t *id, int timeout_ms)
 {
     if (!rk__buf_valid(a, buf))
         return rk__fail(RK_EINVAL, "rk_actor_buf_send: not a buffer from rk_actor_buf_alloc");
-    int rc = rk__post(a, (uint16_t)buf->tag_, rk__deadline(timeout_ms), id);
+    int64_t deadline = rk__deadline_lazy(timeout_ms);
+    int rc = rk__post(a, (uint16_t)buf->tag_, &deadline, id);
     buf->data = NULL;
     return rc;
 }
@@ -372,14 +375,16 @@ void rk_actor_buf_abandon(rk_actor *a, rk_buf *buf)
 int rk_actor_sendv(rk_actor *a, uint16_t type, const rk_iov *iov, int iovcnt, size_t reply_cap,
                    uint64_t *id, int timeout_ms)
 {
-    return rk__send(a, type, iov, iovcnt, reply_cap, id, rk__deadline(timeout_ms), NULL);
+    int64_t deadline = rk__deadline_lazy(timeout_ms);
+    return rk__send(a, type, iov, iovcnt, reply_cap, id, &deadline, NULL);
 }
 
 int rk_actor_send(rk_actor *a, uint16_t type, const void *data, size_t len, size_t reply_cap,
                   uint64_t *id, int timeout_ms)
 {
     rk_iov v = {data, len};
-    return rk__send(a, type, &v, 1, reply_cap, id, rk__deadline(timeout_ms), NULL);
+    int64_t deadline = rk__deadline_lazy(timeout_ms);
+    return rk__send(a, type, &v, 1, reply_cap, id, &deadline, NULL);
 }
 
 int rk_actor_call(rk_actor *a, uint16_t type, const void *data, size_t len, size_t reply_cap,
@@ -387,13 +392,15 @@ int rk_actor_call(rk_actor *a, uint16_t type, const void *data, size_t len, size
 {
     if (!out)
         return rk__fail(RK_EINVAL, "rk_actor_call: out is NULL");
-    int64_t deadline = rk__deadline(timeout_ms);
+    /* the clock is read once, after the request went out (or when the
+     * send had to wait): the send and the wait share one deadline */
+    int64_t deadline = rk__deadline_lazy(timeout_ms);
     rk_iov v = {data, len};
     uint16_t tag;
-    int rc = rk__send(a, type, &v, 1, reply_cap, NULL, deadline, &tag);
+    int rc = rk__send(a, type, &v, 1, reply_cap, NULL, &deadline, &tag);
     if (rc)
         return rc;
-    return rk__wait(a, tag, out, deadline);
+    return rk__wait(a, tag, out, rk__deadline_at(&deadline));
 }
 
 /* ---- batches (runtime.h: rk_actor_send_batch) ---- */
@@ -402,7 +409,7 @@ int rk_actor_call(rk_actor *a, uint16_t type, const void *data, size_t len, size
  * room (rk__prepare, waiting until deadline for arena space) and is
  * copied; a buf is checked. The record is then QUEUED, so a buf given twice
  * fails the check. Returns 0 or the error that stops the batch. */
-static int rk__batch_stage(rk_actor *a, const rk_send_req *q, int64_t deadline, bool count,
+static int rk__batch_stage(rk_actor *a, const rk_send_req *q, int64_t *deadline, bool count,
                            uint16_t *tag)
 {
     if (q->buf) {
@@ -459,7 +466,7 @@ static uint64_t rk__mark_sent(rk_actor *a, uint16_t tag)
 /* Posts m staged records in order: each burst takes as many free H2D
  * slots as it can with one reservation, writes them, rings the doorbell
  * once. Returns how many were posted; *err: why the rest was not. */
-static int rk__post_burst(rk_actor *a, const uint16_t *tags, int m, int64_t deadline,
+static int rk__post_burst(rk_actor *a, const uint16_t *tags, int m, int64_t *deadline,
                           uint64_t *ids, int *err)
 {
     rk_runtime *rt = a->rt;
@@ -480,7 +487,7 @@ static int rk__post_burst(rk_actor *a, const uint16_t *tags, int m, int64_t dead
         uint64_t pos;
         uint32_t k = rk__ring_mp_reserve(rt->h2d, (uint32_t)(m - done), &pos);
         if (!k) {
-            if ((*err = rk__ring_full_wait(a, deadline, &b)))
+            if ((*err = rk__ring_full_wait(a, rk__deadline_at(deadline), &b)))
                 break;
             continue;
         }
@@ -506,7 +513,7 @@ int rk_actor_send_batch(rk_actor *a, const rk_send_req *reqs, int n, uint64_t *i
     if (!a || !reqs || n <= 0)
         return rk__fail(RK_EINVAL, "rk_actor_send_batch: %s", !a ? "actor is NULL"
                         : !reqs ? "reqs is NULL" : "n is not positive");
-    const int64_t deadline = rk__deadline(timeout_ms);
+    int64_t deadline = rk__deadline_lazy(timeout_ms);
     int posted = 0, rc = 0;
     while (posted < n && !rc) {
         /* A chunk: its first request may wait for arena space; the others
@@ -515,7 +522,8 @@ int rk_actor_send_batch(rk_actor *a, const rk_send_req *reqs, int n, uint64_t *i
          * and the next one starts with the request that must wait. */
         int m = 0;
         for (int i = posted; i < n; i++) {
-            rc = rk__batch_stage(a, &reqs[i], m ? 0 : deadline, m == 0, &a->batch[m]);
+            int64_t now = 0; /* the chunk's later requests do not wait */
+            rc = rk__batch_stage(a, &reqs[i], m ? &now : &deadline, m == 0, &a->batch[m]);
             if (rc)
                 break;
             m++;
@@ -525,7 +533,7 @@ int rk_actor_send_batch(rk_actor *a, const rk_send_req *reqs, int n, uint64_t *i
         if (!m)
             break;
         int err = 0;
-        int k = rk__post_burst(a, a->batch, m, deadline, ids ? ids + posted : NULL, &err);
+        int k = rk__post_burst(a, a->batch, m, &deadline, ids ? ids + posted : NULL, &err);
         for (int j = posted; j < posted + k; j++)
             if (reqs[j].buf)
                 reqs[j].buf->data = NULL;

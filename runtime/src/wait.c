@@ -34,6 +34,13 @@ int64_t rk__deadline(int timeout_ms)
     return rk__now_ns() + (int64_t)timeout_ms * 1000000;
 }
 
+int64_t rk__deadline_at(int64_t *d)
+{
+    if (*d < 0)
+        *d = rk__now_ns() + -*d * 1000000;
+    return *d;
+}
+
 /* The phase lengths, read once from the environment. */
 static int64_t rk__phase_ns(const char *env, int64_t dflt)
 {
