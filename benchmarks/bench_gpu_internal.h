@@ -92,8 +92,10 @@ int raw_open(raw *r, uint32_t slots, size_t arena_size, int sm_count, int block 
 /* Stops the kernel; with a label, prints the dispatcher's counters. */
 void raw_close(raw *r, const char *label = NULL);
 /* count timed 64-byte echo round trips on the raw rings, one at a time,
- * after 20 000 untimed ones, from positions *hpos / *dpos (advanced) */
-int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long count, bool vadd = false);
+ * after 20 000 untimed ones, from positions *hpos / *dpos (advanced);
+ * turn_ns: untimed host time added between a reply and the next request */
+int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long count, bool vadd = false,
+                 long turn_ns = 0);
 /* Pipelined echo through the raw rings with P producer and C consumer
  * threads. Returns messages per second (bad replies in *bad). */
 double raw_throughput(raw *r, uint64_t n, uint32_t P, uint32_t C, uint64_t *bad);

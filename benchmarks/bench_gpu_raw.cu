@@ -183,7 +183,7 @@ static bool vadd64_ok(const uint32_t *req, const uint32_t *w, int len)
 /* Round trips of 64-B echoes, or (vadd) of 64-B vadds: the staged path
  * (serve_staged, serve_slow), which the idle poll's register paths for
  * echo and small user actors skip. */
-int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long count, bool vadd)
+int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long count, bool vadd, long turn_ns)
 {
     uint32_t w[64], req[64];
     const long warm = 20000;
@@ -208,6 +208,8 @@ int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long cou
         ++*dpos;
         if (i >= warm)
             smp[i - warm] = t1 - t0;
+        while (turn_ns && bench_now_ns() - t1 < (uint64_t)turn_ns)
+            ; /* --idle-variants: a host slower to send the next request */
     }
     return 0;
 }

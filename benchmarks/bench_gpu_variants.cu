@@ -72,8 +72,8 @@ static int api_idle_lat(uint64_t *smp, long count, uint32_t kflags)
 /* Experiment (rk-bench gpu --idle-variants): the idle path of the ring
  * kernel (one 64-B echo at a time, block 256) under the RK_KF_IDLE_* flags,
  * on the raw rings and through rk_actor_call, each against the floor
- * measured in the same process; two rounds, interleaved, so that drift of
- * the host shows. Rows: idle_<flags>_<round>,
+ * measured in the same process; three rounds, interleaved, so that drift of
+ * the host shows. Rows: idle_<flags>_<round>, idle_<flags>_turn<ns>_<round>,
  * api_<flags>_<round>, floor_<round>. */
 int raw_idle_variants(bench_report *rep, int sm_count, long count)
 {
@@ -81,21 +81,23 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
         uint32_t flags;
         int api; /* 0: the raw rings; 1: rk_actor_call */
         const char *what;
+        long turn_ns; /* raw rows: host time added between a reply and the next request */
     } V[] = {
-        {0, 0, "default: one strong poll read, 500 cycles after a reply"},
+        {0, 0, "default: one strong poll read, 400 cycles after a reply"},
+        {0, 0, "the host 100 ns slower to send the next request", 100},
+        {0, 0, "the host 300 ns slower", 300},
         {RK_KF_IDLE_DELAY(0xff), 0, "no delay after a reply"},
         {RK_KF_IDLE_DELAY(3), 0, "300 cycles after a reply before the next poll read"},
-        {RK_KF_IDLE_DELAY(9), 0, "900 cycles after a reply"},
+        {RK_KF_IDLE_DELAY(5), 0, "500 cycles (the default before 2026-11-26)"},
         {RK_KF_IDLE_DELAY(0xff) | RK_KF_IDLE_SC, 0, "no delay; weak reply + fence.sc.sys (before 2026-11)"},
         {0, 1, "rk_actor_call, default"},
-        {RK_KF_IDLE_DELAY(0xff), 1, "rk_actor_call, no delay"},
         {RK_KF_IDLE_DELAY(3), 1, "rk_actor_call, 300 cycles"},
-        {RK_KF_IDLE_DELAY(9), 1, "rk_actor_call, 900 cycles"},
+        {RK_KF_IDLE_DELAY(5), 1, "rk_actor_call, 500 cycles"},
     };
     const int nv = (int)(sizeof V / sizeof V[0]);
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
     char name[64];
-    for (int round = 0; round < 2; round++) {
+    for (int round = 0; round < 3; round++) {
         if (floor_lat(smp, count))
             return 1;
         snprintf(name, sizeof name, "floor_%d", round);
@@ -110,9 +112,12 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
                 if (raw_open(&r, 4096, (size_t)1 << 20, sm_count, 256, V[v].flags))
                     return 1;
                 uint64_t hpos = 0, dpos = 0;
-                if (raw_echo_lat(&r, &hpos, &dpos, smp, count))
+                if (raw_echo_lat(&r, &hpos, &dpos, smp, count, false, V[v].turn_ns))
                     return 1;
-                snprintf(name, sizeof name, "idle_%u_%d", V[v].flags, round);
+                if (V[v].turn_ns)
+                    snprintf(name, sizeof name, "idle_%u_turn%ld_%d", V[v].flags, V[v].turn_ns, round);
+                else
+                    snprintf(name, sizeof name, "idle_%u_%d", V[v].flags, round);
                 raw_close(&r, name);
             }
             bench_result *b = bench_add(rep, name, "cuda");

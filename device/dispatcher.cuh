@@ -22,7 +22,7 @@ namespace rk {
 namespace dev {
 
 #ifndef RK_KERNEL_IDLE_DELAY
-#define RK_KERNEL_IDLE_DELAY 500u /* cycles (~0.25 us): see the idle poll */
+#define RK_KERNEL_IDLE_DELAY 400u /* cycles (~0.2 us): see the idle poll */
 #endif
 
 /* Not a trusted built-in: the word that says in host memory which request
