@@ -33,6 +33,9 @@
     } while (0)
 
 enum { SLOT_WORDS = 64, PONG_WORD = 1024, TIMED_OUT = 1 };
+/* "far" copies lie as far apart as the ring kernel's H2D ring and a copy
+ * after its reply ring would (2 MiB + 8 KiB) */
+enum { FAR_BYTES = (2 << 20) + 8192, FAR_WORDS = FAR_BYTES / 4 };
 
 static uint64_t now_ns(void)
 {
@@ -44,6 +47,8 @@ static uint64_t now_ns(void)
 struct row {
     const char *name;
     int warps, copies, d, s, wide;
+    int stride; /* words between copies (0: SLOT_WORDS, 256 B) */
+    int lines;  /* wide: the winner also stores this many 8-byte reply lines, as the kernel's echo */
 };
 
 /* n round trips; err[0] = TIMED_OUT when a wait ran away */
@@ -59,7 +64,7 @@ __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, ro
     __syncthreads();
     if (!r.wide && lane)
         return;
-    const uint32_t *a = ping + (w % r.copies) * SLOT_WORDS + (r.wide ? 2 * lane : 0);
+    const uint32_t *a = ping + (w % r.copies) * (r.stride ? r.stride : SLOT_WORDS) + (r.wide ? 2 * lane : 0);
     for (uint32_t i = 1; i <= n; i++) {
         const long long start = *(volatile long long *)&t_answer + r.d + (long long)w * r.s;
         while (clock64() < start)
@@ -78,7 +83,12 @@ __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, ro
             if (r.wide)
                 v = __shfl_sync(0xffffffffu, v, 0);
             if (v >= i) {
-                if (lane == 0 && atomicCAS(&claim, i - 1, i) == i - 1) {
+                uint32_t won = lane == 0 && atomicCAS(&claim, i - 1, i) == i - 1;
+                if (r.wide)
+                    won = __shfl_sync(0xffffffffu, won, 0);
+                if (won && r.wide && lane < (uint32_t)r.lines) /* the reply's lines, beside pong */
+                    rk::dev::rk__st_relaxed_sys((uint64_t *)(pong + SLOT_WORDS) + lane, (uint64_t)i << 32 | i);
+                if (won && lane == 0) {
                     rk::dev::rk__st_relaxed_sys(pong, i);
                     *(volatile long long *)&t_answer = clock64();
                     __threadfence_block(); /* release: t_answer before done; pairs with the acquire below */
@@ -105,7 +115,7 @@ static int cmp_u64(const void *x, const void *y)
 static int run(const row &r, long count, uint32_t *hw, uint32_t *dw, unsigned *err, cudaStream_t s, uint64_t *smp)
 {
     const long warm = 10000;
-    memset(hw, 0, 8192);
+    memset(hw, 0, FAR_BYTES + 8192);
     *err = 0;
     uint32_t *pong = hw + PONG_WORD;
     poll_kernel<<<1, 32 * r.warps, 0, s>>>(dw, dw + PONG_WORD, (uint32_t)(warm + count), r, err);
@@ -113,7 +123,7 @@ static int run(const row &r, long count, uint32_t *hw, uint32_t *dw, unsigned *e
     for (long i = 1; i <= warm + count; i++) {
         const uint64_t t0 = now_ns();
         for (int c = 0; c < r.copies; c++)
-            __atomic_store_n(hw + c * SLOT_WORDS, (uint32_t)i, __ATOMIC_RELEASE);
+            __atomic_store_n(hw + c * (r.stride ? r.stride : SLOT_WORDS), (uint32_t)i, __ATOMIC_RELEASE);
         for (long spins = 0; __atomic_load_n(pong, __ATOMIC_ACQUIRE) != (uint32_t)i;)
             if ((++spins & 0xffff) == 0 && now_ns() - t0 > 1000000000ull) {
                 fprintf(stderr, "rk-poll-probe: %s: no answer to %ld within 1 s\n", r.name, i);
@@ -152,7 +162,7 @@ int main(int argc, char **argv)
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     uint32_t *hw, *dw;
     unsigned *err;
-    CK(cudaHostAlloc((void **)&hw, 8192, cudaHostAllocMapped));
+    CK(cudaHostAlloc((void **)&hw, FAR_BYTES + 8192, cudaHostAllocMapped));
     CK(cudaHostGetDevicePointer((void **)&dw, hw, 0));
     CK(cudaMallocManaged(&err, sizeof *err));
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
@@ -167,6 +177,10 @@ int main(int argc, char **argv)
         {"wide: 4 warps, one slot, 600 apart", 4, 1, 0, 600, 1},
         {"wide: 2 warps, two copies, 1200 apart", 2, 2, 0, 1200, 1},
         {"wide: 4 warps, four copies, 600 apart", 4, 4, 0, 600, 1},
+        {"wide: 1 warp, 1000 late, 23-line reply", 1, 1, 1000, 0, 1, 0, 23},
+        {"wide: 2 warps, two copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, 0, 23},
+        {"wide: 2 warps, two far copies, 1200 apart", 2, 2, 0, 1200, 1, FAR_WORDS, 0},
+        {"wide: 2 warps, two far copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, FAR_WORDS, 23},
     };
     printf("rk-poll-probe: %s, %ld round trips a row\n", prop.name, count);
     for (int round = 0; round < 2; round++)
