@@ -226,8 +226,9 @@ static int rk__ring_full_wait(rk_actor *a, int64_t deadline, rk__backoff *b)
 
 /* Part 2: builds the ring message for a prepared record and enqueues it,
  * waiting until *deadline (lazy: rk__deadline_lazy) for ring space. On
- * failure the record (and its arena block) is given back. While the actor still owes re-posts from a
- * worker change, a new request joins them instead (same order). */
+ * failure the record (and its arena block) is given back. While the actor
+ * still owes re-posts from a worker change, a new request joins them
+ * instead (same order). */
 static int rk__post(rk_actor *a, uint16_t tag, int64_t *deadline, uint64_t *id_out)
 {
     rk_runtime *rt = a->rt;
