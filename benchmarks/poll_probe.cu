@@ -51,6 +51,9 @@ struct row {
     int lines;  /* wide: the winner also stores this many 8-byte reply lines, as the kernel's echo */
 };
 
+/* words between the copies of row r (the kernel reads them, the host writes them) */
+__host__ __device__ static inline int copy_stride(const row &r) { return r.stride ? r.stride : SLOT_WORDS; }
+
 /* n round trips; err[0] = TIMED_OUT when a wait ran away */
 __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, row r, unsigned *err)
 {
@@ -64,7 +67,7 @@ __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, ro
     __syncthreads();
     if (!r.wide && lane)
         return;
-    const uint32_t *a = ping + (w % r.copies) * (r.stride ? r.stride : SLOT_WORDS) + (r.wide ? 2 * lane : 0);
+    const uint32_t *a = ping + (w % r.copies) * copy_stride(r) + (r.wide ? 2 * lane : 0);
     for (uint32_t i = 1; i <= n; i++) {
         const long long start = *(volatile long long *)&t_answer + r.d + (long long)w * r.s;
         while (clock64() < start)
@@ -123,7 +126,7 @@ static int run(const row &r, long count, uint32_t *hw, uint32_t *dw, unsigned *e
     for (long i = 1; i <= warm + count; i++) {
         const uint64_t t0 = now_ns();
         for (int c = 0; c < r.copies; c++)
-            __atomic_store_n(hw + c * (r.stride ? r.stride : SLOT_WORDS), (uint32_t)i, __ATOMIC_RELEASE);
+            __atomic_store_n(hw + c * copy_stride(r), (uint32_t)i, __ATOMIC_RELEASE);
         for (long spins = 0; __atomic_load_n(pong, __ATOMIC_ACQUIRE) != (uint32_t)i;)
             if ((++spins & 0xffff) == 0 && now_ns() - t0 > 1000000000ull) {
                 fprintf(stderr, "rk-poll-probe: %s: no answer to %ld within 1 s\n", r.name, i);
@@ -167,16 +170,16 @@ int main(int argc, char **argv)
     CK(cudaMallocManaged(&err, sizeof *err));
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
     static const row rows[] = {
-        {"1 warp, at once (the floor's shape)", 1, 1, 0, 0, 0},
-        {"1 warp, first read 1000 cycles late", 1, 1, 1000, 0, 0},
-        {"2 warps, one word, 900 apart", 2, 1, 0, 900, 0},
-        {"4 warps, one word, 600 apart", 4, 1, 0, 600, 0},
-        {"4 warps, two copies, 600 apart", 4, 2, 0, 600, 0},
-        {"4 warps, four copies, 600 apart", 4, 4, 0, 600, 0},
-        {"wide: 1 warp, 1000 cycles late", 1, 1, 1000, 0, 1},
-        {"wide: 4 warps, one slot, 600 apart", 4, 1, 0, 600, 1},
-        {"wide: 2 warps, two copies, 1200 apart", 2, 2, 0, 1200, 1},
-        {"wide: 4 warps, four copies, 600 apart", 4, 4, 0, 600, 1},
+        {"1 warp, at once (the floor's shape)", 1, 1, 0, 0, 0, 0, 0},
+        {"1 warp, first read 1000 cycles late", 1, 1, 1000, 0, 0, 0, 0},
+        {"2 warps, one word, 900 apart", 2, 1, 0, 900, 0, 0, 0},
+        {"4 warps, one word, 600 apart", 4, 1, 0, 600, 0, 0, 0},
+        {"4 warps, two copies, 600 apart", 4, 2, 0, 600, 0, 0, 0},
+        {"4 warps, four copies, 600 apart", 4, 4, 0, 600, 0, 0, 0},
+        {"wide: 1 warp, 1000 cycles late", 1, 1, 1000, 0, 1, 0, 0},
+        {"wide: 4 warps, one slot, 600 apart", 4, 1, 0, 600, 1, 0, 0},
+        {"wide: 2 warps, two copies, 1200 apart", 2, 2, 0, 1200, 1, 0, 0},
+        {"wide: 4 warps, four copies, 600 apart", 4, 4, 0, 600, 1, 0, 0},
         {"wide: 1 warp, 1000 late, 23-line reply", 1, 1, 1000, 0, 1, 0, 23},
         {"wide: 2 warps, two copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, 0, 23},
         {"wide: 2 warps, two far copies, 1200 apart", 2, 2, 0, 1200, 1, FAR_WORDS, 0},

@@ -523,8 +523,8 @@ int rk_actor_send_batch(rk_actor *a, const rk_send_req *reqs, int n, uint64_t *i
          * and the next one starts with the request that must wait. */
         int m = 0;
         for (int i = posted; i < n; i++) {
-            int64_t now = 0; /* the chunk's later requests do not wait */
-            rc = rk__batch_stage(a, &reqs[i], m ? &now : &deadline, m == 0, &a->batch[m]);
+            int64_t no_wait = 0; /* the chunk's later requests do not wait */
+            rc = rk__batch_stage(a, &reqs[i], m ? &no_wait : &deadline, m == 0, &a->batch[m]);
             if (rc)
                 break;
             m++;
