@@ -24,6 +24,10 @@ constexpr int LS = 33;
 constexpr int KP_MAX = 128;
 constexpr int JMAX = 5;
 constexpr int KROWS = KP_MAX > K ? KP_MAX : K; /* staged rows */
+/* pipe_ring_clear: a warp clears a pp_rmask set, a word a lane; the crew
+ * packs its slots' rings 3 bits each in one word (crew_pipe_t) */
+static_assert(RK__D2H_RINGS_MAX * (KP_MAX / 32) == 32, "one pp_rmask word a lane");
+static_assert(RK__D2H_RINGS_MAX <= 8 && JMAX * 3 <= 32, "a crew warp's rings in one word");
 constexpr uint32_t MAX_WORDS = RK_RING_SLOT_MAX / 8; /* lines of the largest slot */
 
 /* block 0's shared state */
@@ -42,7 +46,12 @@ struct shared0 {
      * the crew reads them between barriers 1 and 2) */
     unsigned long long pp_dpos[RK__D2H_RINGS_MAX];
     uint32_t pp_n;                /* pipelined poll: slots */
-    uint8_t pp_ring[KP_MAX];      /* pipelined poll, several reply rings: each slot's ring */
+    uint32_t pp_par;              /* pipelined poll: its pp_rmask set */
+    /* pipelined poll, several reply rings: bit k % 32 of pp_rmask[par][r][k / 32]
+     * says slot k answers on ring r. The crew sets the bits before barrier
+     * 2 and reads them after it; two sets, so that the dispatcher clears
+     * the next poll's while a crew warp still reads this one's */
+    uint32_t pp_rmask[2][RK__D2H_RINGS_MAX][KP_MAX / 32];
     uint32_t firstbad[32];        /* pipelined poll: per crew warp, its first slot that is not
                                    * a complete echo/NOP (pp_n if none) */
     unsigned long long st[8];     /* dispatcher counters (lane 0), copied to scratch.stats at stop */

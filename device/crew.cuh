@@ -168,40 +168,71 @@ __device__ __forceinline__ uint32_t pipe_prefix(shared0 &sh, uint32_t nc, uint32
     return x;
 }
 
+/* Bits below slot F of chunk q (slots 32q..32q+31) of a pipelined poll. */
+__device__ __forceinline__ uint32_t pipe_below(uint32_t F, uint32_t q)
+{
+    return F >= 32u * (q + 1u) ? FULL : F <= 32u * q ? 0u : (1u << (F - 32u * q)) - 1u;
+}
+
 /* How many of a pipelined poll's first F slots answer on reply ring
- * `lane` (after barrier 2; with several rings, from sh.pp_ring, which the
- * crew staged before it); lanes of no ring get 0. */
-__device__ __forceinline__ uint32_t pipe_ring_count(shared0 &sh, uint32_t nrings, uint32_t F, uint32_t lane)
+ * `lane` (after barrier 2; with several rings, from the crew's pp_rmask
+ * set par); lanes of no ring get 0. */
+__device__ __forceinline__ uint32_t pipe_ring_count(shared0 &sh, uint32_t par, uint32_t nrings, uint32_t F,
+                                                    uint32_t lane)
 {
     if (nrings == 1)
         return lane == 0 ? F : 0u;
+    if (lane >= nrings)
+        return 0u;
     uint32_t cnt = 0;
-    for (uint32_t c = 0; c * 32 < F; c++) {
-        const uint32_t k = c * 32 + lane;
-        const uint32_t x = k < F ? (uint32_t)sh.pp_ring[k] : 0xffu;
-        for (uint32_t r = 0; r < nrings; r++) {
-            const uint32_t b = __popc(__ballot_sync(FULL, x == r));
-            if (lane == r)
-                cnt += b;
-        }
-    }
+#pragma unroll
+    for (uint32_t q = 0; q < KP_MAX / 32; q++)
+        cnt += __popc(sh.pp_rmask[par][lane][q] & pipe_below(F, q));
     return cnt;
 }
 
-/* The position of slot k (< F) of a pipelined poll on its reply ring r,
- * with several rings: the ring's first position (lane r's Dl) plus the
- * poll's earlier slots on the same ring (sh.pp_ring; warp-wide, k the
- * same in every lane). Dl is read from sh.pp_dpos before barrier 2: after
- * it the dispatcher may already write the next poll's (it did, and the
- * replies of a poll landed past a gap). */
-__device__ __forceinline__ uint64_t pipe_pos(shared0 &sh, uint64_t Dl, uint32_t r, uint32_t k, uint32_t lane)
+/* Clears pp_rmask set par for the next poll (the dispatcher, before
+ * barrier 1). The crew last read this set two polls ago, before it
+ * reached barrier 2 of the last poll, which this warp has passed. */
+__device__ __forceinline__ void pipe_ring_clear(shared0 &sh, uint32_t par, uint32_t lane)
 {
+    (&sh.pp_rmask[par][0][0])[lane] = 0u;
+}
+
+/* Where a reply of a pipelined poll goes with several rings (after
+ * barrier 2): lane j < JMAX works out the slot and flag for this warp's
+ * slot k = c + j * nc (rings: the warp's slots' rings, 3 bits each; Dl:
+ * lane r holds ring r's first position of the poll, read before barrier
+ * 2, because after it the dispatcher may write the next poll's). Ring r's
+ * position is Dl plus the poll's earlier slots on ring r (pp_rmask set
+ * par). All slots at once, a lane each: worked out per slot, one after
+ * another, the stores waited for a chain of shuffles and loads, and a
+ * 128-slot poll took ~11 500 cycles with 8 rings against ~8 200 with
+ * one (a throw-away build of rk-bench gpu's raw rows with 8 rings, every
+ * reply on ring 0; H200, 2026-11-26); now ~8 650. */
+struct pipe_dst {
+    uint64_t *s; /* the reply's slot */
+    uint32_t rf; /* its flag */
+};
+__device__ __forceinline__ pipe_dst pipe_dest(const rk_kargs &ka, const ring_view &out0, shared0 &sh, uint32_t par,
+                                              uint64_t Dl, uint32_t rings, uint32_t c, uint32_t nc, uint32_t F,
+                                              uint32_t lane)
+{
+    const uint32_t k = c + lane * nc;
+    const bool mine = lane < (uint32_t)JMAX && k < F;
+    const uint32_t r = mine ? (rings >> (3u * lane)) & 7u : 0u;
+    const uint32_t *m = sh.pp_rmask[par][r];
     uint32_t before = 0;
-    for (uint32_t c = 0; c * 32 < k; c++) {
-        const uint32_t j = c * 32 + lane;
-        before += __popc(__ballot_sync(FULL, j < k && sh.pp_ring[j] == r));
+    if (mine) {
+        before = __popc(m[k / 32u] & ((1u << (k % 32u)) - 1u));
+#pragma unroll
+        for (uint32_t q = 0; q + 1 < KP_MAX / 32; q++)
+            if (q < k / 32u)
+                before += __popc(m[q]);
     }
-    return __shfl_sync(FULL, Dl, r) + before;
+    const uint64_t pos = __shfl_sync(FULL, Dl, r) + before;
+    const ring_view o = ring_at(out0, ka.d2h_stride, r);
+    return {ring_slot(o, pos), ring_flag(o, pos)};
 }
 
 /* Slots per pipelined poll for nc crew warps, at most kmax. */
@@ -211,13 +242,16 @@ __device__ __forceinline__ uint32_t pipe_slots(uint32_t nc, uint32_t kmax = KP_M
     return n < kmax ? n : kmax;
 }
 
-/* crew warp c of nc (block 0, warp c + 2) on the pipelined path */
-__device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t nc, uint32_t nthr)
+/* crew warp c of nc (block 0, warp c + 2) on the pipelined path; Multi:
+ * several reply rings. One ring has a loop of its own: with the several
+ * rings' code in it, its polls took ~10 % longer (the same build). */
+template <bool Multi>
+__device__ __forceinline__ void crew_pipe_t(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t nc, uint32_t nthr)
 {
     const uint32_t lane = threadIdx.x & 31;
     const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
     const ring_view out0 = ring_open(static_cast<rk_ring *>(ka.d2h));
-    const uint32_t nrings = ka.d2h_rings;
+    const uint32_t nrings = Multi ? ka.d2h_rings : 1u;
     const bool lane_in = lane < in.slot_lines; /* slots of fewer than 32 lines */
 #ifdef RK_KERNEL_EXPERIMENTS
     const bool prefetch = !(ka.flags & RK_KF_NOPF);
@@ -243,8 +277,9 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
          * reply ring 0's first position (D) and lane r ring r's (Dl) */
         const uint64_t P = vol_ld(&sh.poll_pos);
         const uint64_t D = vol_ld(&sh.pp_dpos[0]);
-        const uint64_t Dl = lane < nrings ? vol_ld(&sh.pp_dpos[lane]) : 0ull;
+        const uint64_t Dl = Multi && lane < nrings ? vol_ld(&sh.pp_dpos[lane]) : 0ull;
         const uint32_t n = vol_ld(&sh.pp_n);
+        const uint32_t par = Multi ? vol_ld(&sh.pp_par) : 0u;
         if (P == npos && n <= nn) {
 #pragma unroll
             for (int j = 0; j < JMAX; j++)
@@ -269,6 +304,7 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
         /* stage the lines for the dispatcher (it serves slots F..), find
          * this share's first slot that is not a complete echo/NOP */
         uint32_t bad = n;
+        uint32_t rings = 0; /* Multi: slot j's reply ring in bits 3j.. */
 #pragma unroll
         for (int j = 0; j < JMAX; j++) {
             const uint32_t k = c + (uint32_t)j * nc;
@@ -280,10 +316,11 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
                 sh.lines[k * LS + lane] = v[j];
                 if (!slot_fast(in, v[j], P + k, lane, ka.gen) && bad == n)
                     bad = k;
-                if (nrings > 1) { /* its reply ring, for pipe_pos and the dispatcher's count */
+                if (Multi) { /* its reply ring, for pipe_dest and the dispatcher's count */
                     const uint32_t r = RK__REPLY_RING(__shfl_sync(FULL, (uint32_t)v[j], RK__W_ACTOR), nrings);
+                    rings |= r << (3 * j);
                     if (lane == 0)
-                        sh.pp_ring[k] = (uint8_t)r;
+                        atomicOr(&sh.pp_rmask[par][r][k / 32u], 1u << (k % 32u));
                 }
             }
         }
@@ -291,14 +328,18 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
             sh.firstbad[c] = bad;
         bar_named(2, nthr);
         const uint32_t F = pipe_prefix(sh, nc, n, lane);
+        pipe_dst dst = {nullptr, 0u};
+        if (Multi)
+            dst = pipe_dest(ka, out0, sh, par, Dl, rings, c, nc, F, lane);
 #pragma unroll
         for (int j = 0; j < JMAX; j++) {
             const uint32_t k = c + (uint32_t)j * nc;
             if (k >= F)
                 continue;
-            if (nrings > 1) {
-                const uint32_t r = RK__REPLY_RING(__shfl_sync(FULL, (uint32_t)v[j], RK__W_ACTOR), nrings);
-                reply_fast(ring_at(out0, ka.d2h_stride, r), pipe_pos(sh, Dl, r, k, lane), v[j], lane);
+            if (Multi) {
+                uint64_t *s = reinterpret_cast<uint64_t *>(
+                    __shfl_sync(FULL, reinterpret_cast<unsigned long long>(dst.s), j));
+                reply_fast_at(s, __shfl_sync(FULL, dst.rf, j), v[j], lane);
                 continue;
             }
 #ifdef RK_KERNEL_EXPERIMENTS
@@ -310,6 +351,14 @@ __device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t 
             reply_fast(out0, D + k, v[j], lane);
         }
     }
+}
+
+__device__ void crew_pipe(const rk_kargs &ka, shared0 &sh, uint32_t c, uint32_t nc, uint32_t nthr)
+{
+    if (ka.d2h_rings > 1)
+        crew_pipe_t<true>(ka, sh, c, nc, nthr);
+    else
+        crew_pipe_t<false>(ka, sh, c, nc, nthr);
 }
 
 } // namespace dev

@@ -197,6 +197,7 @@ struct dispatch {
     uint32_t idle_wait;  /* ... still to wait before the next idle poll read */
     bool pipe;       /* pipelined busy polls: the crew is warps 2.. */
     uint32_t pipe_n; /* slots per pipelined poll */
+    uint32_t pp_par; /* the pp_rmask set of the next pipelined poll */
     uint32_t gen;    /* the request generation served (rk_kargs.gen) */
     uint32_t nrings; /* reply rings (rk_kargs.d2h_rings) */
 };
@@ -241,6 +242,7 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.burst = false;
     d.gen = ka.gen;
     d.nrings = ka.d2h_rings;
+    d.pp_par = 0;
 #ifdef RK_KERNEL_EXPERIMENTS
     d.idle_delay = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY);
     d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
@@ -427,16 +429,21 @@ __device__ __forceinline__ void pipe_poll(dispatch &d, const dispatch_ref &p, co
     d2h_wait_all(ka, p.out, p.dpos, p.dhead, n, sh, lane);
     if (lane < ka.d2h_rings)
         *(volatile unsigned long long *)&sh.pp_dpos[lane] = p.dpos;
+    const uint32_t par = d.pp_par;
+    d.pp_par ^= 1u;
+    if (ka.d2h_rings > 1)
+        pipe_ring_clear(sh, par, lane);
     if (lane == 0) {
         *(volatile unsigned long long *)&sh.poll_pos = d.hpos;
         *(volatile uint32_t *)&sh.pp_n = n;
+        *(volatile uint32_t *)&sh.pp_par = par;
     }
     __syncwarp();
     bar_named(1, 32 * d.ncrew);
     bar_named(2, 32 * d.ncrew);
     pre = pipe_prefix(sh, d.ncrew - 1, n, lane);
     /* the crew answered the first pre slots: each ring moves past its share */
-    p.dpos += pipe_ring_count(sh, ka.d2h_rings, pre, lane);
+    p.dpos += pipe_ring_count(sh, par, ka.d2h_rings, pre, lane);
     nload = n;
     stat_add(sh, 1, 1, lane);
 }

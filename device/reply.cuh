@@ -134,18 +134,23 @@ __device__ __forceinline__ uint32_t reply_word(uint64_t L, uint32_t lane, uint32
  * stores + a fence per warp when many warps write at once; LL lines need no
  * fence between them), or, Weak, weak stores the caller fences. */
 template <bool Weak = false>
-__device__ __forceinline__ void reply_fast(const ring_view &out, uint64_t dpos, uint64_t L, uint32_t lane)
+__device__ __forceinline__ void reply_fast_at(uint64_t *s, uint32_t rf, uint64_t L, uint32_t lane)
 {
     uint32_t rl;
     const uint32_t d = reply_word(L, lane, rl);
-    const uint32_t rf = ring_flag(out, dpos);
-    uint64_t *s = ring_slot(out, dpos);
     if (lane < rl) {
         if (Weak)
             rk__st_weak(s + lane, ring_line(d, rf));
         else
             rk__st_relaxed_sys(s + lane, ring_line(d, rf));
     }
+}
+
+/* The same at position dpos of ring out (s: its slot, rf: its flag). */
+template <bool Weak = false>
+__device__ __forceinline__ void reply_fast(const ring_view &out, uint64_t dpos, uint64_t L, uint32_t lane)
+{
+    reply_fast_at<Weak>(ring_slot(out, dpos), ring_flag(out, dpos), L, lane);
 }
 
 } // namespace dev

@@ -1,7 +1,11 @@
 /* test_gpu_stress.c - 10 million small echoes from 4 producer threads (one
  * actor each, a window of requests in flight) through the ring kernel: none
- * lost, none duplicated, every payload intact. RK_GPU_STRESS_N overrides
- * the total (smaller under compute-sanitizer). */
+ * lost, none duplicated, every payload intact, each actor's replies in the
+ * order of its requests. Half of them with a reply ring per actor (the
+ * default), half with two actors on each of two rings (the kernel's
+ * pipelined polls place each slot's reply on its ring by counting the
+ * poll's earlier slots there). RK_GPU_STRESS_N overrides the total
+ * (smaller under compute-sanitizer). */
 #include <pthread.h>
 
 #include "gpu_common.h"
@@ -13,7 +17,7 @@ typedef struct {
     rk_runtime *rt;
     int t;
     uint64_t n;
-    uint64_t dups, bad;
+    uint64_t dups, bad, late; /* late: a reply before one of an earlier request */
 } job;
 
 static void *producer(void *arg)
@@ -23,7 +27,7 @@ static void *producer(void *arg)
     CHECK_RK(rk_actor_open(j->rt, &a), "actor");
     uint8_t *seen = calloc(j->n, 1);
     CHECK(seen, "oom");
-    uint64_t sent = 0, got = 0;
+    uint64_t sent = 0, got = 0, next = 0;
     while (got < j->n) {
         while (sent < j->n && sent - got < WINDOW) {
             uint64_t msg[2] = {((uint64_t)j->t << 56) | sent, ~sent};
@@ -49,6 +53,8 @@ static void *producer(void *arg)
             j->bad++;
         else if (seen[seq]++)
             j->dups++;
+        else if (seq != next++)
+            j->late++, next = seq + 1;
         rk_reply_release(a, &r);
         got++;
     }
@@ -59,12 +65,20 @@ static void *producer(void *arg)
     return NULL;
 }
 
-int main(void)
+/* total echoes from THREADS threads on a CUDA runtime with reply_rings
+ * rings (0: the default); fails the test on any loss, duplicate, corrupt
+ * or out-of-order reply */
+static void run(uint64_t total, uint32_t reply_rings)
 {
-    gpu_require();
-    const char *e = getenv("RK_GPU_STRESS_N");
-    uint64_t total = e && *e ? strtoull(e, NULL, 10) : (gpu_quick() ? 40000 : 10000000);
-    rk_runtime *rt = gpu_open(RK_BACKEND_CUDA, 0, 0);
+    rk_config c;
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CUDA;
+    if (reply_rings)
+        c.reply_rings = reply_rings;
+    rk_runtime *rt = NULL;
+    CHECK_RK(rk_runtime_open(&rt, &c), "open cuda runtime");
+    rk_info in;
+    rk_runtime_info(rt, &in);
     job jobs[THREADS];
     pthread_t th[THREADS];
     double t0 = gpu_now_s();
@@ -72,21 +86,32 @@ int main(void)
         jobs[i] = (job){.rt = rt, .t = i, .n = total / THREADS};
         pthread_create(&th[i], NULL, producer, &jobs[i]);
     }
-    uint64_t dups = 0, bad = 0;
+    uint64_t dups = 0, bad = 0, late = 0;
     for (int i = 0; i < THREADS; i++) {
         pthread_join(th[i], NULL);
         dups += jobs[i].dups;
         bad += jobs[i].bad;
+        late += jobs[i].late;
     }
     double dt = gpu_now_s() - t0;
-    CHECK(dups == 0 && bad == 0, "%llu duplicated, %llu corrupt", (unsigned long long)dups, (unsigned long long)bad);
+    CHECK(dups == 0 && bad == 0 && late == 0, "%u reply rings: %llu duplicated, %llu corrupt, %llu out of order",
+          in.reply_rings, (unsigned long long)dups, (unsigned long long)bad, (unsigned long long)late);
     CHECK(rk_runtime_health(rt) == 0, "health");
     rk_stats st;
     rk_runtime_stats(rt, &st);
     rk_runtime_close(rt);
-    printf("PASS: %llu messages from %d threads in %.2f s (%.2f M msg/s), none lost or duplicated; "
-           "runtime counted %llu requests %llu replies\n",
-           (unsigned long long)(total / THREADS * THREADS), THREADS, dt, total / dt / 1e6,
+    printf("PASS: %llu messages from %d threads, %u reply rings, in %.2f s (%.2f M msg/s), none lost, duplicated "
+           "or out of order; runtime counted %llu requests %llu replies\n",
+           (unsigned long long)(total / THREADS * THREADS), THREADS, in.reply_rings, dt, total / dt / 1e6,
            (unsigned long long)st.requests, (unsigned long long)st.replies);
+}
+
+int main(void)
+{
+    gpu_require();
+    const char *e = getenv("RK_GPU_STRESS_N");
+    uint64_t total = e && *e ? strtoull(e, NULL, 10) : (gpu_quick() ? 40000 : 10000000);
+    run(total / 2, 0); /* a ring per actor */
+    run(total - total / 2, 2); /* actors 0 and 2 on ring 0, 1 and 3 on ring 1 */
     return 0;
 }
