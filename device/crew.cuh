@@ -235,6 +235,25 @@ __device__ __forceinline__ pipe_dst pipe_dest(const rk_kargs &ka, const ring_vie
     return {ring_slot(o, pos), ring_flag(o, pos)};
 }
 
+/* Marks this warp's slot k (lines L) on its reply ring in pp_rmask set
+ * par (before barrier 2); returns the ring. */
+__device__ __forceinline__ uint32_t pipe_mark(shared0 &sh, uint32_t par, uint64_t L, uint32_t k, uint32_t nrings,
+                                              uint32_t lane)
+{
+    const uint32_t r = RK__REPLY_RING(__shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR), nrings);
+    if (lane == 0)
+        atomicOr(&sh.pp_rmask[par][r][k / 32u], 1u << (k % 32u));
+    return r;
+}
+
+/* Writes the reply to this warp's j-th slot (lines L) where pipe_dest
+ * put it. */
+__device__ __forceinline__ void pipe_reply(const pipe_dst &dst, int j, uint64_t L, uint32_t lane)
+{
+    uint64_t *s = reinterpret_cast<uint64_t *>(__shfl_sync(FULL, reinterpret_cast<unsigned long long>(dst.s), j));
+    reply_fast_at(s, __shfl_sync(FULL, dst.rf, j), L, lane);
+}
+
 /* Slots per pipelined poll for nc crew warps, at most kmax. */
 __device__ __forceinline__ uint32_t pipe_slots(uint32_t nc, uint32_t kmax = KP_MAX)
 {
@@ -316,30 +335,23 @@ __device__ __forceinline__ void crew_pipe_t(const rk_kargs &ka, shared0 &sh, uin
                 sh.lines[k * LS + lane] = v[j];
                 if (!slot_fast(in, v[j], P + k, lane, ka.gen) && bad == n)
                     bad = k;
-                if (Multi) { /* its reply ring, for pipe_dest and the dispatcher's count */
-                    const uint32_t r = RK__REPLY_RING(__shfl_sync(FULL, (uint32_t)v[j], RK__W_ACTOR), nrings);
-                    rings |= r << (3 * j);
-                    if (lane == 0)
-                        atomicOr(&sh.pp_rmask[par][r][k / 32u], 1u << (k % 32u));
-                }
+                if (Multi) /* its reply ring, for pipe_dest and the dispatcher's count */
+                    rings |= pipe_mark(sh, par, v[j], k, nrings, lane) << (3 * j);
             }
         }
         if (lane == 0)
             sh.firstbad[c] = bad;
         bar_named(2, nthr);
         const uint32_t F = pipe_prefix(sh, nc, n, lane);
-        pipe_dst dst = {nullptr, 0u};
-        if (Multi)
-            dst = pipe_dest(ka, out0, sh, par, Dl, rings, c, nc, F, lane);
+        const pipe_dst dst =
+            Multi ? pipe_dest(ka, out0, sh, par, Dl, rings, c, nc, F, lane) : pipe_dst{nullptr, 0u};
 #pragma unroll
         for (int j = 0; j < JMAX; j++) {
             const uint32_t k = c + (uint32_t)j * nc;
             if (k >= F)
                 continue;
             if (Multi) {
-                uint64_t *s = reinterpret_cast<uint64_t *>(
-                    __shfl_sync(FULL, reinterpret_cast<unsigned long long>(dst.s), j));
-                reply_fast_at(s, __shfl_sync(FULL, dst.rf, j), v[j], lane);
+                pipe_reply(dst, j, v[j], lane);
                 continue;
             }
 #ifdef RK_KERNEL_EXPERIMENTS
