@@ -192,8 +192,10 @@ __device__ __forceinline__ uint32_t pipe_ring_count(shared0 &sh, uint32_t par, u
 }
 
 /* Clears pp_rmask set par for the next poll (the dispatcher, before
- * barrier 1). The crew last read this set two polls ago, before it
- * reached barrier 2 of the last poll, which this warp has passed. */
+ * barrier 1: the crew's atomicOr into the set come after that barrier,
+ * which orders shared memory among its threads). The crew last read this
+ * set two polls ago, before it reached barrier 2 of the last poll, which
+ * this warp has passed. */
 __device__ __forceinline__ void pipe_ring_clear(shared0 &sh, uint32_t par, uint32_t lane)
 {
     (&sh.pp_rmask[par][0][0])[lane] = 0u;
@@ -236,7 +238,8 @@ __device__ __forceinline__ pipe_dst pipe_dest(const rk_kargs &ka, const ring_vie
 }
 
 /* Marks this warp's slot k (lines L) on its reply ring in pp_rmask set
- * par (before barrier 2); returns the ring. */
+ * par, before barrier 2; returns the ring. Barrier 2 orders the mark
+ * before every reader's load (pipe_dest, pipe_ring_count). */
 __device__ __forceinline__ uint32_t pipe_mark(shared0 &sh, uint32_t par, uint64_t L, uint32_t k, uint32_t nrings,
                                               uint32_t lane)
 {
