@@ -8,7 +8,8 @@
  * poll, warp w reading copy w % c with one strong read in flight, its
  * first read s x w cycles after the last answer (+ d). The first warp to
  * see i answers (a shared-memory claim). "wide": each lane reads its 8
- * bytes of the slot, as the ring kernel's idle poll does.
+ * bytes of the slot, as the ring kernel's idle poll does. "pair": one
+ * warp keeps two reads in flight, of copies 0 and 1, s cycles apart.
  *
  *   rk-poll-probe [round trips per row, default 40000]
  *
@@ -49,10 +50,33 @@ struct row {
     int warps, copies, d, s, wide;
     int stride; /* words between copies (0: SLOT_WORDS, 256 B) */
     int lines;  /* wide: the winner also stores this many 8-byte reply lines, as the kernel's echo */
+    int pair;   /* 1 warp, 2 copies: a read of each in flight, s cycles apart */
 };
 
 /* words between the copies of row r (the kernel reads them, the host writes them) */
 __host__ __device__ static inline int copy_stride(const row &r) { return r.stride ? r.stride : SLOT_WORDS; }
+
+/* Row r.pair: waits for request i with a read of copy a0 and one of a1 in
+ * flight, r.s cycles apart, each issued again as soon as it came back
+ * without i (reads of different addresses overlap; of one address they
+ * queue). Returns false when the wait ran away. */
+__device__ static bool pair_wait(const uint32_t *a0, const uint32_t *a1, uint32_t i, const row &r)
+{
+    uint32_t va = rk::dev::rk__ld_relaxed_sys(a0);
+    const long long t = clock64() + r.s;
+    while (clock64() < t)
+        ;
+    uint32_t vb = rk::dev::rk__ld_relaxed_sys(a1);
+    for (long it = 0; it < 20000000; it++) {
+        if ((r.wide ? __shfl_sync(0xffffffffu, va, 0) : va) >= i)
+            return true;
+        va = rk::dev::rk__ld_relaxed_sys(a0);
+        if ((r.wide ? __shfl_sync(0xffffffffu, vb, 0) : vb) >= i)
+            return true;
+        vb = rk::dev::rk__ld_relaxed_sys(a1);
+    }
+    return false;
+}
 
 /* n round trips; err[0] = TIMED_OUT when a wait ran away */
 __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, row r, unsigned *err)
@@ -72,6 +96,20 @@ __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, ro
         const long long start = *(volatile long long *)&t_answer + r.d + (long long)w * r.s;
         while (clock64() < start)
             ;
+        if (r.pair) { /* one warp: no claim */
+            if (!pair_wait(a, a + copy_stride(r), i, r)) {
+                *err = TIMED_OUT;
+                return;
+            }
+            if (r.wide && lane < (uint32_t)r.lines)
+                rk::dev::rk__st_relaxed_sys((uint64_t *)(pong + SLOT_WORDS) + lane, (uint64_t)i << 32 | i);
+            if (lane == 0) {
+                rk::dev::rk__st_relaxed_sys(pong, i);
+                *(volatile long long *)&t_answer = clock64();
+            }
+            __syncwarp();
+            continue;
+        }
         for (long it = 0;; it++) {
             uint32_t seen = *(volatile uint32_t *)&done >= i;
             if (r.wide)
@@ -170,20 +208,25 @@ int main(int argc, char **argv)
     CK(cudaMallocManaged(&err, sizeof *err));
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
     static const row rows[] = {
-        {"1 warp, at once (the floor's shape)", 1, 1, 0, 0, 0, 0, 0},
-        {"1 warp, first read 1000 cycles late", 1, 1, 1000, 0, 0, 0, 0},
-        {"2 warps, one word, 900 apart", 2, 1, 0, 900, 0, 0, 0},
-        {"4 warps, one word, 600 apart", 4, 1, 0, 600, 0, 0, 0},
-        {"4 warps, two copies, 600 apart", 4, 2, 0, 600, 0, 0, 0},
-        {"4 warps, four copies, 600 apart", 4, 4, 0, 600, 0, 0, 0},
-        {"wide: 1 warp, 1000 cycles late", 1, 1, 1000, 0, 1, 0, 0},
-        {"wide: 4 warps, one slot, 600 apart", 4, 1, 0, 600, 1, 0, 0},
-        {"wide: 2 warps, two copies, 1200 apart", 2, 2, 0, 1200, 1, 0, 0},
-        {"wide: 4 warps, four copies, 600 apart", 4, 4, 0, 600, 1, 0, 0},
-        {"wide: 1 warp, 1000 late, 23-line reply", 1, 1, 1000, 0, 1, 0, 23},
-        {"wide: 2 warps, two copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, 0, 23},
-        {"wide: 2 warps, two far copies, 1200 apart", 2, 2, 0, 1200, 1, FAR_WORDS, 0},
-        {"wide: 2 warps, two far copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, FAR_WORDS, 23},
+        {"1 warp, at once (the floor's shape)", 1, 1, 0, 0, 0, 0, 0, 0},
+        {"1 warp, first read 1000 cycles late", 1, 1, 1000, 0, 0, 0, 0, 0},
+        {"2 warps, one word, 900 apart", 2, 1, 0, 900, 0, 0, 0, 0},
+        {"4 warps, one word, 600 apart", 4, 1, 0, 600, 0, 0, 0, 0},
+        {"4 warps, two copies, 600 apart", 4, 2, 0, 600, 0, 0, 0, 0},
+        {"4 warps, four copies, 600 apart", 4, 4, 0, 600, 0, 0, 0, 0},
+        {"wide: 1 warp, 1000 cycles late", 1, 1, 1000, 0, 1, 0, 0, 0},
+        {"wide: 4 warps, one slot, 600 apart", 4, 1, 0, 600, 1, 0, 0, 0},
+        {"wide: 2 warps, two copies, 1200 apart", 2, 2, 0, 1200, 1, 0, 0, 0},
+        {"wide: 4 warps, four copies, 600 apart", 4, 4, 0, 600, 1, 0, 0, 0},
+        {"wide: 1 warp, 1000 late, 23-line reply", 1, 1, 1000, 0, 1, 0, 23, 0},
+        {"wide: 2 warps, two copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, 0, 23, 0},
+        {"wide: 2 warps, two far copies, 1200 apart", 2, 2, 0, 1200, 1, FAR_WORDS, 0, 0},
+        {"wide: 2 warps, two far copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, FAR_WORDS, 23, 0},
+        {"pair: 1 warp, two copies, 600 apart", 1, 2, 0, 600, 0, 0, 0, 1},
+        {"wide: 1 warp, 400 late, 23-line reply (the kernel's)", 1, 1, 400, 0, 1, 0, 23, 0},
+        {"wide pair: 1 warp, two copies, 900 apart, 23-line reply", 1, 2, 0, 900, 1, 0, 23, 1},
+        {"wide pair: 400 late, 900 apart, 23-line reply", 1, 2, 400, 900, 1, 0, 23, 1},
+        {"wide pair: 400 late, 600 apart, 23-line reply", 1, 2, 400, 600, 1, 0, 23, 1},
     };
     printf("rk-poll-probe: %s, %ld round trips a row\n", prop.name, count);
     for (int round = 0; round < 2; round++)
