@@ -296,9 +296,10 @@ __device__ __forceinline__ void crew_pipe_t(const rk_kargs &ka, shared0 &sh, uin
             return;
         /* the poll's geometry, read before barrier 2 (the dispatcher
          * writes the next poll's before barrier 1): H2D position, slots,
-         * reply ring 0's first position (D) and lane r ring r's (Dl) */
+         * the one reply ring's first position (D) or, Multi, lane r ring
+         * r's (Dl) */
         const uint64_t P = vol_ld(&sh.poll_pos);
-        const uint64_t D = vol_ld(&sh.pp_dpos[0]);
+        const uint64_t D = Multi ? 0ull : vol_ld(&sh.pp_dpos[0]);
         const uint64_t Dl = Multi && lane < nrings ? vol_ld(&sh.pp_dpos[lane]) : 0ull;
         const uint32_t n = vol_ld(&sh.pp_n);
         const uint32_t par = Multi ? vol_ld(&sh.pp_par) : 0u;

@@ -51,6 +51,15 @@ static inline int gpu_quick(void)
     return e && *e && *e != '0';
 }
 
+/* Opens a runtime of config c; fails the test when it cannot. */
+static inline rk_runtime *gpu_open_cfg(const rk_config *c)
+{
+    rk_runtime *rt = NULL;
+    int rc = rk_runtime_open(&rt, c);
+    CHECK_RK(rc, c->backend == RK_BACKEND_CUDA ? "open cuda runtime" : "open cpu runtime");
+    return rt;
+}
+
 static inline rk_runtime *gpu_open(rk_backend_kind kind, size_t arena, size_t max_payload)
 {
     rk_config c;
@@ -60,10 +69,7 @@ static inline rk_runtime *gpu_open(rk_backend_kind kind, size_t arena, size_t ma
         c.arena_size = arena;
         c.max_payload = max_payload;
     }
-    rk_runtime *rt = NULL;
-    int rc = rk_runtime_open(&rt, &c);
-    CHECK_RK(rc, kind == RK_BACKEND_CUDA ? "open cuda runtime" : "open cpu runtime");
-    return rt;
+    return gpu_open_cfg(&c);
 }
 
 #endif

@@ -75,8 +75,7 @@ static void run(uint64_t total, uint32_t reply_rings)
     c.backend = RK_BACKEND_CUDA;
     if (reply_rings)
         c.reply_rings = reply_rings;
-    rk_runtime *rt = NULL;
-    CHECK_RK(rk_runtime_open(&rt, &c), "open cuda runtime");
+    rk_runtime *rt = gpu_open_cfg(&c);
     rk_info in;
     rk_runtime_info(rt, &in);
     job jobs[THREADS];
