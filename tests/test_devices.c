@@ -143,12 +143,16 @@ static void test_placement(void **state)
     rk_runtime_close(rt);
 }
 
-/* A stream of echoes on one actor, counting errors and the longest wait. */
+/* A stream of echoes on one actor, counting errors and the longest wait
+ * in each phase (the main thread moves phase 0 -> 1 and reads done while
+ * it runs; errors and worst_s are read after the join). */
 typedef struct streamer {
     rk_actor *a;
     atomic_bool stop;
-    long done, errors;
-    double worst_s;
+    atomic_int phase;
+    atomic_long done;
+    long errors;
+    double worst_s[2];
 } streamer;
 
 static double now_s(void)
@@ -166,13 +170,14 @@ static void *stream_main(void *arg)
         rk_reply r;
         int rc = rk_actor_call(s->a, RK_OP_ECHO, &i, sizeof i, 0, &r, 10000);
         double dt = now_s() - t0;
-        if (dt > s->worst_s)
-            s->worst_s = dt;
+        const int ph = atomic_load_explicit(&s->phase, memory_order_relaxed);
+        if (dt > s->worst_s[ph])
+            s->worst_s[ph] = dt;
         if (rc || r.status || r.len != sizeof i || memcmp(r.data, &i, sizeof i))
             s->errors++;
         if (rc == 0)
             rk_reply_release(s->a, &r);
-        s->done++;
+        atomic_fetch_add_explicit(&s->done, 1, memory_order_relaxed);
     }
     return NULL;
 }
@@ -200,9 +205,8 @@ static void one_down(bool kill_it)
     rk_worker_info w0, w1;
     rk_runtime_worker(rk_runtime_device(rt, 0), &w0);
     rk_runtime_worker(rk_runtime_device(rt, 1), &w1);
-    long before1 = s[1].done;
-    double worst_before = s[1].worst_s;
-    s[1].worst_s = 0;
+    long before1 = atomic_load(&s[1].done);
+    atomic_store(&s[1].phase, 1); /* device 1's longest wait from here on: worst_s[1] */
     if (kill_it) {
         assert_int_equal(kill(w0.pid, SIGKILL), 0);
     } else {
@@ -233,11 +237,11 @@ static void one_down(bool kill_it)
     }
     fprintf(stderr, "  device 0 (worker %d %s): %ld calls, %ld errors, longest %.1f ms; device 1: %ld calls "
             "(%ld meanwhile), %ld errors, longest %.2f ms meanwhile (%.2f ms before)\n", w0.pid,
-            kill_it ? "killed" : "faulted twice on a poison", s[0].done, s[0].errors, s[0].worst_s * 1e3,
-            s[1].done, s[1].done - before1, s[1].errors, s[1].worst_s * 1e3, worst_before * 1e3);
+            kill_it ? "killed" : "faulted twice on a poison", (long)s[0].done, s[0].errors, s[0].worst_s[0] * 1e3,
+            (long)s[1].done, (long)s[1].done - before1, s[1].errors, s[1].worst_s[1] * 1e3, s[1].worst_s[0] * 1e3);
     assert_int_equal(s[0].errors, 0); /* recovered: re-posted, answered once */
     assert_int_equal(s[1].errors, 0);
-    assert_true(s[1].done - before1 > 100);
+    assert_true(atomic_load(&s[1].done) - before1 > 100);
     rk_worker_info w;
     rk_runtime_worker(rk_runtime_device(rt, 1), &w);
     assert_int_equal(w.pid, w1.pid); /* untouched */
