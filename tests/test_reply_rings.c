@@ -250,6 +250,43 @@ static void test_reply_on_wrong_ring(void **state)
     rk_runtime_close(rt);
 }
 
+/* rk_actor_call takes its reply straight from its ring when the reply
+ * at the ring's head is the one it waits for (recv.c, router.c:
+ * rk__take_own_locked). A stale reply there for the same tag (an old id:
+ * a producer's bug or a torn region) is dropped, said and counted like
+ * any unmatched reply, and consumed; the call still gets its own reply,
+ * once, and the ring goes on. */
+static void test_call_drops_stale_own_reply(void **state)
+{
+    (void)state;
+    rk_config c;
+    rk_config_init(&c);
+    c.reply_rings = 2;
+    rk_runtime *rt = test_open_cpu(&c);
+    rk_actor *a0;
+    assert_int_equal(rk_actor_open(rt, &a0), 0);
+    /* the forgery: actor 0, tag 0 (the first call's), an id it never had */
+    uint8_t forged[sizeof(rk_msg_hdr) + 16];
+    rk_msg_hdr h = {.type = RK_OP_ECHO, .actor = 0, .tag = 0, .id = 999, .len = 16};
+    memcpy(forged, &h, sizeof h);
+    memset(forged + sizeof h, 0xee, 16);
+    assert_int_equal(rk_ring_mp_enqueue(rt->d2h[0].ring, forged, sizeof forged), 0);
+    for (uint32_t seq = 0; seq < 3; seq++)
+        call_ok(a0, 16, 0, seq);
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(a0, &r, 0), -RK_EAGAIN);
+    assert_int_equal(rk_actor_inflight(a0), 0);
+    rk_stats st;
+    rk_runtime_stats(rt, &st);
+    assert_int_equal(st.requests, 3);
+    assert_int_equal(st.replies, 3);
+    assert_int_equal(st.errors, 1);
+    /* everything consumed: the ring's head is where the producer is */
+    assert_int_equal(__atomic_load_n(&rt->d2h[0].ring->cons_head, __ATOMIC_ACQUIRE),
+                     __atomic_load_n(&rt->d2h[0].ring->prod_tail, __ATOMIC_ACQUIRE));
+    rk_runtime_close(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -257,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_actor_rings),
         cmocka_unit_test(test_orphan_ring_drained),
         cmocka_unit_test(test_reply_on_wrong_ring),
+        cmocka_unit_test(test_call_drops_stale_own_reply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* actor.h - host actors' private state, shared by actor.c (open, close,
- * the window), send.c (requests in), router.c (replies out) and
- * supervisor.c (blaming and answering requests after a worker fault).
+ * the window), send.c (requests in), router.c (replies out of the rings),
+ * recv.c (replies to their waiters) and supervisor.c (blaming and
+ * answering requests after a worker fault).
  *
  * Per actor, a window of pending-request records (indexed by the tag the
  * message carries) holds what a reply needs: its id, its arena block and a
@@ -108,9 +109,15 @@ RK__HIDDEN int rk__drain_some(rk_runtime *rt, rk__d2h *d, const rk_actor *self, 
  * had come (the supervisor's answer to a poison request). Caller holds
  * its ring's lock. */
 RK__HIDDEN void rk__answer_locked(rk_runtime *rt, rk_actor *a, uint16_t tag, int status);
+/* rk__drain of a's ring by a, which waits for tag want (-1: any): *own
+ * says it took that very reply straight from the ring (rk_actor_call's
+ * round trip: no chunk, no ready queue), its tag in *tag. Owner only. */
+RK__HIDDEN int rk__drain_own(rk_runtime *rt, rk_actor *a, int want, bool *own, uint16_t *tag);
 /* Drains the other reply rings that hold a reply nobody claimed since a's
  * last look (at most every 100 us; owner only). */
 RK__HIDDEN void rk__steal(rk_actor *a, int64_t now);
+
+/* recv.c */
 /* Waits for a reply: the next one (want < 0) or the one with tag `want`. */
 RK__HIDDEN int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline);
 

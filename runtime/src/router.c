@@ -1,4 +1,4 @@
-/* router.c - replies out of the reply (D2H) rings: drain, route, wait, and
+/* router.c - replies out of the reply (D2H) rings: drain, route, publish, and
  * what a backend fault means for waiters.
  *
  * Each actor's replies come back on its own reply ring (rk__d2h_of:
@@ -16,7 +16,6 @@
  * caller (a claim of one or two replies is routed under the lock). A ring
  * whose actors nobody waits for is drained by waiters of other rings once
  * its replies sit unclaimed (rk__steal). */
-#include <limits.h>
 #include <sched.h>
 #include <string.h>
 
@@ -162,6 +161,22 @@ static int rk__route_chunk(rk_runtime *rt, rk__d2h *d, rk__d2h_chunk *c, const r
     return others;
 }
 
+/* Counts n replies routed to their actors; the first after a worker
+ * change ends the recovery's clock. */
+static void rk__count_replies(rk_runtime *rt, uint64_t n)
+{
+    atomic_fetch_add(&rt->n_replies, n);
+    int64_t t0 = atomic_load_explicit(&rt->recover_t0, memory_order_relaxed);
+    if (t0 && atomic_compare_exchange_strong(&rt->recover_t0, &t0, 0)) {
+        /* the one router that ends the clock (several rings may race for
+         * it); the supervisor reads t0, at, t0 */
+        const int64_t at = rk__now_ns();
+        atomic_store_explicit(&rt->first_reply_at, at, memory_order_relaxed);
+        atomic_store(&rt->first_reply_t0, t0); /* seq_cst: after `at` */
+        atomic_store(&rt->last_recovery_ns, at - t0);
+    }
+}
+
 /* Queues a routed chunk's replies for their owners, publishes each
  * owner's queue once, and gives the chunk's slots back to the producer.
  * Caller holds d's lock; every earlier ticket of d is published. Returns
@@ -191,19 +206,8 @@ static bool rk__publish_chunk_locked(rk_runtime *rt, rk__d2h *d, const rk__d2h_c
     }
     for (int i = 0; i < nt; i++)
         rk__publish(touched[i]);
-    if (n) {
-        atomic_fetch_add(&rt->n_replies, (uint64_t)n);
-        /* the first reply after a worker change ends the recovery's clock */
-        int64_t t0 = atomic_load_explicit(&rt->recover_t0, memory_order_relaxed);
-        if (t0 && atomic_compare_exchange_strong(&rt->recover_t0, &t0, 0)) {
-            /* the one router that ends the clock (several rings may race
-             * for it); the supervisor reads t0, at, t0 */
-            const int64_t at = rk__now_ns();
-            atomic_store_explicit(&rt->first_reply_at, at, memory_order_relaxed);
-            atomic_store(&rt->first_reply_t0, t0); /* seq_cst: after `at` */
-            atomic_store(&rt->last_recovery_ns, at - t0);
-        }
-    }
+    if (n)
+        rk__count_replies(rt, (uint64_t)n);
     /* release: the chunk's slots are read before the producer may reuse
      * them; pairs with its load-acquire of cons_head. Chunks publish in
      * claim order, so cons_head only moves forward. */
@@ -255,16 +259,55 @@ int rk__drain_some(rk_runtime *rt, rk__d2h *d, const rk_actor *self, bool yield,
  * the lock (nothing to gain from letting go of it: the round trip's case) */
 #define RK__ROUTE_LOCKED_MAX 2u
 
-int rk__drain(rk_runtime *rt, rk__d2h *d, const rk_actor *self)
+/* rk_actor_call's round trip, under d's lock with no chunk out: the
+ * reply at claim is complete and is the one `a` waits for (tag want).
+ * It goes into its record (rk__route) and straight to the waiter: no
+ * chunk, no ready queue, no seq_cst edges (with no chunk out nobody
+ * routes without the lock), and the next slot is not read. The host's
+ * turn decides whether the kernel's next read finds the next request
+ * (device/README.md, "Where the late round trips come from"); this took
+ * seeing a reply to returning it from 133-181 to 103-127 ns on an H200
+ * host. Not for rk_actor_recv (want < 0): a pipelined receiver gets
+ * chunks of replies per lock. Returns whether it took it (*tag); a reply
+ * that matches no request is dropped (rk__route) and consumed. */
+static bool rk__take_own_locked(rk_runtime *rt, rk__d2h *d, rk_actor *a, int want, uint16_t *tag)
 {
-    /* nothing there: no lock taken (the waiter's loop asks this at every
-     * spin; a trylock and unlock are two locked instructions). relaxed:
-     * a stale position costs one more look */
-    if (!rk__ring_ready_at(d->ring, atomic_load_explicit(&d->claim, memory_order_relaxed)))
-        return 0;
-    /* relaxed: a stale 0 costs the blocked thread one more holder */
-    if (atomic_load_explicit(&d->wanted, memory_order_relaxed) || pthread_mutex_trylock(&d->lock) != 0)
-        return 0;
+    if (want < 0 || d->out || a->closing)
+        return false;
+    /* relaxed: only the holder of the lock moves it */
+    const uint64_t pos = atomic_load_explicit(&d->claim, memory_order_relaxed);
+    _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
+    uint32_t len = 0;
+    rk_msg_hdr h;
+    /* (a slot that claims more than it holds is the claim's error to report) */
+    if (rk__ring_peek_at(d->ring, pos, msg, sizeof msg, &len) || len < sizeof h)
+        return false;
+    memcpy(&h, msg, sizeof h);
+    if (h.actor != a->index || h.tag != want)
+        return false;
+    const bool mine = rk__route(rt, d, msg, len, tag) != NULL;
+    atomic_store_explicit(&d->claim, pos + 1, memory_order_relaxed);
+    if (mine) {
+        rk__pending *p = &a->pend[*tag];
+        if (p->strikes)
+            rk__suspect_release(rt, RK__RUN_WORD(a->index, *tag, p->id));
+        if (p->status)
+            atomic_fetch_add(&rt->n_errors, 1);
+        rk__st_relaxed(&p->state, (uint8_t)RK__P_DONE);
+        a->awaiting--; /* owner-private, and a is the caller's */
+        rk__count_replies(rt, 1);
+    }
+    /* release: the slot is read before the producer may reuse it; pairs
+     * with its load-acquire of cons_head (no chunk is out: every position
+     * below pos is published) */
+    rk__st_release(&d->ring->cons_head, pos + 1);
+    return mine;
+}
+
+/* The part of a drain after the lock is taken: claims, routes and
+ * publishes a chunk. Returns the replies claimed. */
+static int rk__drain_held(rk_runtime *rt, rk__d2h *d, const rk_actor *self)
+{
     int rc;
     const bool alone = d->out == 0; /* no earlier chunk to publish first */
     rk__d2h_chunk *c = rk__claim_locked(d, &rc);
@@ -300,6 +343,37 @@ int rk__drain(rk_runtime *rt, rk__d2h *d, const rk_actor *self)
     if (wake)
         rk__ring_wake(d->ring);
     return n;
+}
+
+/* Whether d has a reply to claim and its lock is free to take (trylock):
+ * the waiter's loop asks at every spin. */
+static bool rk__drain_lock(rk__d2h *d)
+{
+    /* nothing there: no lock taken (a trylock and unlock are two locked
+     * instructions). relaxed: a stale position costs one more look */
+    if (!rk__ring_ready_at(d->ring, atomic_load_explicit(&d->claim, memory_order_relaxed)))
+        return false;
+    /* relaxed: a stale 0 costs the blocked thread one more holder */
+    return !atomic_load_explicit(&d->wanted, memory_order_relaxed) && pthread_mutex_trylock(&d->lock) == 0;
+}
+
+int rk__drain(rk_runtime *rt, rk__d2h *d, const rk_actor *self)
+{
+    return rk__drain_lock(d) ? rk__drain_held(rt, d, self) : 0;
+}
+
+int rk__drain_own(rk_runtime *rt, rk_actor *a, int want, bool *own, uint16_t *tag)
+{
+    rk__d2h *d = a->d2h;
+    *own = false;
+    if (!rk__drain_lock(d))
+        return 0;
+    if (rk__take_own_locked(rt, d, a, want, tag)) {
+        pthread_mutex_unlock(&d->lock);
+        *own = true;
+        return 1;
+    }
+    return rk__drain_held(rt, d, a);
 }
 
 void rk__drain_locked(rk_runtime *rt)
@@ -344,261 +418,6 @@ void rk__steal(rk_actor *a, int64_t now)
         for (uint32_t n = 0, k; n < d->ring->slots && (k = (uint32_t)rk__drain(rt, d, NULL)) > 0; n += k)
             ;
     }
-}
-
-static bool rk__ready_pop(rk_actor *a, uint16_t *tag)
-{
-    /* the router's line is read only when what it published last is used
-     * up. acquire: pairs with the router's store-release of ready_tail */
-    if (a->ready_head == a->ready_seen && a->ready_head == (a->ready_seen = rk__ld_acquire(&a->ready_tail)))
-        return false;
-    *tag = a->ready[a->ready_head & a->ready_mask];
-    a->ready_head++;
-    a->awaiting--;
-    return true;
-}
-
-static void rk__fill_reply(rk_actor *a, uint16_t tag, rk_reply *out)
-{
-    rk__pending *p = &a->pend[tag];
-    out->id = p->id;
-    out->type = p->type;
-    out->status = p->status;
-    out->len = p->len;
-    out->data = p->arena_len ? (const void *)(a->rt->arena.base + p->out_off) : p->inline_buf;
-    out->tag_ = tag;
-    /* The receiving thread's detail says why a failed reply failed (the
-     * status alone cannot tell a poison request from a dead backend). */
-    if (p->status == -RK_EDEVICE && p->strikes >= 2)
-        rk__fail(RK_EDEVICE, "request %llu (type %u) of actor %u faulted its worker twice: answered "
-                 "RK_EDEVICE instead of being retried again",
-                 (unsigned long long)p->id, p->type, a->index);
-    else if (p->status == -RK_EACTOR)
-        rk__fail(RK_EACTOR, "request %llu (type %u) of actor %u: the actor failed: %.*s", (unsigned long long)p->id,
-                 p->type, a->index, (int)(out->len < 200 ? out->len : 200), (const char *)out->data);
-    else if (p->status)
-        rk__fail(p->status, "request %llu (type %u) of actor %u answered %s: %s",
-                 (unsigned long long)p->id, p->type, a->index, rk_err_name(p->status),
-                 rk_strerror(p->status));
-}
-
-/* After a fatal backend fault, the owner answers its own unanswered
- * requests with the fault code: every request still gets exactly one reply. */
-static bool rk__fault_reply(rk_actor *a, int want, int fault, uint16_t *tag)
-{
-    for (uint32_t i = 0; i < a->window; i++) {
-        if (rk__ld_relaxed(&a->pend[i].state) != RK__P_SENT || (want >= 0 && (int)i != want))
-            continue;
-        rk__d2h_lock(a->d2h); /* against a late router */
-        bool still = rk__ld_relaxed(&a->pend[i].state) == RK__P_SENT;
-        if (still) {
-            rk__st_relaxed(&a->pend[i].state, (uint8_t)RK__P_DONE);
-            a->pend[i].status = fault;
-            a->pend[i].len = 0;
-            atomic_fetch_add(&a->rt->n_errors, 1);
-        }
-        rk__d2h_unlock(a->d2h);
-        if (still) {
-            a->awaiting--;
-            *tag = (uint16_t)i;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Pops a ready reply: the next one, or the one with tag `want` (others go
- * to the stash). */
-static bool rk__take(rk_actor *a, int want, rk_reply *out)
-{
-    uint16_t tag;
-    while (rk__ready_pop(a, &tag)) {
-        if (want < 0 || tag == want) {
-            rk__fill_reply(a, tag, out);
-            return true;
-        }
-        a->stash[(a->stash_head + a->stash_n) % a->window] = tag;
-        a->stash_n++;
-    }
-    return false;
-}
-
-/* Sleeps on the doorbell of a's reply ring: the CPU consumer (in this
- * process or a worker) and routers working for other actors ring it; a
- * GPU producer cannot, so the sleep is bounded by the caller (50 us ..
- * 1 ms). */
-static void rk__sleep_for_reply(rk_actor *a, int64_t sleep_ns)
-{
-    rk_ring *d2h = a->d2h->ring;
-    __atomic_fetch_add(&d2h->cons_sleeping, 1u, __ATOMIC_RELAXED);
-    uint32_t seq = rk__ld_acquire(&d2h->doorbell);
-    /* seq_cst: pairs with rk__ring_wake's fence (Dekker): either we see
-     * the reply here, or the waker sees us sleeping */
-    rk__fence_seq_cst();
-    bool pending = rk__ring_ready_at(d2h, atomic_load_explicit(&a->d2h->claim, memory_order_relaxed)) ||
-                   a->ready_head != rk__ld_acquire(&a->ready_tail);
-    if (!pending)
-        rk__futex_wait(&d2h->doorbell, seq, sleep_ns);
-    __atomic_fetch_sub(&d2h->cons_sleeping, 1u, __ATOMIC_RELAXED);
-}
-
-/* A wait that made no progress for 10 s says, at debug level, what it
- * waits for: the positions, the generations, the suspect token and hold. */
-static void rk__wait_report(rk_actor *a, int want)
-{
-    rk_runtime *rt = a->rt;
-    const rk__region *reg = rt->view.hdr;
-    rk__log(RK__LOG_DEBUG,
-            "actor %u waits (tag %d) 10 s: %u awaited; actor gen %u, runtime gen %u, region gen %u; suspect "
-            "%#llx, hold %lld; H2D %llu..%llu, D2H ring %u %llu..%llu; heartbeat %llu, state %d",
-            a->index, want, a->awaiting, a->gen, atomic_load(&rt->gen), rk__ld_relaxed(&reg->gen),
-            (unsigned long long)atomic_load(&rt->suspect), (long long)atomic_load(&rt->suspect_hold),
-            (unsigned long long)rk__ld_relaxed(&rt->h2d->cons_head),
-            (unsigned long long)rk__ld_relaxed(&rt->h2d->prod_tail), a->d2h->index,
-            (unsigned long long)rk__ld_relaxed(&a->d2h->ring->cons_head),
-            (unsigned long long)rk__ld_relaxed(&a->d2h->ring->prod_tail),
-            (unsigned long long)rk__ld_relaxed(&reg->heartbeat), rk__ld_relaxed(&reg->state));
-    for (uint32_t i = 0; i < rt->n_d2h; i++) {
-        const rk__d2h *d = &rt->d2h[i];
-        const uint64_t c = atomic_load_explicit(&d->claim, memory_order_relaxed);
-        rk__log(RK__LOG_DEBUG, "  reply ring %u: claim %llu, cons_head %llu, %s there", i, (unsigned long long)c,
-                (unsigned long long)rk__ld_relaxed(&d->ring->cons_head),
-                rk__ring_ready_at(d->ring, c) ? "a reply" : "nothing");
-    }
-    for (uint32_t i = 0; i < a->window; i++)
-        if (rk__ld_relaxed(&a->pend[i].state) == RK__P_SENT)
-            rk__log(RK__LOG_DEBUG, "  tag %u: request %llu type %u gen %u strikes %u", i,
-                    (unsigned long long)a->pend[i].id, a->pend[i].type, a->pend[i].gen, a->pend[i].strikes);
-}
-
-int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
-{
-    rk_runtime *rt = a->rt;
-    rk__backoff b;
-    rk__backoff_reset(&b);
-    if (want < 0 && a->stash_n) {
-        uint16_t tag = a->stash[a->stash_head];
-        a->stash_head = (a->stash_head + 1) % a->window;
-        a->stash_n--;
-        rk__fill_reply(a, tag, out);
-        return 0;
-    }
-    int64_t report_at = 0;
-    for (uint32_t spins = 0;; spins++) {
-        if (rk__take(a, want, out))
-            return 0;
-        if (rk__drain(rt, a->d2h, a) && rk__take(a, want, out))
-            return 0;
-        if (!rk__in_step(a))
-            rk__repost(a); /* a worker was replaced: re-post what we owe */
-        int fault = atomic_load(&rt->fault);
-        if (!fault && (spins & 1023) == 1023)
-            fault = rk_runtime_health(rt);
-        if (fault) {
-            rk__drain(rt, a->d2h, a); /* replies posted before the fault are good */
-            uint16_t tag;
-            if (rk__take(a, want, out))
-                return 0;
-            if (rk__fault_reply(a, want, fault, &tag)) {
-                rk__fill_reply(a, tag, out);
-                return 0;
-            }
-            return rk__fail(fault, "the %s backend failed: %s", rt->info.backend_name,
-                            rk_strerror(fault));
-        }
-        if (want < 0 && a->awaiting == 0)
-            return rk__fail(RK_EAGAIN, "actor %u has no request in flight", a->index);
-        if (atomic_load(&rt->closing))
-            return rk__fail(RK_ECLOSED, "the runtime is closing");
-        if (deadline == 0) { /* a poll: cheap, it runs in every bridge loop */
-            if ((++a->polls & 1023) == 0)
-                rk__steal(a, rk__now_ns());
-            return rk__fail_str(RK_ETIMEDOUT, "no reply ready (polled with timeout 0)");
-        }
-        /* the clock every 256th spin while busy-polling (a few us): a
-         * deadline is milliseconds away, and a read (40-50 ns on the GPU
-         * hosts' VMs) delays noticing the reply and so the next request
-         * (device/README.md, "The host's turn") */
-        const bool keep_polling = rk__backoff_poll(&b);
-        if (keep_polling && (spins & 255) != 255)
-            continue;
-        int64_t now = rk__now_ns();
-        if (now >= deadline)
-            return rk__fail(RK_ETIMEDOUT, "no reply within the timeout (%u requests in flight)",
-                            a->awaiting);
-        rk__steal(a, now);
-        if (!report_at)
-            report_at = now + 10000000000ll;
-        else if (now >= report_at && rk_log_get_level() >= RK_LOG_DEBUG) {
-            rk__wait_report(a, want);
-            report_at = INT64_MAX;
-        }
-        if (keep_polling)
-            continue;
-        int64_t sleep = rk__backoff_sleep_ns(&b);
-        rk__sleep_for_reply(a, deadline - now < sleep ? deadline - now : sleep);
-    }
-}
-
-int rk_actor_recv(rk_actor *a, rk_reply *out, int timeout_ms)
-{
-    if (!a || !out)
-        return rk__fail(RK_EINVAL, "rk_actor_recv: %s is NULL", a ? "out" : "actor");
-    return rk__wait(a, -1, out, rk__deadline(timeout_ms));
-}
-
-/* The next reply already here, without draining D2H: the stash first
- * (what rk_actor_call set aside: older), then the ready queue. */
-static bool rk__take_ready(rk_actor *a, rk_reply *out)
-{
-    uint16_t tag;
-    if (a->stash_n) {
-        tag = a->stash[a->stash_head];
-        a->stash_head = (a->stash_head + 1) % a->window;
-        a->stash_n--;
-    } else if (!rk__ready_pop(a, &tag)) {
-        return false;
-    }
-    rk__fill_reply(a, tag, out);
-    return true;
-}
-
-int rk_actor_recv_batch(rk_actor *a, rk_reply *out, int max, int timeout_ms)
-{
-    if (!a || !out || max <= 0)
-        return rk__fail(RK_EINVAL, "rk_actor_recv_batch: %s", !a ? "actor is NULL"
-                        : !out ? "out is NULL" : "max is not positive");
-    int rc = rk__wait(a, -1, &out[0], rk__deadline(timeout_ms));
-    if (rc)
-        return rc;
-    int k = 1;
-    bool drained = false;
-    while (k < max) {
-        if (rk__take_ready(a, &out[k])) {
-            k++;
-            continue;
-        }
-        /* one more look at D2H (what arrived meanwhile), then stop */
-        if (drained || !rk__drain(a->rt, a->d2h, a))
-            break;
-        drained = true;
-    }
-    return k;
-}
-
-void rk_reply_release_batch(rk_actor *a, rk_reply *r, int n)
-{
-    for (int i = 0; r && i < n; i++)
-        rk_reply_release(a, &r[i]);
-}
-
-void rk_reply_release(rk_actor *a, rk_reply *r)
-{
-    if (!a || !r || r->tag_ >= a->window || rk__ld_relaxed(&a->pend[r->tag_].state) != RK__P_DONE)
-        return;
-    rk__pending_put(a, (uint16_t)r->tag_);
-    r->data = NULL;
-    r->len = 0;
 }
 
 void rk__runtime_fault(rk_runtime *rt, int code, const char *why)
