@@ -337,10 +337,12 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
          * the host right behind the reply (PCIe reads do not pass
          * writes), before a host waiting for that reply can send
          * its next request, and the read after it comes a whole
-         * read time (~1 us) later. Issued ~0.2 us later, the
-         * first read finds that request nearly always (measured:
-         * round-trip p99 3.6 -> 3.0 us for +0.3 us at p50), if the
-         * host's turn is short (device/README.md, "The host's turn") */
+         * read time (~1 us) later. Issued later, the first read
+         * finds that request nearly always (measured: round-trip p99
+         * 3.6 -> 3.0 us for +0.3 us at p50), if the host's turn is
+         * short (device/README.md, "The host's turn"). The loop's
+         * bookkeeping since the reply took ~1 440 cycles before this
+         * wait starts (H200: "Where the late round trips come from") */
         spin_cycles(d.idle_wait);
         d.idle_wait = 0;
     }
