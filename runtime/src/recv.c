@@ -149,6 +149,8 @@ int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
     for (uint32_t spins = 0;; spins++) {
         if (rk__take(a, want, out))
             return 0;
+        /* own: the reply came straight from the ring into its record
+         * (rk_actor_call's round trip), not through the ready queue */
         bool own;
         uint16_t tag;
         if (rk__drain_own(rt, a, want, &own, &tag) && (own || rk__take(a, want, out))) {

@@ -1,5 +1,6 @@
-/* router.c - replies out of the reply (D2H) rings: drain, route, publish, and
- * what a backend fault means for waiters.
+/* router.c - replies out of the reply (D2H) rings: drain, route, publish;
+ * the rings' locks, and a backend fault's wake-up (the waiting side is
+ * recv.c).
  *
  * Each actor's replies come back on its own reply ring (rk__d2h_of:
  * actor index modulo the rings), so threads waiting for different actors
@@ -13,9 +14,10 @@
  * turn it is: each actor's replies keep their order. Owners that sleep are
  * woken. With one actor this is just "the caller polls D2H": no router
  * thread, no extra hop, so the round trip is producer -> consumer ->
- * caller (a claim of one or two replies is routed under the lock). A ring
- * whose actors nobody waits for is drained by waiters of other rings once
- * its replies sit unclaimed (rk__steal). */
+ * caller (a claim of one or two replies is routed under the lock, and
+ * rk_actor_call's own reply at the head goes straight to it:
+ * rk__take_own_locked). A ring whose actors nobody waits for is drained
+ * by waiters of other rings once its replies sit unclaimed (rk__steal). */
 #include <sched.h>
 #include <string.h>
 
