@@ -34,12 +34,9 @@ static void rk__publish(rk_actor *a)
         rk__st_release(&a->ready_tail, a->ready_pub);
 }
 
-/* Hands a completed record to its owner (or gives it back for a closing
- * actor): queued, and published now, or (batch) by the caller's
- * rk__publish. Counts it as an error reply when its status says so (the
- * caller counts the replies). Caller holds its ring's lock. Returns whether it
- * was queued. */
-static bool rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag, bool batch)
+/* Marks a record answered: the suspect token it held given back, an
+ * error status counted. Caller holds its ring's lock. */
+static void rk__complete(rk_runtime *rt, rk_actor *a, uint16_t tag)
 {
     rk__pending *p = &a->pend[tag];
     if (p->strikes)
@@ -47,6 +44,16 @@ static bool rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag, bool batch)
     if (p->status)
         atomic_fetch_add(&rt->n_errors, 1);
     rk__st_relaxed(&p->state, (uint8_t)RK__P_DONE);
+}
+
+/* Hands a completed record to its owner (or gives it back for a closing
+ * actor): queued, and published now, or (batch) by the caller's
+ * rk__publish. Counts it as an error reply when its status says so (the
+ * caller counts the replies). Caller holds its ring's lock. Returns whether it
+ * was queued. */
+static bool rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag, bool batch)
+{
+    rk__complete(rt, a, tag);
     if (a->closing) {
         rk__pending_put(a, tag);
         if (atomic_load(&a->inflight) == 0)
@@ -290,12 +297,7 @@ static bool rk__take_own_locked(rk_runtime *rt, rk__d2h *d, rk_actor *a, int wan
     const bool mine = rk__route(rt, d, msg, len, tag) != NULL;
     atomic_store_explicit(&d->claim, pos + 1, memory_order_relaxed);
     if (mine) {
-        rk__pending *p = &a->pend[*tag];
-        if (p->strikes)
-            rk__suspect_release(rt, RK__RUN_WORD(a->index, *tag, p->id));
-        if (p->status)
-            atomic_fetch_add(&rt->n_errors, 1);
-        rk__st_relaxed(&p->state, (uint8_t)RK__P_DONE);
+        rk__complete(rt, a, *tag);
         a->awaiting--; /* owner-private, and a is the caller's */
         rk__count_replies(rt, 1);
     }
