@@ -15,6 +15,8 @@ extern "C" {
 /* One result row. The measured values start as BENCH_NONE (a NaN: "not
  * measured"); only what a row measured is printed and written (see
  * bench_has). count 0 means "no count". */
+#define BENCH_LATE_NS 600.0
+
 typedef struct bench_result {
     char name[64];
     char backend[16];
@@ -22,6 +24,10 @@ typedef struct bench_result {
     uint64_t count;
     /* latency (round trips, ns) */
     double p50_ns, p90_ns, p99_ns, p999_ns, max_ns, min_ns, mean_ns;
+    /* latency rows: % of round trips more than BENCH_LATE_NS over the row's
+     * p50 (on the GPU: those whose request or reply was a PCIe read time
+     * late; device/README.md, "Where the late round trips come from") */
+    double late_pct;
     /* throughput / bandwidth / CPU use */
     double msgs_per_s;
     double gb_per_s;

@@ -1,0 +1,91 @@
+/* test_bench.c - rk-bench's row statistics and record (bench.c): the
+ * late share of a latency row, and a record that holds only what a row
+ * measured. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "bench.h"
+
+/* 1 000 round trips: 989 at 2 us, one exactly BENCH_LATE_NS over p50 (not
+ * late), ten a read time late: 1 %. */
+static void fill(uint64_t *s)
+{
+    for (int i = 0; i < 1000; i++)
+        s[i] = 2000;
+    s[500] = 2000 + (uint64_t)BENCH_LATE_NS;
+    for (int i = 0; i < 10; i++)
+        s[7 + 97 * i] = 3500;
+}
+
+static void test_late_pct(void **state)
+{
+    (void)state;
+    bench_report rep = {0};
+    uint64_t s[1000];
+    fill(s);
+    bench_result *r = bench_add(&rep, "ring_echo_64", "cuda");
+    bench_latency_stats(r, s, 1000);
+    assert_true(r->p50_ns == 2000.0);
+    assert_true(r->late_pct == 1.0);
+    /* none late; then 499 of 1 000 a read late (the nearest-rank p50 is
+     * the fast mode's) */
+    for (int i = 0; i < 1000; i++)
+        s[i] = 2000;
+    bench_latency_stats(r, s, 1000);
+    assert_true(r->late_pct == 0.0);
+    for (int i = 0; i < 1000; i++)
+        s[i] = i % 2 && i < 999 ? 3300 : 2200;
+    bench_latency_stats(r, s, 1000);
+    assert_true(r->p50_ns == 2200.0);
+    assert_true(r->late_pct == 49.9);
+    bench_report_free(&rep);
+}
+
+/* The record: late_pct on the latency row, absent from a throughput row. */
+static void test_record(void **state)
+{
+    (void)state;
+    bench_report rep = {0};
+    snprintf(rep.device_json, sizeof rep.device_json, "null");
+    uint64_t s[1000];
+    fill(s);
+    bench_latency_stats(bench_add(&rep, "ring_echo_64", "cuda"), s, 1000);
+    bench_add(&rep, "throughput_echo_64", "cuda")->msgs_per_s = 2e7;
+    char path[] = "/tmp/rk-test-bench-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(bench_write_json(&rep, path, "gpu", 0), 0);
+    FILE *f = fdopen(fd, "r");
+    assert_non_null(f);
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    unlink(path);
+    const char *row = strstr(buf, "\"ring_echo_64\""), *thr = strstr(buf, "\"throughput_echo_64\"");
+    assert_non_null(row);
+    assert_non_null(thr);
+    const char *late = strstr(row, "\"late_pct\": 1.000");
+    assert_non_null(late);
+    assert_true(late < thr);              /* on the latency row */
+    assert_null(strstr(thr, "late_pct")); /* not on the throughput row */
+    assert_null(strstr(late + strlen("\"late_pct\""), "late_pct")); /* once */
+    bench_report_free(&rep);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_late_pct),
+        cmocka_unit_test(test_record),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
