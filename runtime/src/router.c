@@ -285,14 +285,17 @@ static bool rk__take_own_locked(rk_runtime *rt, rk__d2h *d, rk_actor *a, int wan
         return false;
     /* relaxed: only the holder of the lock moves it */
     const uint64_t pos = atomic_load_explicit(&d->claim, memory_order_relaxed);
+    /* whose it is first, from its actor | tag line (rk_abi.h RK__W_ACTOR):
+     * another's reply is read once, by the chunk path. acquire: pairs with
+     * the producer's store-release of the line, as the peek's loads do */
+    const uint64_t who = rk__ld_acquire(rk_ring_slot(d->ring, pos) + RK__W_ACTOR);
+    if ((uint32_t)(who >> 32) != rk_ring_flag(d->ring, pos) ||
+        (uint32_t)who != ((uint32_t)want << 16 | a->index))
+        return false;
     _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
     uint32_t len = 0;
-    rk_msg_hdr h;
     /* (a slot that claims more than it holds is the claim's error to report) */
-    if (rk__ring_peek_at(d->ring, pos, msg, sizeof msg, &len) || len < sizeof h)
-        return false;
-    memcpy(&h, msg, sizeof h);
-    if (h.actor != a->index || h.tag != want)
+    if (rk__ring_peek_at(d->ring, pos, msg, sizeof msg, &len) || len < sizeof(rk_msg_hdr))
         return false;
     const bool mine = rk__route(rt, d, msg, len, tag) != NULL;
     atomic_store_explicit(&d->claim, pos + 1, memory_order_relaxed);
