@@ -11,7 +11,10 @@
  * bytes of the slot, as the ring kernel's idle poll does. "pair": one
  * warp keeps two reads in flight, of copies 0 and 1, s cycles apart.
  *
- *   rk-poll-probe [round trips per row, default 40000]
+ *   rk-poll-probe [round trips per row, default 40000] [host turn ns, default 0]
+ *
+ * The second argument makes the host wait that long after each answer
+ * before its next request, as an API's longer turn does.
  *
  * Exit status 77 without a GPU (as the GPU tests). Not installed. */
 #include <cuda_runtime.h>
@@ -153,7 +156,8 @@ static int cmp_u64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static int run(const row &r, long count, uint32_t *hw, uint32_t *dw, unsigned *err, cudaStream_t s, uint64_t *smp)
+static int run(const row &r, long count, long turn_ns, uint32_t *hw, uint32_t *dw, unsigned *err, cudaStream_t s,
+               uint64_t *smp)
 {
     const long warm = 10000;
     memset(hw, 0, FAR_BYTES + 8192);
@@ -162,6 +166,11 @@ static int run(const row &r, long count, uint32_t *hw, uint32_t *dw, unsigned *e
     poll_kernel<<<1, 32 * r.warps, 0, s>>>(dw, dw + PONG_WORD, (uint32_t)(warm + count), r, err);
     CK(cudaGetLastError());
     for (long i = 1; i <= warm + count; i++) {
+        if (turn_ns) { /* the host's turn made longer, as an API's */
+            const uint64_t te = now_ns() + (uint64_t)turn_ns;
+            while (now_ns() < te)
+                ;
+        }
         const uint64_t t0 = now_ns();
         for (int c = 0; c < r.copies; c++)
             __atomic_store_n(hw + c * copy_stride(r), (uint32_t)i, __ATOMIC_RELEASE);
@@ -179,8 +188,11 @@ static int run(const row &r, long count, uint32_t *hw, uint32_t *dw, unsigned *e
         return 1;
     }
     qsort(smp, (size_t)count, sizeof *smp, cmp_u64);
-    printf("  %-34s p50 %5.2f us  p90 %5.2f  p99 %5.2f\n", r.name, smp[count / 2] / 1e3, smp[count * 9 / 10] / 1e3,
-           smp[count * 99 / 100] / 1e3);
+    long late = 0; /* more than 600 ns over the p50, as rk-bench's late_pct */
+    for (long k = 0; k < count; k++)
+        late += smp[k] > smp[count / 2] + 600;
+    printf("  %-34s p50 %5.2f us  p90 %5.2f  p99 %5.2f  late %5.2f %%\n", r.name, smp[count / 2] / 1e3,
+           smp[count * 9 / 10] / 1e3, smp[count * 99 / 100] / 1e3, 100.0 * late / count);
     fflush(stdout);
     return 0;
 }
@@ -188,10 +200,11 @@ static int run(const row &r, long count, uint32_t *hw, uint32_t *dw, unsigned *e
 int main(int argc, char **argv)
 {
     const long count = argc > 1 ? atol(argv[1]) : 40000;
+    const long turn_ns = argc > 2 ? atol(argv[2]) : 0;
     int ndev = 0;
     if (count < 100 || cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         if (count < 100) {
-            fprintf(stderr, "usage: rk-poll-probe [round trips per row, at least 100]\n");
+            fprintf(stderr, "usage: rk-poll-probe [round trips per row, at least 100] [host turn ns, default 0]\n");
             return 2;
         }
         fprintf(stderr, "rk-poll-probe: no CUDA device: skipped\n");
@@ -228,10 +241,10 @@ int main(int argc, char **argv)
         {"wide pair: 400 late, 900 apart, 23-line reply", 1, 2, 400, 900, 1, 0, 23, 1},
         {"wide pair: 400 late, 600 apart, 23-line reply", 1, 2, 400, 600, 1, 0, 23, 1},
     };
-    printf("rk-poll-probe: %s, %ld round trips a row\n", prop.name, count);
+    printf("rk-poll-probe: %s, %ld round trips a row, the host's turn +%ld ns\n", prop.name, count, turn_ns);
     for (int round = 0; round < 2; round++)
         for (const row &r : rows)
-            if (run(r, count, hw, dw, err, s, smp))
+            if (run(r, count, turn_ns, hw, dw, err, s, smp))
                 return 1;
     free(smp);
     return 0;
