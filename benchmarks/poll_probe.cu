@@ -240,6 +240,9 @@ int main(int argc, char **argv)
         {"wide pair: 1 warp, two copies, 900 apart, 23-line reply", 1, 2, 0, 900, 1, 0, 23, 1},
         {"wide pair: 400 late, 900 apart, 23-line reply", 1, 2, 400, 900, 1, 0, 23, 1},
         {"wide pair: 400 late, 600 apart, 23-line reply", 1, 2, 400, 600, 1, 0, 23, 1},
+        {"wide: 2 warps, one slot, 900 apart, 23-line reply", 2, 1, 0, 900, 1, 0, 23, 0},
+        {"wide: 2 warps, one slot, 1200 apart, 23-line reply", 2, 1, 0, 1200, 1, 0, 23, 0},
+        {"wide: 2 warps, one slot, 400 late, 1200 apart, 23-line reply", 2, 1, 400, 1200, 1, 0, 23, 0},
     };
     printf("rk-poll-probe: %s, %ld round trips a row, the host's turn +%ld ns\n", prop.name, count, turn_ns);
     for (int round = 0; round < 2; round++)
