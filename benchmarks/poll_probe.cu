@@ -17,36 +17,20 @@
  * before its next request, as an API's longer turn does.
  *
  * Exit status 77 without a GPU (as the GPU tests). Not installed. */
-#include <cuda_runtime.h>
-
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../device/ring.cuh" /* the kernel's strong loads and stores of host memory */
+#include "probe.h"
 
-#define CK(x)                                                                                              \
-    do {                                                                                                   \
-        cudaError_t e_ = (x);                                                                              \
-        if (e_ != cudaSuccess) {                                                                           \
-            fprintf(stderr, "rk-poll-probe: %s: %s\n", #x, cudaGetErrorString(e_));                        \
-            exit(1);                                                                                       \
-        }                                                                                                  \
-    } while (0)
+#define CK(x) PROBE_CK("rk-poll-probe", x)
 
 enum { SLOT_WORDS = 64, PONG_WORD = 1024, TIMED_OUT = 1 };
 /* "far" copies lie as far apart as the ring kernel's H2D ring and a copy
  * after its reply ring would (2 MiB + 8 KiB) */
 enum { FAR_BYTES = (2 << 20) + 8192, FAR_WORDS = FAR_BYTES / 4 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 struct row {
     const char *name;
@@ -150,12 +134,6 @@ __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, ro
     }
 }
 
-static int cmp_u64(const void *x, const void *y)
-{
-    const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? -1 : a > b;
-}
-
 static int run(const row &r, long count, long turn_ns, uint32_t *hw, uint32_t *dw, unsigned *err, cudaStream_t s,
                uint64_t *smp)
 {
@@ -167,32 +145,29 @@ static int run(const row &r, long count, long turn_ns, uint32_t *hw, uint32_t *d
     CK(cudaGetLastError());
     for (long i = 1; i <= warm + count; i++) {
         if (turn_ns) { /* the host's turn made longer, as an API's */
-            const uint64_t te = now_ns() + (uint64_t)turn_ns;
-            while (now_ns() < te)
+            const uint64_t te = probe_now_ns() + (uint64_t)turn_ns;
+            while (probe_now_ns() < te)
                 ;
         }
-        const uint64_t t0 = now_ns();
+        const uint64_t t0 = probe_now_ns();
         for (int c = 0; c < r.copies; c++)
             __atomic_store_n(hw + c * copy_stride(r), (uint32_t)i, __ATOMIC_RELEASE);
         for (long spins = 0; __atomic_load_n(pong, __ATOMIC_ACQUIRE) != (uint32_t)i;)
-            if ((++spins & 0xffff) == 0 && now_ns() - t0 > 1000000000ull) {
+            if ((++spins & 0xffff) == 0 && probe_now_ns() - t0 > 1000000000ull) {
                 fprintf(stderr, "rk-poll-probe: %s: no answer to %ld within 1 s\n", r.name, i);
                 return 1;
             }
         if (i > warm)
-            smp[i - warm - 1] = now_ns() - t0;
+            smp[i - warm - 1] = probe_now_ns() - t0;
     }
     CK(cudaStreamSynchronize(s));
     if (*err) {
         fprintf(stderr, "rk-poll-probe: %s: a wait in the kernel ran away\n", r.name);
         return 1;
     }
-    qsort(smp, (size_t)count, sizeof *smp, cmp_u64);
-    long late = 0; /* more than 600 ns over the p50, as rk-bench's late_pct */
-    for (long k = 0; k < count; k++)
-        late += smp[k] > smp[count / 2] + 600;
-    printf("  %-34s p50 %5.2f us  p90 %5.2f  p99 %5.2f  late %5.2f %%\n", r.name, smp[count / 2] / 1e3,
-           smp[count * 9 / 10] / 1e3, smp[count * 99 / 100] / 1e3, 100.0 * late / count);
+    const probe_stats st = probe_row_stats(smp, count);
+    printf("  %-34s p50 %5.2f us  p90 %5.2f  p99 %5.2f  late %5.2f %%\n", r.name, st.p50_us, st.p90_us, st.p99_us,
+           st.late_pct);
     fflush(stdout);
     return 0;
 }

@@ -24,26 +24,17 @@
  *   rk-reply-probe [round trips per row, default 100000] [rounds, default 2]
  *
  * Exit status 77 without a GPU (as the GPU tests). Not installed. */
-#include <cuda_runtime.h>
-
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../device/ring.cuh" /* the kernel's strong loads and stores of host memory */
+#include "probe.h"
 
-#define CK(x)                                                                                              \
-    do {                                                                                                   \
-        cudaError_t e_ = (x);                                                                              \
-        if (e_ != cudaSuccess) {                                                                           \
-            fprintf(stderr, "rk-reply-probe: %s: %s\n", #x, cudaGetErrorString(e_));                       \
-            exit(1);                                                                                       \
-        }                                                                                                  \
-    } while (0)
+#define CK(x) PROBE_CK("rk-reply-probe", x)
 
-enum { SLOT_U64 = 32, MAX_SLOTS = 16384, LATE_NS = 600 };
+enum { SLOT_U64 = 32, MAX_SLOTS = 16384 };
 
 struct row {
     const char *name;
@@ -115,19 +106,6 @@ __global__ void reply_kernel(const uint64_t *ping, uint64_t *pong, uint64_t *pon
     }
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *x, const void *y)
-{
-    const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? -1 : a > b;
-}
-
 /* Waits for reply i at slot offset ro: line 0 of either copy (dup), then
  * every line of that copy. Returns the copy it took, or -1 after 1 s. */
 static int wait_reply(const row &rw, const bufs &b, size_t ro, uint32_t i, uint64_t t0)
@@ -144,12 +122,12 @@ static int wait_reply(const row &rw, const bufs &b, size_t ro, uint32_t i, uint6
             k = 1;
             break;
         }
-        if ((spins & 0xffff) == 0xffff && now_ns() - t0 > 1000000000ull)
+        if ((spins & 0xffff) == 0xffff && probe_now_ns() - t0 > 1000000000ull)
             return -1;
     }
     for (int l = 1; l < rw.lines; l++)
         while (__atomic_load_n(c[k] + l, __ATOMIC_ACQUIRE) != (want | (uint64_t)l))
-            if (now_ns() - t0 > 1000000000ull)
+            if (probe_now_ns() - t0 > 1000000000ull)
                 return -1;
     return k;
 }
@@ -165,7 +143,7 @@ static int run(const row &rw, int sms, long count, const bufs &b, unsigned *done
     CK(cudaGetLastError());
     long second = 0;
     for (long i = 1; i <= warm + count; i++) {
-        const uint64_t t0 = now_ns();
+        const uint64_t t0 = probe_now_ns();
         __atomic_store_n(b.ping + (size_t)((i - 1) % rw.q) * SLOT_U64, (uint64_t)i, __ATOMIC_RELEASE);
         const int k = wait_reply(rw, b, (size_t)((i - 1) % rw.r) * SLOT_U64, (uint32_t)i, t0);
         if (k < 0) {
@@ -173,18 +151,14 @@ static int run(const row &rw, int sms, long count, const bufs &b, unsigned *done
             return 1;
         }
         if (i > warm) {
-            smp[i - warm - 1] = now_ns() - t0;
+            smp[i - warm - 1] = probe_now_ns() - t0;
             second += k;
         }
     }
     CK(cudaStreamSynchronize(s));
-    qsort(smp, (size_t)count, sizeof *smp, cmp_u64);
-    const uint64_t p50 = smp[count / 2];
-    long late = 0;
-    for (long i = 0; i < count; i++)
-        late += smp[i] > p50 + LATE_NS;
-    printf("  %-44s p50 %5.2f us  p99 %5.2f  p99.9 %6.2f  late %5.2f %%", rw.name, p50 / 1e3,
-           smp[count * 99 / 100] / 1e3, smp[count * 999 / 1000] / 1e3, 100.0 * late / count);
+    const probe_stats st = probe_row_stats(smp, count);
+    printf("  %-44s p50 %5.2f us  p99 %5.2f  p99.9 %6.2f  late %5.2f %%", rw.name, st.p50_us, st.p99_us, st.p999_us,
+           st.late_pct);
     if (rw.dup)
         printf("  (second copy first: %.2f %%)", 100.0 * second / count);
     printf("\n");
