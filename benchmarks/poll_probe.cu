@@ -38,6 +38,9 @@ struct row {
     int stride; /* words between copies (0: SLOT_WORDS, 256 B) */
     int lines;  /* wide: the winner also stores this many 8-byte reply lines, as the kernel's echo */
     int pair;   /* 1 warp, 2 copies: a read of each in flight, s cycles apart */
+    int spy;    /* a reader of an unrelated host word, once per round trip, spy_s cycles
+                 * after the answer: 1 a warp of this block, 2 a warp of another block */
+    int spy_s;
 };
 
 /* words between the copies of row r (the kernel reads them, the host writes them) */
@@ -65,7 +68,24 @@ __device__ static bool pair_wait(const uint32_t *a0, const uint32_t *a1, uint32_
     return false;
 }
 
-/* n round trips; err[0] = TIMED_OUT when a wait ran away */
+/* The spy (row.spy): after each answer i (done: shared or global memory),
+ * r.spy_s cycles, then one strong read of a host word no one writes. */
+__device__ static bool spy_loop(const uint32_t *word, const volatile uint32_t *done, uint32_t n, const row &r)
+{
+    for (uint32_t i = 1; i <= n; i++) {
+        for (long k = 0; *done < i; k++)
+            if (k > 200000000)
+                return false;
+        const long long t = clock64() + r.spy_s;
+        while (clock64() < t)
+            ;
+        (void)rk::dev::rk__ld_relaxed_sys(word);
+    }
+    return true;
+}
+
+/* n round trips; err[0] = TIMED_OUT when a wait ran away; err[1]: the
+ * answers, for a spy in another block */
 __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, row r, unsigned *err)
 {
     __shared__ uint32_t claim, done;
@@ -76,6 +96,12 @@ __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, ro
         t_answer = clock64();
     }
     __syncthreads();
+    const uint32_t *spy_word = ping + FAR_WORDS + 1536;
+    if (blockIdx.x == 1 || w == r.warps) { /* the spy */
+        if (lane == 0 && !spy_loop(spy_word, blockIdx.x == 1 ? err + 1 : &done, n, r))
+            *err = TIMED_OUT;
+        return;
+    }
     if (!r.wide && lane)
         return;
     const uint32_t *a = ping + (w % r.copies) * copy_stride(r) + (r.wide ? 2 * lane : 0);
@@ -121,6 +147,8 @@ __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, ro
                     *(volatile long long *)&t_answer = clock64();
                     __threadfence_block(); /* release: t_answer before done; pairs with the acquire below */
                     atomicExch(&done, i);
+                    if (r.spy == 2)
+                        atomicExch(err + 1, i);
                 }
                 break;
             }
@@ -141,7 +169,8 @@ static int run(const row &r, long count, long turn_ns, uint32_t *hw, uint32_t *d
     memset(hw, 0, FAR_BYTES + 8192);
     *err = 0;
     uint32_t *pong = hw + PONG_WORD;
-    poll_kernel<<<1, 32 * r.warps, 0, s>>>(dw, dw + PONG_WORD, (uint32_t)(warm + count), r, err);
+    err[1] = 0;
+    poll_kernel<<<r.spy == 2 ? 2 : 1, 32 * (r.warps + (r.spy == 1)), 0, s>>>(dw, dw + PONG_WORD, (uint32_t)(warm + count), r, err);
     CK(cudaGetLastError());
     for (long i = 1; i <= warm + count; i++) {
         if (turn_ns) { /* the host's turn made longer, as an API's */
@@ -193,31 +222,35 @@ int main(int argc, char **argv)
     unsigned *err;
     CK(cudaHostAlloc((void **)&hw, FAR_BYTES + 8192, cudaHostAllocMapped));
     CK(cudaHostGetDevicePointer((void **)&dw, hw, 0));
-    CK(cudaMallocManaged(&err, sizeof *err));
+    CK(cudaMallocManaged(&err, 2 * sizeof *err));
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
     static const row rows[] = {
-        {"1 warp, at once (the floor's shape)", 1, 1, 0, 0, 0, 0, 0, 0},
-        {"1 warp, first read 1000 cycles late", 1, 1, 1000, 0, 0, 0, 0, 0},
-        {"2 warps, one word, 900 apart", 2, 1, 0, 900, 0, 0, 0, 0},
-        {"4 warps, one word, 600 apart", 4, 1, 0, 600, 0, 0, 0, 0},
-        {"4 warps, two copies, 600 apart", 4, 2, 0, 600, 0, 0, 0, 0},
-        {"4 warps, four copies, 600 apart", 4, 4, 0, 600, 0, 0, 0, 0},
-        {"wide: 1 warp, 1000 cycles late", 1, 1, 1000, 0, 1, 0, 0, 0},
-        {"wide: 4 warps, one slot, 600 apart", 4, 1, 0, 600, 1, 0, 0, 0},
-        {"wide: 2 warps, two copies, 1200 apart", 2, 2, 0, 1200, 1, 0, 0, 0},
-        {"wide: 4 warps, four copies, 600 apart", 4, 4, 0, 600, 1, 0, 0, 0},
-        {"wide: 1 warp, 1000 late, 23-line reply", 1, 1, 1000, 0, 1, 0, 23, 0},
-        {"wide: 2 warps, two copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, 0, 23, 0},
-        {"wide: 2 warps, two far copies, 1200 apart", 2, 2, 0, 1200, 1, FAR_WORDS, 0, 0},
-        {"wide: 2 warps, two far copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, FAR_WORDS, 23, 0},
-        {"pair: 1 warp, two copies, 600 apart", 1, 2, 0, 600, 0, 0, 0, 1},
-        {"wide: 1 warp, 400 late, 23-line reply (the kernel's)", 1, 1, 400, 0, 1, 0, 23, 0},
-        {"wide pair: 1 warp, two copies, 900 apart, 23-line reply", 1, 2, 0, 900, 1, 0, 23, 1},
-        {"wide pair: 400 late, 900 apart, 23-line reply", 1, 2, 400, 900, 1, 0, 23, 1},
-        {"wide pair: 400 late, 600 apart, 23-line reply", 1, 2, 400, 600, 1, 0, 23, 1},
-        {"wide: 2 warps, one slot, 900 apart, 23-line reply", 2, 1, 0, 900, 1, 0, 23, 0},
-        {"wide: 2 warps, one slot, 1200 apart, 23-line reply", 2, 1, 0, 1200, 1, 0, 23, 0},
-        {"wide: 2 warps, one slot, 400 late, 1200 apart, 23-line reply", 2, 1, 400, 1200, 1, 0, 23, 0},
+        {"1 warp, at once (the floor's shape)", 1, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {"1 warp, first read 1000 cycles late", 1, 1, 1000, 0, 0, 0, 0, 0, 0, 0},
+        {"2 warps, one word, 900 apart", 2, 1, 0, 900, 0, 0, 0, 0, 0, 0},
+        {"4 warps, one word, 600 apart", 4, 1, 0, 600, 0, 0, 0, 0, 0, 0},
+        {"4 warps, two copies, 600 apart", 4, 2, 0, 600, 0, 0, 0, 0, 0, 0},
+        {"4 warps, four copies, 600 apart", 4, 4, 0, 600, 0, 0, 0, 0, 0, 0},
+        {"wide: 1 warp, 1000 cycles late", 1, 1, 1000, 0, 1, 0, 0, 0, 0, 0},
+        {"wide: 4 warps, one slot, 600 apart", 4, 1, 0, 600, 1, 0, 0, 0, 0, 0},
+        {"wide: 2 warps, two copies, 1200 apart", 2, 2, 0, 1200, 1, 0, 0, 0, 0, 0},
+        {"wide: 4 warps, four copies, 600 apart", 4, 4, 0, 600, 1, 0, 0, 0, 0, 0},
+        {"wide: 1 warp, 1000 late, 23-line reply", 1, 1, 1000, 0, 1, 0, 23, 0, 0, 0},
+        {"wide: 2 warps, two copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, 0, 23, 0, 0, 0},
+        {"wide: 2 warps, two far copies, 1200 apart", 2, 2, 0, 1200, 1, FAR_WORDS, 0, 0, 0, 0},
+        {"wide: 2 warps, two far copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, FAR_WORDS, 23, 0, 0, 0},
+        {"pair: 1 warp, two copies, 600 apart", 1, 2, 0, 600, 0, 0, 0, 1, 0, 0},
+        {"wide: 1 warp, 400 late, 23-line reply (the kernel's)", 1, 1, 400, 0, 1, 0, 23, 0, 0, 0},
+        {"wide pair: 1 warp, two copies, 900 apart, 23-line reply", 1, 2, 0, 900, 1, 0, 23, 1, 0, 0},
+        {"wide pair: 400 late, 900 apart, 23-line reply", 1, 2, 400, 900, 1, 0, 23, 1, 0, 0},
+        {"wide pair: 400 late, 600 apart, 23-line reply", 1, 2, 400, 600, 1, 0, 23, 1, 0, 0},
+        {"wide: 2 warps, one slot, 900 apart, 23-line reply", 2, 1, 0, 900, 1, 0, 23, 0, 0, 0},
+        {"wide: 2 warps, one slot, 1200 apart, 23-line reply", 2, 1, 0, 1200, 1, 0, 23, 0, 0, 0},
+        {"wide: 2 warps, one slot, 400 late, 1200 apart, 23-line reply", 2, 1, 400, 1200, 1, 0, 23, 0, 0, 0},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy 600", 1, 1, 1000, 0, 1, 0, 23, 0, 1, 600},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy 1200", 1, 1, 1000, 0, 1, 0, 23, 0, 1, 1200},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy on another SM 600", 1, 1, 1000, 0, 1, 0, 23, 0, 2, 600},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy on another SM 1200", 1, 1, 1000, 0, 1, 0, 23, 0, 2, 1200},
     };
     printf("rk-poll-probe: %s, %ld round trips a row, the host's turn +%ld ns\n", prop.name, count, turn_ns);
     for (int round = 0; round < 2; round++)
