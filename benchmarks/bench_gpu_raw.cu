@@ -199,8 +199,9 @@ int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long cou
          * (the kernel polls those), as librk's producer does
          * (rk__ring_prefetch_w), so that the raw loop and rk_actor_call
          * differ by the actor layer only (without it, two H100 hosts had
-         * 14-15 % of raw round trips late against the API's 3.6-6.5 %; on a
-         * third, three alternating pairs did not tell the two apart) */
+         * 14-15 % of raw round trips late against the API's 3.6-6.5 %; on
+         * two others, three alternating pairs each did not tell them apart:
+         * benchmarks/results/h100_raw_prefetch_ab.txt) */
         for (uint32_t k = 64; k < r->h2d->slot_size && k < 512; k += 64)
             __builtin_prefetch((const char *)rk_ring_slot(r->h2d, *hpos + 1) + k, 1, 3);
         int len;
