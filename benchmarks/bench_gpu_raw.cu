@@ -198,10 +198,10 @@ int raw_echo_lat(raw *r, uint64_t *hpos, uint64_t *dpos, uint64_t *smp, long cou
         /* the next slot's lines fetched for writing, but its first 64 B
          * (the kernel polls those), as librk's producer does
          * (rk__ring_prefetch_w), so that the raw loop and rk_actor_call
-         * differ by the actor layer only (without it, two H100 hosts had
-         * 14-15 % of raw round trips late against the API's 3.6-6.5 %; on
-         * two others, three alternating pairs each did not tell them apart:
-         * benchmarks/results/h100_raw_prefetch_ab.txt) */
+         * differ by the actor layer only (without it the raw loop was
+         * 14-15 % late on two H100 hosts where the API was 3.6-6.5 %; on
+         * two others three alternating pairs did not tell with and
+         * without apart: benchmarks/results/h100_raw_prefetch_ab.txt) */
         for (uint32_t k = 64; k < r->h2d->slot_size && k < 512; k += 64)
             __builtin_prefetch((const char *)rk_ring_slot(r->h2d, *hpos + 1) + k, 1, 3);
         int len;
