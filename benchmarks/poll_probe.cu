@@ -39,7 +39,8 @@ struct row {
     int lines;  /* wide: the winner also stores this many 8-byte reply lines, as the kernel's echo */
     int pair;   /* 1 warp, 2 copies: a read of each in flight, s cycles apart */
     int spy;    /* a reader of an unrelated host word, once per round trip, spy_s cycles
-                 * after the answer: 1 a warp of this block, 2 a warp of another block */
+                 * after the answer (spy_s < 0: back to back, all the time): 1 a warp of
+                 * this block, 2 a warp of another block */
     int spy_s;
 };
 
@@ -72,6 +73,14 @@ __device__ static bool pair_wait(const uint32_t *a0, const uint32_t *a1, uint32_
  * r.spy_s cycles, then one strong read of a host word no one writes. */
 __device__ static bool spy_loop(const uint32_t *word, const volatile uint32_t *done, uint32_t n, const row &r)
 {
+    if (r.spy_s < 0) { /* back to back until the last answer */
+        for (long k = 0; *done < n; k++) {
+            (void)rk::dev::rk__ld_relaxed_sys(word);
+            if (k > 200000000)
+                return false;
+        }
+        return true;
+    }
     for (uint32_t i = 1; i <= n; i++) {
         for (long k = 0; *done < i; k++)
             if (k > 200000000)
@@ -251,6 +260,10 @@ int main(int argc, char **argv)
         {"wide: 1 warp, 1000 late, 23-line reply, spy 1200", 1, 1, 1000, 0, 1, 0, 23, 0, 1, 1200},
         {"wide: 1 warp, 1000 late, 23-line reply, spy on another SM 600", 1, 1, 1000, 0, 1, 0, 23, 0, 2, 600},
         {"wide: 1 warp, 1000 late, 23-line reply, spy on another SM 1200", 1, 1, 1000, 0, 1, 0, 23, 0, 2, 1200},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy back to back", 1, 1, 1000, 0, 1, 0, 23, 0, 1, -1},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy back to back, another SM", 1, 1, 1000, 0, 1, 0, 23, 0, 2, -1},
+        {"wide: 1 warp, 400 late, 23-line reply, spy back to back", 1, 1, 400, 0, 1, 0, 23, 0, 1, -1},
+        {"wide: 1 warp, 400 late, 23-line reply, spy back to back, another SM", 1, 1, 400, 0, 1, 0, 23, 0, 2, -1},
     };
     printf("rk-poll-probe: %s, %ld round trips a row, the host's turn +%ld ns\n", prop.name, count, turn_ns);
     for (int round = 0; round < 2; round++)
