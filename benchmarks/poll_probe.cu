@@ -214,19 +214,14 @@ int main(int argc, char **argv)
 {
     const long count = argc > 1 ? atol(argv[1]) : 40000;
     const long turn_ns = argc > 2 ? atol(argv[2]) : 0;
-    int ndev = 0;
-    if (count < 100 || cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (count < 100) {
-            fprintf(stderr, "usage: rk-poll-probe [round trips per row, at least 100] [host turn ns, default 0]\n");
-            return 2;
-        }
-        fprintf(stderr, "rk-poll-probe: no CUDA device: skipped\n");
-        return 77;
+    if (count < 100) {
+        fprintf(stderr, "usage: rk-poll-probe [round trips per row, at least 100] [host turn ns, default 0]\n");
+        return 2;
     }
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
     cudaStream_t s;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (probe_open("rk-poll-probe", &prop, &s))
+        return 77;
     uint32_t *hw, *dw;
     unsigned *err;
     CK(cudaHostAlloc((void **)&hw, FAR_BYTES + 8192, cudaHostAllocMapped));

@@ -31,6 +31,20 @@ static inline uint64_t probe_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The device a probe (prog) runs on: 0 with its properties and a stream,
+ * or 77 (the GPU tests' "skipped") without a CUDA device. */
+static inline int probe_open(const char *prog, cudaDeviceProp *prop, cudaStream_t *s)
+{
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        fprintf(stderr, "%s: no CUDA device: skipped\n", prog);
+        return 77;
+    }
+    PROBE_CK(prog, cudaGetDeviceProperties(prop, 0));
+    PROBE_CK(prog, cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+    return 0;
+}
+
 static int probe_cmp_u64(const void *x, const void *y)
 {
     const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;

@@ -179,19 +179,14 @@ int main(int argc, char **argv)
 {
     const long count = argc > 1 ? atol(argv[1]) : 100000;
     const int rounds = argc > 2 ? atoi(argv[2]) : 2;
-    int ndev = 0;
     if (count < 1000 || rounds < 1) {
         fprintf(stderr, "usage: rk-reply-probe [round trips per row, at least 1000] [rounds, at least 1]\n");
         return 2;
     }
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        fprintf(stderr, "rk-reply-probe: no CUDA device: skipped\n");
-        return 77;
-    }
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
     cudaStream_t s;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (probe_open("rk-reply-probe", &prop, &s))
+        return 77;
     bufs b;
     b.ping = host_alloc(&b.dping, (size_t)MAX_SLOTS * 256);
     b.pong = host_alloc(&b.dpong, (size_t)MAX_SLOTS * 256);
