@@ -56,8 +56,9 @@ __device__ static inline void spin_cycles(long long n)
         ;
 }
 
-/* block 0, warp 0 serves n round trips; block 1 (noise) reads misc[0]
- * until block 0 is done (done: device memory) */
+/* block 0, warp 0 serves n round trips; the other blocks (noise) read
+ * misc[0] (noise 1) or nap (noise 2) until block 0 is done (done: device
+ * memory) */
 __global__ void reply_kernel(const uint64_t *ping, uint64_t *pong, uint64_t *pong2, const uint64_t *misc, uint32_t n,
                              row rw, unsigned *done)
 {
