@@ -179,7 +179,8 @@ static int run(const row &r, long count, long turn_ns, uint32_t *hw, uint32_t *d
     *err = 0;
     uint32_t *pong = hw + PONG_WORD;
     err[1] = 0;
-    poll_kernel<<<r.spy == 2 ? 2 : 1, 32 * (r.warps + (r.spy == 1)), 0, s>>>(dw, dw + PONG_WORD, (uint32_t)(warm + count), r, err);
+    const int blocks = r.spy == 2 ? 2 : 1, threads = 32 * (r.warps + (r.spy == 1));
+    poll_kernel<<<blocks, threads, 0, s>>>(dw, dw + PONG_WORD, (uint32_t)(warm + count), r, err);
     CK(cudaGetLastError());
     for (long i = 1; i <= warm + count; i++) {
         if (turn_ns) { /* the host's turn made longer, as an API's */

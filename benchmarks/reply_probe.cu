@@ -35,6 +35,8 @@
 #define CK(x) PROBE_CK("rk-reply-probe", x)
 
 enum { SLOT_U64 = 32, MAX_SLOTS = 16384 };
+/* each of ping, pong, pong2: the most slots a row walks, 256 B each */
+static const size_t RING_BYTES = (size_t)MAX_SLOTS * SLOT_U64 * sizeof(uint64_t);
 
 struct row {
     const char *name;
@@ -133,14 +135,15 @@ static int wait_reply(const row &rw, const bufs &b, size_t ro, uint32_t i, uint6
     return k;
 }
 
-static int run(const row &rw, int sms, long count, const bufs &b, unsigned *done /* device */, cudaStream_t s, uint64_t *smp)
+static int run(const row &rw, int sms, long count, const bufs &b, unsigned *done /* device */, cudaStream_t s,
+               uint64_t *smp)
 {
     const long warm = 10000;
-    memset(b.ping, 0, (size_t)MAX_SLOTS * 256);
-    memset(b.pong, 0, (size_t)MAX_SLOTS * 256);
-    memset(b.pong2, 0, (size_t)MAX_SLOTS * 256);
-    reply_kernel<<<rw.noise == 2 ? sms : rw.noise ? 2 : 1, 32, 0, s>>>(b.dping, b.dpong, b.dpong2, b.dmisc, (uint32_t)(warm + count), rw,
-                                                 done);
+    memset(b.ping, 0, RING_BYTES);
+    memset(b.pong, 0, RING_BYTES);
+    memset(b.pong2, 0, RING_BYTES);
+    const int blocks = rw.noise == 2 ? sms : rw.noise ? 2 : 1;
+    reply_kernel<<<blocks, 32, 0, s>>>(b.dping, b.dpong, b.dpong2, b.dmisc, (uint32_t)(warm + count), rw, done);
     CK(cudaGetLastError());
     long second = 0;
     for (long i = 1; i <= warm + count; i++) {
@@ -189,9 +192,9 @@ int main(int argc, char **argv)
     if (probe_open("rk-reply-probe", &prop, &s))
         return 77;
     bufs b;
-    b.ping = host_alloc(&b.dping, (size_t)MAX_SLOTS * 256);
-    b.pong = host_alloc(&b.dpong, (size_t)MAX_SLOTS * 256);
-    b.pong2 = host_alloc(&b.dpong2, (size_t)MAX_SLOTS * 256);
+    b.ping = host_alloc(&b.dping, RING_BYTES);
+    b.pong = host_alloc(&b.dpong, RING_BYTES);
+    b.pong2 = host_alloc(&b.dpong2, RING_BYTES);
     b.misc = host_alloc(&b.dmisc, 4096);
     unsigned *done;
     CK(cudaMalloc((void **)&done, sizeof *done));
