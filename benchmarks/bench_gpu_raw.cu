@@ -88,6 +88,9 @@ void raw_close(raw *r, const char *label)
         if (st[2])
             printf("    [%s] per message: %.0f cycles polling it, %.0f serving it\n", label,
                    (double)st[4] / (double)st[2], (double)st[5] / (double)st[2]);
+        if (st[2] && st[3] && !st[1])
+            printf("    [%s] idle answers: %.0f cycles from the find to the reply's stores\n", label,
+                   (double)st[3] / (double)st[2]);
         if (cudaMemcpy(st, (char *)r->scratch + off, sizeof st, cudaMemcpyDeviceToHost) == cudaSuccess && st[0] && st[7])
             printf("    [%s] idle polls that saw line 0 before the rest of the slot: %llu (%.2f %% of messages)\n", label,
                    st[7], st[2] ? 100.0 * (double)st[7] / (double)st[2] : 0.0);

@@ -84,15 +84,13 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
         long turn_ns; /* raw rows: host time added between a reply and the next request */
     } V[] = {
         {0, 0, "default: one strong poll read, 400 cycles after a reply", 0},
-        {0, 0, "the host 100 ns slower to send the next request", 100},
-        {0, 0, "the host 300 ns slower", 300},
-        {RK_KF_IDLE_DELAY(0xff), 0, "no delay after a reply", 0},
-        {RK_KF_IDLE_DELAY(3), 0, "300 cycles after a reply before the next poll read", 0},
-        {RK_KF_IDLE_DELAY(5), 0, "500 cycles (the default before 2026-11-26)", 0},
-        {RK_KF_IDLE_DELAY(0xff) | RK_KF_IDLE_SC, 0, "no delay; weak reply + fence.sc.sys (before 2026-11)", 0},
+        {RK_KF_STAMP, 0, "default, find -> reply stamped", 0},
+        {RK_KF_STAMP | RK_KF_QUICK, 0, "quick answer, stamped", 0},
+        {RK_KF_QUICK, 0, "quick answer", 0},
         {0, 1, "rk_actor_call, default", 0},
-        {RK_KF_IDLE_DELAY(3), 1, "rk_actor_call, 300 cycles", 0},
-        {RK_KF_IDLE_DELAY(5), 1, "rk_actor_call, 500 cycles", 0},
+        {RK_KF_QUICK, 1, "rk_actor_call, quick answer", 0},
+        {RK_KF_QUICK | RK_KF_IDLE_DELAY(5), 1, "rk_actor_call, quick answer, 500 cycles", 0},
+        {RK_KF_QUICK | RK_KF_IDLE_DELAY(6), 1, "rk_actor_call, quick answer, 600 cycles", 0},
     };
     const int nv = (int)(sizeof V / sizeof V[0]);
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
@@ -122,8 +120,8 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
             }
             bench_result *b = bench_add(rep, name, "cuda");
             bench_latency_stats(b, smp, (size_t)count);
-            printf("  idle variant %-22s p50 %6.3f us  p90 %6.3f  p99 %6.3f  p99.9 %6.3f  %s\n", name,
-                   b->p50_ns / 1e3, b->p90_ns / 1e3, b->p99_ns / 1e3, b->p999_ns / 1e3, V[v].what);
+            printf("  idle variant %-22s p50 %6.3f us  p90 %6.3f  p99 %6.3f  p99.9 %6.3f  late %5.2f %%  %s\n", name,
+                   b->p50_ns / 1e3, b->p90_ns / 1e3, b->p99_ns / 1e3, b->p999_ns / 1e3, b->late_pct, V[v].what);
         }
     }
     if (floor_lat(smp, count))

@@ -346,6 +346,18 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         spin_cycles(d.idle_wait);
         d.idle_wait = 0;
     }
+#ifdef RK_KERNEL_EXPERIMENTS
+    /* RK_KF_QUICK: lane r works out reply ring r's next slot, flag and
+     * room now, while no read is in flight */
+    const ring_view oq = ring_at(p.out, ka.d2h_stride, lane < d.nrings ? lane : 0u);
+    unsigned long long q_slot = (unsigned long long)ring_slot(oq, p.dpos);
+    uint32_t q_flag = ring_flag(oq, p.dpos);
+    uint32_t q_room = p.dpos - p.dhead < oq.slots;
+    uint32_t in_max = p.in.msg_max;
+    /* kept in registers from here (the compiler would work them out again
+     * after the read returns, behind a local-memory load) */
+    asm volatile("" : "+l"(q_slot), "+r"(q_flag), "+r"(q_room), "+r"(in_max));
+#endif
     uint64_t a = 0, b = 0;
     bool got = false;
     for (int it = 0; it < 64 && !got; it++) {
@@ -365,6 +377,49 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         stat_add(sh, 6, 1, lane);
         return false;
     }
+#ifdef RK_KERNEL_EXPERIMENTS
+    const long long t_got = clock64();
+    if (ka.flags & RK_KF_QUICK) {
+        /* slot_inline + the room check + reply_fast, with every shuffle
+         * independent of the others but the reply ring's */
+        const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
+        const uint32_t w1 = __shfl_sync(FULL, (uint32_t)a, RK__W_TYPE);
+        const uint32_t wa = __shfl_sync(FULL, (uint32_t)a, RK__W_ACTOR);
+        const uint32_t w5 = __shfl_sync(FULL, (uint32_t)a, RK__W_STATUS);
+        const uint32_t w6 = __shfl_sync(FULL, (uint32_t)a, RK__W_PLEN);
+        const uint32_t rr = reply_ring_of(ka, wa);
+        uint64_t *s = (uint64_t *)__shfl_sync(FULL, q_slot, rr);
+        const uint32_t rf = __shfl_sync(FULL, q_flag, rr);
+        const uint32_t room = __shfl_sync(FULL, q_room, rr);
+        const uint32_t len = l0 <= in_max ? l0 : in_max;
+        const uint32_t nl = 1u + (len + 3u) / 4u;
+        const bool lines = __all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag);
+        const uint32_t type = w1 & 0xffffu;
+        if (room && lines && w5 == d.gen && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
+            w6 <= len - sizeof(rk_msg_hdr) && (type == RK_OP_ECHO || type == RK_OP_NOP)) {
+            const uint32_t plen = type == RK_OP_ECHO ? w6 : 0u;
+            const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
+            uint32_t wd = (uint32_t)a;
+            if (lane == 0)
+                wd = (uint32_t)sizeof(rk_msg_hdr) + plen;
+            if (lane == 5)
+                wd = 0;
+            if (lane == 6)
+                wd = plen;
+            if (lane < rl)
+                rk__st_relaxed_sys(s + lane, ring_line(wd, rf));
+            if (ka.flags & RK_KF_STAMP)
+                stat_add(sh, 3, (unsigned long long)(clock64() - t_got), lane);
+            if (lane == rr)
+                p.dpos++;
+            quick = 1;
+            d.idle_wait = d.idle_delay;
+            nload = 0;
+            d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
+            return true;
+        }
+    }
+#endif
     uint32_t type = 0;
     /* its reply ring (lane r holds ring r's positions) */
     const uint32_t rr = reply_ring_of(ka, __shfl_sync(FULL, (uint32_t)a, RK__W_ACTOR));
@@ -390,6 +445,10 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
              * quicker than weak stores + fence.sc.sys) */
             reply_fast<false>(out, dpos, a, lane);
         }
+#ifdef RK_KERNEL_EXPERIMENTS
+        if (ka.flags & RK_KF_STAMP)
+            stat_add(sh, 3, (unsigned long long)(clock64() - t_got), lane);
+#endif
         if (lane == rr)
             p.dpos++;
         quick = 1;
