@@ -84,13 +84,15 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
         long turn_ns; /* raw rows: host time added between a reply and the next request */
     } V[] = {
         {0, 0, "default: one strong poll read, 400 cycles after a reply", 0},
-        {RK_KF_STAMP, 0, "default, find -> reply stamped", 0},
-        {RK_KF_STAMP | RK_KF_QUICK, 0, "quick answer, stamped", 0},
-        {RK_KF_QUICK, 0, "quick answer", 0},
+        {RK_KF_STAMP, 0, "default, the find -> reply cycles counted", 0},
+        {0, 0, "the host 100 ns slower to send the next request", 100},
+        {RK_KF_IDLE_DELAY(0xff), 0, "no delay after a reply", 0},
+        {RK_KF_IDLE_DELAY(5), 0, "500 cycles", 0},
+        {RK_KF_IDLE_DELAY(6), 0, "600 cycles", 0},
+        {RK_KF_IDLE_DELAY(0xff) | RK_KF_IDLE_SC, 0, "no delay; weak reply + fence.sc.sys (before 2026-11)", 0},
         {0, 1, "rk_actor_call, default", 0},
-        {RK_KF_QUICK, 1, "rk_actor_call, quick answer", 0},
-        {RK_KF_QUICK | RK_KF_IDLE_DELAY(5), 1, "rk_actor_call, quick answer, 500 cycles", 0},
-        {RK_KF_QUICK | RK_KF_IDLE_DELAY(6), 1, "rk_actor_call, quick answer, 600 cycles", 0},
+        {RK_KF_IDLE_DELAY(5), 1, "rk_actor_call, 500 cycles", 0},
+        {RK_KF_IDLE_DELAY(6), 1, "rk_actor_call, 600 cycles", 0},
     };
     const int nv = (int)(sizeof V / sizeof V[0]);
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);

@@ -66,16 +66,16 @@ __device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint
     }
 }
 
-/* Lane i holds line i of the slot at pos: is it a complete inline request
- * of generation gen whose lines fit one warp? Its type in *type. (A
- * request of another generation goes the slow way, which drops it:
- * rk_abi.h, rk__region.gen.) */
-__device__ __forceinline__ bool slot_inline(const ring_view &in, uint64_t L, uint64_t pos, uint32_t lane,
-                                            uint32_t gen, uint32_t *type)
+/* Lane i holds line i of a slot whose lines carry flag: is it a complete
+ * inline request of generation gen (messages up to msg_max bytes) whose
+ * lines fit one warp? Its type in *type, its header's payload length in
+ * *plen. (A request of another generation
+ * goes the slow way, which drops it: rk_abi.h, rk__region.gen.) */
+__device__ __forceinline__ bool slot_inline_at(uint64_t L, uint32_t flag, uint32_t msg_max, uint32_t lane,
+                                               uint32_t gen, uint32_t *type, uint32_t *plen)
 {
-    const uint32_t flag = ring_flag(in, pos);
     const uint64_t l0 = __shfl_sync(FULL, L, 0);
-    const uint32_t len = (uint32_t)l0 <= in.msg_max ? (uint32_t)l0 : in.msg_max;
+    const uint32_t len = (uint32_t)l0 <= msg_max ? (uint32_t)l0 : msg_max;
     const uint32_t nl = 1u + (len + 3u) / 4u;
     /* lane 0 < nl: line 0's flag is part of the test */
     const bool ok = __all_sync(FULL, lane >= nl || (uint32_t)(L >> 32) == flag);
@@ -83,8 +83,17 @@ __device__ __forceinline__ bool slot_inline(const ring_view &in, uint64_t L, uin
     const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
     const uint32_t w5 = __shfl_sync(FULL, (uint32_t)L, RK__W_STATUS);
     *type = w1 & 0xffffu;
+    *plen = hlen;
     return ok && w5 == gen && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
            hlen <= len - sizeof(rk_msg_hdr);
+}
+
+/* ... the slot at position pos of ring in */
+__device__ __forceinline__ bool slot_inline(const ring_view &in, uint64_t L, uint64_t pos, uint32_t lane,
+                                            uint32_t gen, uint32_t *type)
+{
+    uint32_t plen;
+    return slot_inline_at(L, ring_flag(in, pos), in.msg_max, lane, gen, type, &plen);
 }
 
 /* ... and an echo/NOP (answered from the lines themselves)? */

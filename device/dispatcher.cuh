@@ -317,6 +317,93 @@ __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, c
     __syncwarp();
 }
 
+/* The idle echo/NOP answer's reply side, worked out before the poll's
+ * read while nothing waits on it: lane r holds reply ring r's next slot,
+ * its flag and whether it has room (lanes >= nrings: ring 0's, unused).
+ * Worked out after the read returned, behind local-memory loads of the
+ * ring views, this cost the round trip ~0.1 us (H200: 548 against 332
+ * cycles from the find to the reply's stores; device/README.md, "The idle
+ * answer"). */
+struct echo_ready {
+    unsigned long long slot;
+    uint32_t flag, room, msg_max, gen;
+};
+
+__device__ __forceinline__ echo_ready echo_prepare(const dispatch &d, const dispatch_ref &p, const rk_kargs &ka)
+{
+    const ring_view o = ring_at(p.out, ka.d2h_stride, d.lane < d.nrings ? d.lane : 0u);
+    echo_ready e;
+    e.slot = (unsigned long long)ring_slot(o, p.dpos);
+    e.flag = ring_flag(o, p.dpos);
+    e.room = p.dpos - p.dhead < o.slots;
+    e.msg_max = p.in.msg_max;
+    e.gen = d.gen;
+    /* in registers from here: the compiler would otherwise work them out
+     * again where they are used, after the read */
+    asm volatile("" : "+l"(e.slot), "+r"(e.flag), "+r"(e.room), "+r"(e.msg_max), "+r"(e.gen));
+    return e;
+}
+
+/* Answers the request the idle poll found (lane i line i: L, its lines'
+ * flag: flag) if it is a complete inline echo/NOP of this generation and
+ * its reply ring (rr) has room: strong reply lines, no fence (LL lines
+ * need none between them; measured 0.65 us quicker than weak stores +
+ * fence.sc.sys). Returns whether it did. Every shuffle but the reply
+ * ring's three is independent of the others. */
+__device__ __forceinline__ bool echo_answer(const echo_ready &e, const rk_kargs &ka, uint64_t L, uint32_t flag,
+                                            uint32_t lane, uint32_t &rr)
+{
+    rr = reply_ring_of(ka, __shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR));
+    uint64_t *s = (uint64_t *)__shfl_sync(FULL, e.slot, rr);
+    const uint32_t rf = __shfl_sync(FULL, e.flag, rr);
+    const uint32_t room = __shfl_sync(FULL, e.room, rr);
+    uint32_t type, plen;
+    const bool inl = slot_inline_at(L, flag, e.msg_max, lane, e.gen, &type, &plen);
+    if (!room || !inl || (type != RK_OP_ECHO && type != RK_OP_NOP))
+        return false;
+#ifdef RK_KERNEL_EXPERIMENTS
+    if (ka.flags & RK_KF_IDLE_SC) {
+        /* comparison: weak reply lines + fence.sc.sys (before 2026-11) */
+        reply_fast_of<true>(s, rf, L, type, plen, lane);
+        rk__fence_seq_cst_sys();
+        return true;
+    }
+#endif
+    reply_fast_of<false>(s, rf, L, type, plen, lane);
+    return true;
+}
+
+/* The idle poll found a request that is not an echo/NOP it could answer
+ * at once: a small user actor's is answered from the registers (quick =
+ * 1), anything else staged (nload = 1). */
+template <class... A>
+__device__ __forceinline__ void idle_other(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                           uint64_t a, uint32_t flag, uint32_t &nload, uint32_t &quick)
+{
+    const uint32_t lane = d.lane;
+    uint32_t type = 0;
+    /* its reply ring (lane r holds ring r's positions) */
+    const uint32_t rr = reply_ring_of(ka, __shfl_sync(FULL, (uint32_t)a, RK__W_ACTOR));
+    const ring_view out = ring_at(p.out, ka.d2h_stride, rr);
+    const bool room = __shfl_sync(FULL, p.dpos, rr) - __shfl_sync(FULL, p.dhead, rr) < out.slots;
+    const bool inl = room && slot_inline(p.in, a, d.hpos, lane, d.gen, &type);
+    if (sizeof...(A) > 0 && inl && type >= RK_OP_USER) {
+        serve_user<A...>(d, p, ka, sh, a, rr, out);
+        quick = 1;
+        d.idle_wait = d.idle_delay;
+        nload = 0;
+    } else {
+        /* counter 7: line 0 there but a later line not yet (the
+         * read overtook the producer's stores: one more poll) */
+        const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
+        const uint32_t nl = 1u + ((l0 <= p.in.msg_max ? l0 : p.in.msg_max) + 3u) / 4u;
+        if (!__all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag))
+            stat_add(sh, 7, 1, lane);
+        sh.lines[lane] = a;
+        nload = 1;
+    }
+}
+
 /* Idle: polls the next slot, one strong read in flight (a strong read
  * notices a message ~0.2 us sooner than .cv; two strong reads of one
  * address in flight are served one after the other, and two staggered .cv
@@ -332,6 +419,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     const uint32_t flag = ring_flag(p.in, d.hpos);
     const uint64_t *slot = ring_slot(p.in, d.hpos) + lane;
     const uint64_t *next = ring_slot(p.in, d.hpos + 1);
+    const echo_ready e = echo_prepare(d, p, ka);
     if (d.idle_wait) {
         /* just answered a message here: a read issued now reaches
          * the host right behind the reply (PCIe reads do not pass
@@ -346,18 +434,6 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         spin_cycles(d.idle_wait);
         d.idle_wait = 0;
     }
-#ifdef RK_KERNEL_EXPERIMENTS
-    /* RK_KF_QUICK: lane r works out reply ring r's next slot, flag and
-     * room now, while no read is in flight */
-    const ring_view oq = ring_at(p.out, ka.d2h_stride, lane < d.nrings ? lane : 0u);
-    unsigned long long q_slot = (unsigned long long)ring_slot(oq, p.dpos);
-    uint32_t q_flag = ring_flag(oq, p.dpos);
-    uint32_t q_room = p.dpos - p.dhead < oq.slots;
-    uint32_t in_max = p.in.msg_max;
-    /* kept in registers from here (the compiler would work them out again
-     * after the read returns, behind a local-memory load) */
-    asm volatile("" : "+l"(q_slot), "+r"(q_flag), "+r"(q_room), "+r"(in_max));
-#endif
     uint64_t a = 0, b = 0;
     bool got = false;
     for (int it = 0; it < 64 && !got; it++) {
@@ -378,96 +454,21 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         return false;
     }
 #ifdef RK_KERNEL_EXPERIMENTS
-    const long long t_got = clock64();
-    if (ka.flags & RK_KF_QUICK) {
-        /* slot_inline + the room check + reply_fast, with every shuffle
-         * independent of the others but the reply ring's */
-        const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
-        const uint32_t w1 = __shfl_sync(FULL, (uint32_t)a, RK__W_TYPE);
-        const uint32_t wa = __shfl_sync(FULL, (uint32_t)a, RK__W_ACTOR);
-        const uint32_t w5 = __shfl_sync(FULL, (uint32_t)a, RK__W_STATUS);
-        const uint32_t w6 = __shfl_sync(FULL, (uint32_t)a, RK__W_PLEN);
-        const uint32_t rr = reply_ring_of(ka, wa);
-        uint64_t *s = (uint64_t *)__shfl_sync(FULL, q_slot, rr);
-        const uint32_t rf = __shfl_sync(FULL, q_flag, rr);
-        const uint32_t room = __shfl_sync(FULL, q_room, rr);
-        const uint32_t len = l0 <= in_max ? l0 : in_max;
-        const uint32_t nl = 1u + (len + 3u) / 4u;
-        const bool lines = __all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag);
-        const uint32_t type = w1 & 0xffffu;
-        if (room && lines && w5 == d.gen && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
-            w6 <= len - sizeof(rk_msg_hdr) && (type == RK_OP_ECHO || type == RK_OP_NOP)) {
-            const uint32_t plen = type == RK_OP_ECHO ? w6 : 0u;
-            const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + plen + 3u) / 4u;
-            uint32_t wd = (uint32_t)a;
-            if (lane == 0)
-                wd = (uint32_t)sizeof(rk_msg_hdr) + plen;
-            if (lane == 5)
-                wd = 0;
-            if (lane == 6)
-                wd = plen;
-            if (lane < rl)
-                rk__st_relaxed_sys(s + lane, ring_line(wd, rf));
-            if (ka.flags & RK_KF_STAMP)
-                stat_add(sh, 3, (unsigned long long)(clock64() - t_got), lane);
-            if (lane == rr)
-                p.dpos++;
-            quick = 1;
-            d.idle_wait = d.idle_delay;
-            nload = 0;
-            d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
-            return true;
-        }
-    }
+    const long long t_found = clock64();
 #endif
-    uint32_t type = 0;
-    /* its reply ring (lane r holds ring r's positions) */
-    const uint32_t rr = reply_ring_of(ka, __shfl_sync(FULL, (uint32_t)a, RK__W_ACTOR));
-    const ring_view out = ring_at(p.out, ka.d2h_stride, rr);
-    const bool room = __shfl_sync(FULL, p.dpos, rr) - __shfl_sync(FULL, p.dhead, rr) < out.slots;
-    const bool inl = room && slot_inline(p.in, a, d.hpos, lane, d.gen, &type);
-    if (inl && (type == RK_OP_ECHO || type == RK_OP_NOP)) {
-        /* the round trip's common case, answered straight from the
-         * registers: an echo/NOP with room in D2H (no staging in
-         * shared memory, no batch bookkeeping before the reply) */
-        const uint64_t dpos = __shfl_sync(FULL, p.dpos, rr);
-#ifdef RK_KERNEL_EXPERIMENTS
-        if (ka.flags & RK_KF_IDLE_SC) {
-            /* comparison: weak reply lines + fence.sc.sys (before 2026-11) */
-            reply_fast<true>(out, dpos, a, lane);
-            rk__fence_seq_cst_sys(); /* push the weak reply lines out */
-        } else
-#endif
-        {
-            /* strong stores: they leave for host memory at once,
-             * no fence.sc.sys to wait on before the next poll (LL
-             * lines need no fence between them; measured 0.65 us
-             * quicker than weak stores + fence.sc.sys) */
-            reply_fast<false>(out, dpos, a, lane);
-        }
+    uint32_t rr;
+    if (echo_answer(e, ka, a, flag, lane, rr)) {
 #ifdef RK_KERNEL_EXPERIMENTS
         if (ka.flags & RK_KF_STAMP)
-            stat_add(sh, 3, (unsigned long long)(clock64() - t_got), lane);
+            stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
 #endif
         if (lane == rr)
             p.dpos++;
         quick = 1;
         d.idle_wait = d.idle_delay;
         nload = 0;
-    } else if (sizeof...(A) > 0 && inl && type >= RK_OP_USER) {
-        serve_user<A...>(d, p, ka, sh, a, rr, out);
-        quick = 1;
-        d.idle_wait = d.idle_delay;
-        nload = 0;
     } else {
-        /* counter 7: line 0 there but a later line not yet (the
-         * read overtook the producer's stores: one more poll) */
-        const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
-        const uint32_t nl = 1u + ((l0 <= p.in.msg_max ? l0 : p.in.msg_max) + 3u) / 4u;
-        if (!__all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag))
-            stat_add(sh, 7, 1, lane);
-        sh.lines[lane] = a;
-        nload = 1;
+        idle_other<A...>(d, p, ka, sh, a, flag, nload, quick);
     }
     /* a second message already there: read a busy batch next */
     d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);

@@ -30,7 +30,8 @@ constexpr uint32_t NARROW_LINES = 24; /* RK_KF_NARROW: lines read per slot */
 __device__ __forceinline__ void reply_fast_v2(const ring_view &out, uint64_t dpos, uint64_t L, uint32_t lane)
 {
     uint32_t rl;
-    const uint32_t d = reply_word(L, lane, rl);
+    const uint32_t d = reply_word_of(L, __shfl_sync(FULL, (uint32_t)L, 1) & 0xffffu, __shfl_sync(FULL, (uint32_t)L, 6),
+                                     lane, rl);
     const uint32_t rf = ring_flag(out, dpos);
     uint64_t *s = ring_slot(out, dpos);
     const uint32_t j0 = 2 * lane, j1 = 2 * lane + 1;

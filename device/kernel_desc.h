@@ -42,10 +42,9 @@ enum {
     /* the idle path (one message answered from the dispatcher's registers) */
     RK_KF_IDLE_SC = 1u << 6,  /* comparison: weak reply lines + fence.sc.sys (the path before
                                * 2026-11; default: st.relaxed.sys reply lines, no fence) */
-    RK_KF_STAMP = 1u << 8,    /* measure: cycles from the idle find to the reply's stores
-                               * issued, summed in the dispatcher's counter 3 */
-    RK_KF_QUICK = 1u << 9,    /* experiment: the idle echo/NOP answer with its reply ring's
-                               * slot, flag and room worked out before the read returns */
+    RK_KF_STAMP = 1u << 8,    /* measure: cycles from the idle poll's find to its echo reply's
+                               * stores, summed in the dispatcher's counter 3 (rk-bench prints
+                               * them per message) */
 };
 /* comparison: after an idle-path reply, wait (flags >> 16 & 0xff) x 100 cycles before the
  * next poll read (0: the default, RK_KERNEL_IDLE_DELAY in kernel.cuh; 0xff: none) */

@@ -110,14 +110,14 @@ __device__ __forceinline__ void d2h_wait_all(const rk_kargs &ka, const ring_view
     }
 }
 
-/* The reply to the echo/NOP whose lines lane i holds (L): lane i's reply
- * word (0: the length, 5: the status, 6: the payload length, the rest the
- * request's) and, in rl, the reply's lines. */
-__device__ __forceinline__ uint32_t reply_word(uint64_t L, uint32_t lane, uint32_t &rl)
+/* The reply to the echo/NOP whose lines lane i holds (L; its type, and
+ * w6 its header's payload length): lane i's reply word (0: the length, 5:
+ * the status, 6: the payload length, the rest the request's) and, in rl,
+ * the reply's lines. */
+__device__ __forceinline__ uint32_t reply_word_of(uint64_t L, uint32_t type, uint32_t w6, uint32_t lane,
+                                                  uint32_t &rl)
 {
-    const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
-    const uint32_t w6 = __shfl_sync(FULL, (uint32_t)L, 6);
-    const uint32_t plen = (w1 & 0xffffu) == RK_OP_ECHO ? w6 : 0u;
+    const uint32_t plen = type == RK_OP_ECHO ? w6 : 0u;
     uint32_t d = (uint32_t)L;
     if (lane == 0)
         d = (uint32_t)sizeof(rk_msg_hdr) + plen;
@@ -129,21 +129,31 @@ __device__ __forceinline__ uint32_t reply_word(uint64_t L, uint32_t lane, uint32
     return d;
 }
 
-/* Writes the reply of the echo/NOP whose lines lane i holds (L) at D2H
- * position dpos, lane i line i: strong stores (measured faster than weak
- * stores + a fence per warp when many warps write at once; LL lines need no
- * fence between them), or, Weak, weak stores the caller fences. */
+/* Writes lane i's line of that reply into slot s (flag rf): strong stores
+ * (measured faster than weak stores + a fence per warp when many warps
+ * write at once; LL lines need no fence between them), or, Weak, weak
+ * stores the caller fences. */
 template <bool Weak = false>
-__device__ __forceinline__ void reply_fast_at(uint64_t *s, uint32_t rf, uint64_t L, uint32_t lane)
+__device__ __forceinline__ void reply_fast_of(uint64_t *s, uint32_t rf, uint64_t L, uint32_t type, uint32_t w6,
+                                              uint32_t lane)
 {
     uint32_t rl;
-    const uint32_t d = reply_word(L, lane, rl);
+    const uint32_t d = reply_word_of(L, type, w6, lane, rl);
     if (lane < rl) {
         if (Weak)
             rk__st_weak(s + lane, ring_line(d, rf));
         else
             rk__st_relaxed_sys(s + lane, ring_line(d, rf));
     }
+}
+
+/* ... with the type and payload length read from the lines */
+template <bool Weak = false>
+__device__ __forceinline__ void reply_fast_at(uint64_t *s, uint32_t rf, uint64_t L, uint32_t lane)
+{
+    const uint32_t w1 = __shfl_sync(FULL, (uint32_t)L, 1);
+    const uint32_t w6 = __shfl_sync(FULL, (uint32_t)L, 6);
+    reply_fast_of<Weak>(s, rf, L, w1 & 0xffffu, w6, lane);
 }
 
 /* The same at position dpos of ring out (s: its slot, rf: its flag). */
