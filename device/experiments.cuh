@@ -9,7 +9,8 @@
  * marked with #ifdef RK_KERNEL_EXPERIMENTS where they are (crew.cuh:
  * RK_KF_SERIAL's crew warps, RK_KF_NOPF / NARROW / WR_V2 in crew_pipe;
  * dispatcher.cuh: RK_KF_SERIAL / KP64 / IDLE_DELAY in dispatch_open,
- * RK_KF_IDLE_SC in idle_poll; kernel.cuh: the serial crew's launch). */
+ * RK_KF_IDLE_SC in echo_answer, RK_KF_STAMP in idle_poll; kernel.cuh: the
+ * serial crew's launch). */
 #ifndef RK_DEVICE_EXPERIMENTS_CUH
 #define RK_DEVICE_EXPERIMENTS_CUH
 #ifdef RK_KERNEL_EXPERIMENTS
