@@ -8,7 +8,7 @@
  * (rk_kernel_desc.features & RK_KDESC_F_EXPERIMENTS). The other sites are
  * marked with #ifdef RK_KERNEL_EXPERIMENTS where they are (crew.cuh:
  * RK_KF_SERIAL's crew warps, RK_KF_NOPF / NARROW / WR_V2 in crew_pipe;
- * dispatcher.cuh: RK_KF_SERIAL / KP64 / IDLE_DELAY in dispatch_open,
+ * dispatch.cuh: RK_KF_SERIAL / KP64 / IDLE_DELAY in dispatch_open; idle.cuh:
  * RK_KF_IDLE_SC in echo_answer, RK_KF_STAMP in idle_poll; kernel.cuh: the
  * serial crew's launch). */
 #ifndef RK_DEVICE_EXPERIMENTS_CUH

@@ -33,8 +33,10 @@
  * This header is the kernel and its host-side entry points; the roles live
  * in ring.cuh (PTX vocabulary, ring geometry), block0.cuh (block 0's shared
  * state), ops.cuh (what a request runs), reply.cuh (D2H production),
- * crew.cuh, dispatcher.cuh, housekeeper.cuh, jobs.cuh (grid jobs and the
- * workers) and experiments.cuh (RK_KERNEL_EXPERIMENTS builds only).
+ * crew.cuh, dispatch.cuh, idle.cuh and dispatcher.cuh (the dispatcher
+ * warp's state, idle path and loop), housekeeper.cuh, jobs.cuh (grid jobs
+ * and the workers) and experiments.cuh (RK_KERNEL_EXPERIMENTS builds
+ * only).
  */
 #ifndef RK_DEVICE_KERNEL_CUH
 #define RK_DEVICE_KERNEL_CUH

@@ -93,7 +93,7 @@ __device__ __forceinline__ void rk__fence_release_sys() { asm volatile("fence.ac
 __device__ __forceinline__ void rk__fence_seq_cst_sys() { asm volatile("fence.sc.sys;" ::: "memory"); }
 
 /* ---- gpu scope (device memory shared between blocks) ---- */
-/* an actor's handler -> its reply (dispatcher.cuh, actor_fence) */
+/* an actor's handler -> its reply (dispatch.cuh, actor_fence) */
 __device__ __forceinline__ void rk__fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 __device__ __forceinline__ uint32_t rk__ld_acquire_gpu(const uint32_t *p)
 {

@@ -1,0 +1,164 @@
+/* device/dispatch.cuh - the dispatcher warp's state (dispatch, its
+ * local-memory half dispatch_ref), how it starts, and the helpers its idle
+ * and busy paths share (run marks, the actor fence, counters, waiting). */
+#ifndef RK_DEVICE_DISPATCH_CUH
+#define RK_DEVICE_DISPATCH_CUH
+
+#include <stdint.h>
+
+#include "block0.cuh"
+#include "experiments.cuh"
+#include "kernel_desc.h"
+#include "reply.cuh"
+#include "ring.cuh"
+#include "rk/error.h"
+#include "rk/msg.h"
+
+namespace rk {
+namespace dev {
+
+#ifndef RK_KERNEL_IDLE_DELAY
+#define RK_KERNEL_IDLE_DELAY 400u /* cycles (~0.2 us): see the idle poll */
+#endif
+
+/* Not a trusted built-in: the word that says in host memory which request
+ * runs, so that a fault is blamed on it (rk_abi.h, running slots: 0 for
+ * the dispatcher warp, 1 + the job index for a grid job); 0 for a
+ * built-in. From the request's words len, type, RK__W_ACTOR, RK__W_ID_LO. */
+__device__ __forceinline__ uint64_t run_word(uint32_t len, uint16_t type, uint32_t actor_tag, uint32_t id_lo)
+{
+#ifndef RK_KERNEL_NO_RUN_MARK /* experiment only (device/README.md): what the marks cost */
+    if (len >= sizeof(rk_msg_hdr) && type > RK_OP_VADD)
+        return RK__RUN_WORD(actor_tag & 0xffffu, actor_tag >> 16, id_lo);
+#endif
+    return 0ull;
+}
+
+/* Between a user actor's handler and its reply: a store of the handler's
+ * that faults must kill the context before an RK_OK leaves (without a
+ * fence it did: the crash sample's reply got out first, H100). A
+ * faulting store is never performed, so a gpu-scope fence, which waits
+ * for the warp's stores to be performed in the GPU, never passes it; the
+ * fence at system scope that it replaces waited for host memory as well
+ * (0.7-1.2 us, against 0.35 for this one: device/README.md, "User actors
+ * on the GPU"). The handler's own output is in shared memory (inline
+ * requests) or fenced at system scope apart (arena requests). */
+__device__ __forceinline__ void actor_fence()
+{
+#if defined(RK_KERNEL_NO_ACTOR_FENCE) /* experiment only (device/README.md) */
+#elif defined(RK_KERNEL_ACTOR_FENCE_SYS)
+    rk__fence_release_sys();
+#else
+    rk__fence_acq_rel_gpu();
+#endif
+}
+
+__device__ __forceinline__ void spin_cycles(uint32_t n)
+{
+    const long long t0 = clock64();
+    while (clock64() - t0 < (long long)n)
+        ;
+}
+
+/* ---- the dispatcher warp (block 0, warp 0) ----
+ *
+ * What the H200 measurements (rk-bench gpu --variants / --idle-variants,
+ * device/README.md) decided here:
+ *  - idle, one strong read of the next slot in flight (plus line 0 of the
+ *    one after, to notice a burst); an echo/NOP found so is answered from
+ *    the registers with strong reply lines and no fence, and the next read
+ *    waits RK_KERNEL_IDLE_DELAY cycles after such a reply;
+ *  - busy, the crew reads up to 128 slots per poll with weak "fetch again"
+ *    loads (ld.global.cv: strong reads of host memory are not kept in
+ *    flight together; LL flags make weak reads safe) and answers their
+ *    leading run of echo/NOP (crew.cuh); this warp serves the rest from
+ *    shared memory: echo/NOP with weak reply lines and one fence.sc.sys
+ *    per batch, anything else through serve_slow;
+ *  - arena payloads are acquired with one ld.acquire.sys of line 0. */
+
+__device__ __forceinline__ void stat_add(shared0 &sh, int i, unsigned long long v, uint32_t lane)
+{
+    if (lane == 0)
+        sh.st[i] += v;
+}
+
+/* The dispatcher warp's registers between polls (every lane holds the same
+ * values). */
+struct dispatch {
+    uint32_t ncrew; /* this warp, and warps 2.. */
+    uint32_t lane;
+    uint64_t hpos;   /* next H2D position to consume */
+    bool busy;       /* the last poll took two messages or more (or one, and saw a burst) */
+    bool stalled;    /* a request could not be taken now (aborting): stop polling */
+    bool burst;      /* the idle poll saw the next slot filled too */
+    uint32_t idle;   /* empty idle polls (back off after ~20 ms of them) */
+    uint32_t ns;     /* ... the back-off */
+    uint32_t idle_delay; /* cycles from an idle-path reply to the next poll read */
+    uint32_t idle_wait;  /* ... still to wait before the next idle poll read */
+    bool pipe;       /* pipelined busy polls: the crew is warps 2.. */
+    uint32_t pipe_n; /* slots per pipelined poll */
+    uint32_t pp_par; /* the pp_rmask set of the next pipelined poll */
+    uint32_t gen;    /* the request generation served (rk_kargs.gen) */
+    uint32_t nrings; /* reply rings (rk_kargs.d2h_rings) */
+};
+
+/* The dispatcher's locals that its out-of-line helpers (serve_slow,
+ * post_job_replies, crew_load_d) take by reference, so they live in local
+ * memory. They stay separate locals of dispatcher(), reached through this:
+ * one struct of them changed their local-memory layout (measured: more
+ * spills at block 1024). */
+struct dispatch_ref {
+    ring_view &in, &out;      /* out: reply ring 0 (ring_at: the others) */
+    uint64_t &dpos, &dhead;   /* lane r: reply ring r's next position and cached cons_head */
+    uint32_t &posted, &replied; /* grid jobs */
+};
+
+__device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                              bool has_loader)
+{
+    d.ncrew = blockDim.x / 32 - 1;
+    d.lane = threadIdx.x & 31;
+    p.in = ring_open(static_cast<rk_ring *>(ka.h2d));
+    p.out = ring_open(static_cast<rk_ring *>(ka.d2h));
+    d.hpos = flag_ld(&sh.h2d_done);
+    /* lane r: reply ring r from where the host left it (prod_tail: 0, a
+     * rings reset's position, or the last kernel's hand-over). acquire:
+     * pairs with the host's store-release of those words (ring.c, the
+     * rings reset), as d2h_wait's refresh does */
+    p.dpos = 0;
+    p.dhead = 0;
+    if (d.lane < ka.d2h_rings) {
+        const ring_view o = ring_at(p.out, ka.d2h_stride, d.lane);
+        p.dpos = rk__ld_acquire_sys(o.prod_tail);
+        p.dhead = rk__ld_acquire_sys(o.cons_head);
+    }
+    p.posted = 0;
+    p.replied = 0;
+    d.idle = 0;
+    d.ns = 0;
+    d.idle_wait = 0;
+    d.busy = false;
+    d.stalled = false;
+    d.burst = false;
+    d.gen = ka.gen;
+    d.nrings = ka.d2h_rings;
+    d.pp_par = 0;
+#ifdef RK_KERNEL_EXPERIMENTS
+    d.idle_delay = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY);
+    d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
+    d.pipe_n = pipe_slots(d.ncrew - 1, (ka.flags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX);
+#else
+    d.idle_delay = RK_KERNEL_IDLE_DELAY;
+    d.pipe = has_loader;
+    d.pipe_n = pipe_slots(d.ncrew - 1);
+#endif
+    /* counters in shared memory (lane 0): registers are scarce at block 1024 */
+    if (d.lane == 0)
+        for (int i = 0; i < 8; i++)
+            sh.st[i] = 0;
+}
+
+} // namespace dev
+} // namespace rk
+
+#endif

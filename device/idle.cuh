@@ -1,0 +1,236 @@
+/* device/idle.cuh - the dispatcher's idle path: one read of the next
+ * slot in flight, and the request it finds answered from the registers
+ * (echo/NOP, a small user actor) or staged for the dispatcher loop. */
+#ifndef RK_DEVICE_IDLE_CUH
+#define RK_DEVICE_IDLE_CUH
+
+#include <stdint.h>
+
+#include "crew.cuh"
+#include "dispatch.cuh"
+#include "ops.cuh"
+
+namespace rk {
+namespace dev {
+
+/* A user actor's request that the idle poll found complete in its
+ * registers (lane i line i, L; one warp's lines, inline, this
+ * generation), served as echo is: no staging into a batch, no out-of-line
+ * calls, the handler inlined, the reply stored from the registers. The
+ * staged path (serve_staged, serve_slow) cost a lone warp ~2 600 cycles
+ * for a 64-B request (H100: device/README.md, "User actors on the GPU"). */
+template <class... A>
+__device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                           uint64_t L, uint32_t rr, const ring_view &out)
+{
+    const uint32_t lane = d.lane;
+    const uint16_t type = (uint16_t)(__shfl_sync(FULL, (uint32_t)L, 1) & 0xffffu);
+    const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
+    /* from the registers: run_word of the words in shared memory made
+     * the round trip 2.99-3.00 us, against 2.91-2.93 (H100) */
+    const uint64_t run = run_word(__shfl_sync(FULL, (uint32_t)L, 0), type, __shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR),
+                                  __shfl_sync(FULL, (uint32_t)L, RK__W_ID_LO));
+    sh.words[lane] = (uint32_t)L; /* the request's words: the handler's input at word 7 */
+    __syncwarp();
+    if (run && lane == 0)
+        rk__st_relaxed_sys(&ka.region->running[0], run);
+    uint32_t *r = sh.reply;
+    const uint32_t cap = p.out.msg_max - (uint32_t)sizeof(rk_msg_hdr);
+    int status = -RK_ENOTSUP;
+    uint32_t out_len = 0;
+    gpu_ctx c{lane, 32, false};
+    actor_list<A...>::run(type, c, sh.words + 7, hlen, r + 7, cap, &out_len, &status);
+    status = __shfl_sync(FULL, status, 0);
+    out_len = __shfl_sync(FULL, out_len, 0);
+    reply_room_check(cap, status, out_len);
+    actor_fence();
+    const uint32_t olen = reply_has_data(status) ? out_len : 0u;
+    const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + olen + 3u) / 4u;
+    __syncwarp(); /* the handler's reply words (shared memory) before we read them */
+    /* lane i's reply word: the request's header words, or the handler's */
+    uint32_t wd = lane < 7 ? (uint32_t)L : r[lane];
+    if (lane == 0)
+        wd = (uint32_t)sizeof(rk_msg_hdr) + olen;
+    if (lane == 5)
+        wd = (uint32_t)status;
+    if (lane == 6)
+        wd = olen;
+    /* room on its reply ring rr: the idle poll checked it; strong lines,
+     * no fence, as echo's */
+    const uint64_t dpos = d2h_take(out, rr, p.dpos, p.dhead, sh, lane);
+    if (rl <= 32) {
+        if (lane < rl)
+            rk__st_relaxed_sys(ring_slot(out, dpos) + lane, ring_line(wd, ring_flag(out, dpos)));
+    } else { /* a reply longer than a warp's lines (slots over 256 B) */
+        if (lane < 7)
+            r[lane] = wd;
+        __syncwarp();
+        ring_warp_store(out, dpos, r, lane);
+    }
+    if (run && lane == 0) /* answered: no longer running */
+        rk__st_relaxed_sys(&ka.region->running[0], 0ull);
+    __syncwarp();
+}
+
+/* The idle echo/NOP answer's reply side, worked out before the poll's
+ * read while nothing waits on it: lane r holds reply ring r's next slot,
+ * its flag and whether it has room (lanes >= nrings: ring 0's, unused).
+ * Worked out after the read returned, behind local-memory loads of the
+ * ring views, this cost the round trip ~0.1 us (H200: 548 against 332
+ * cycles from the find to the reply's stores; device/README.md, "The idle
+ * answer"). */
+struct echo_ready {
+    unsigned long long slot;
+    uint32_t flag, room, msg_max, gen;
+};
+
+__device__ __forceinline__ echo_ready echo_prepare(const dispatch &d, const dispatch_ref &p, const rk_kargs &ka)
+{
+    const ring_view o = ring_at(p.out, ka.d2h_stride, d.lane < d.nrings ? d.lane : 0u);
+    echo_ready e;
+    e.slot = (unsigned long long)ring_slot(o, p.dpos);
+    e.flag = ring_flag(o, p.dpos);
+    e.room = p.dpos - p.dhead < o.slots;
+    e.msg_max = p.in.msg_max;
+    e.gen = d.gen;
+    /* in registers from here: the compiler would otherwise work them out
+     * again where they are used, after the read */
+    asm volatile("" : "+l"(e.slot), "+r"(e.flag), "+r"(e.room), "+r"(e.msg_max), "+r"(e.gen));
+    return e;
+}
+
+/* Answers the request the idle poll found (lane i line i: L, its lines'
+ * flag: flag) if it is a complete inline echo/NOP of this generation and
+ * its reply ring (rr) has room: strong reply lines, no fence (LL lines
+ * need none between them; measured 0.65 us quicker than weak stores +
+ * fence.sc.sys). Returns whether it did. Every shuffle but the reply
+ * ring's three is independent of the others. */
+__device__ __forceinline__ bool echo_answer(const echo_ready &e, const rk_kargs &ka, uint64_t L, uint32_t flag,
+                                            uint32_t lane, uint32_t &rr)
+{
+    rr = reply_ring_of(ka, __shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR));
+    uint64_t *s = (uint64_t *)__shfl_sync(FULL, e.slot, rr);
+    const uint32_t rf = __shfl_sync(FULL, e.flag, rr);
+    const uint32_t room = __shfl_sync(FULL, e.room, rr);
+    uint32_t type, plen;
+    const bool inl = slot_inline_at(L, flag, e.msg_max, lane, e.gen, &type, &plen);
+    if (!room || !inl || (type != RK_OP_ECHO && type != RK_OP_NOP))
+        return false;
+#ifdef RK_KERNEL_EXPERIMENTS
+    if (ka.flags & RK_KF_IDLE_SC) {
+        /* comparison: weak reply lines + fence.sc.sys (before 2026-11) */
+        reply_fast_of<true>(s, rf, L, type, plen, lane);
+        rk__fence_seq_cst_sys();
+        return true;
+    }
+#endif
+    reply_fast_of<false>(s, rf, L, type, plen, lane);
+    return true;
+}
+
+/* The idle poll found a request that is not an echo/NOP it could answer
+ * at once: a small user actor's is answered from the registers (quick =
+ * 1), anything else staged (nload = 1). */
+template <class... A>
+__device__ __forceinline__ void idle_other(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                           uint64_t a, uint32_t flag, uint32_t &nload, uint32_t &quick)
+{
+    const uint32_t lane = d.lane;
+    uint32_t type = 0;
+    /* its reply ring (lane r holds ring r's positions) */
+    const uint32_t rr = reply_ring_of(ka, __shfl_sync(FULL, (uint32_t)a, RK__W_ACTOR));
+    const ring_view out = ring_at(p.out, ka.d2h_stride, rr);
+    const bool room = __shfl_sync(FULL, p.dpos, rr) - __shfl_sync(FULL, p.dhead, rr) < out.slots;
+    const bool inl = room && slot_inline(p.in, a, d.hpos, lane, d.gen, &type);
+    if (sizeof...(A) > 0 && inl && type >= RK_OP_USER) {
+        serve_user<A...>(d, p, ka, sh, a, rr, out);
+        quick = 1;
+        d.idle_wait = d.idle_delay;
+        nload = 0;
+    } else {
+        /* counter 7: line 0 there but a later line not yet (the
+         * read overtook the producer's stores: one more poll) */
+        const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
+        const uint32_t nl = 1u + ((l0 <= p.in.msg_max ? l0 : p.in.msg_max) + 3u) / 4u;
+        if (!__all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag))
+            stat_add(sh, 7, 1, lane);
+        sh.lines[lane] = a;
+        nload = 1;
+    }
+}
+
+/* Idle: polls the next slot, one strong read in flight (a strong read
+ * notices a message ~0.2 us sooner than .cv; two strong reads of one
+ * address in flight are served one after the other, and two staggered .cv
+ * reads measured 1.5 us slower: device/README.md). Answers an echo/NOP
+ * or a small user actor's request found so from the registers (quick =
+ * 1), or stages it (nload = 1).
+ * Returns false when no message came. */
+template <class... A>
+__device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                          uint32_t &nload, uint32_t &quick)
+{
+    const uint32_t lane = d.lane;
+    const uint32_t flag = ring_flag(p.in, d.hpos);
+    const uint64_t *slot = ring_slot(p.in, d.hpos) + lane;
+    const uint64_t *next = ring_slot(p.in, d.hpos + 1);
+    const echo_ready e = echo_prepare(d, p, ka);
+    if (d.idle_wait) {
+        /* just answered a message here: a read issued now reaches
+         * the host right behind the reply (PCIe reads do not pass
+         * writes), before a host waiting for that reply can send
+         * its next request, and the read after it comes a whole
+         * read time (~1 us) later. Issued later, the first read
+         * finds that request nearly always (measured: round-trip p99
+         * 3.6 -> 3.0 us for +0.3 us at p50), if the host's turn is
+         * short (device/README.md, "The host's turn"). The loop's
+         * bookkeeping since the reply took ~1 440 cycles before this
+         * wait starts (H200: "Where the late round trips come from") */
+        spin_cycles(d.idle_wait);
+        d.idle_wait = 0;
+    }
+    uint64_t a = 0, b = 0;
+    bool got = false;
+    for (int it = 0; it < 64 && !got; it++) {
+        a = rk__ld_relaxed_sys(slot);
+        /* the next slot: its line 0 only (is a burst coming?) */
+        b = lane == 0 ? rk__ld_cv(next) : 0ull;
+        got = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32) == flag;
+        if (!got && d.idle > 300000) {
+            /* idle for a while (~20+ ms): back off */
+            __nanosleep(d.ns);
+            d.ns = d.ns < 32000 ? d.ns * 2 + 64 : d.ns;
+            break;
+        }
+    }
+    if (!got) {
+        d.idle += 64;
+        stat_add(sh, 6, 1, lane);
+        return false;
+    }
+#ifdef RK_KERNEL_EXPERIMENTS
+    const long long t_found = clock64();
+#endif
+    uint32_t rr;
+    if (echo_answer(e, ka, a, flag, lane, rr)) {
+#ifdef RK_KERNEL_EXPERIMENTS
+        if (ka.flags & RK_KF_STAMP)
+            stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
+#endif
+        if (lane == rr)
+            p.dpos++;
+        quick = 1;
+        d.idle_wait = d.idle_delay;
+        nload = 0;
+    } else {
+        idle_other<A...>(d, p, ka, sh, a, flag, nload, quick);
+    }
+    /* a second message already there: read a busy batch next */
+    d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
+    return true;
+}
+
+} // namespace dev
+} // namespace rk
+
+#endif
