@@ -69,8 +69,8 @@ __device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint
 /* Lane i holds line i of a slot whose lines carry flag: is it a complete
  * inline request of generation gen (messages up to msg_max bytes) whose
  * lines fit one warp? Its type in *type, its header's payload length in
- * *plen. (A request of another generation
- * goes the slow way, which drops it: rk_abi.h, rk__region.gen.) */
+ * *plen. (A request of another generation goes the slow way, which drops
+ * it: rk_abi.h, rk__region.gen.) */
 __device__ __forceinline__ bool slot_inline_at(uint64_t L, uint32_t flag, uint32_t msg_max, uint32_t lane,
                                                uint32_t gen, uint32_t *type, uint32_t *plen)
 {

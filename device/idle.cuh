@@ -103,8 +103,9 @@ __device__ __forceinline__ echo_ready echo_prepare(const dispatch &d, const disp
  * flag: flag) if it is a complete inline echo/NOP of this generation and
  * its reply ring (rr) has room: strong reply lines, no fence (LL lines
  * need none between them; measured 0.65 us quicker than weak stores +
- * fence.sc.sys). Returns whether it did. Every shuffle but the reply
- * ring's three is independent of the others. */
+ * fence.sc.sys). Returns whether it did. Only the reply ring's three
+ * shuffles wait for another (the one that names the ring); the request's
+ * checks run beside them. */
 __device__ __forceinline__ bool echo_answer(const echo_ready &e, const rk_kargs &ka, uint64_t L, uint32_t flag,
                                             uint32_t lane, uint32_t &rr)
 {
