@@ -99,65 +99,58 @@ __device__ __forceinline__ echo_ready echo_prepare(const dispatch &d, const disp
     return e;
 }
 
-/* Answers the request the idle poll found (lane i line i: L, its lines'
- * flag: flag) if it is a complete inline echo/NOP of this generation and
- * its reply ring (rr) has room: strong reply lines, no fence (LL lines
- * need none between them; measured 0.65 us quicker than weak stores +
- * fence.sc.sys). Returns whether it did. Only the reply ring's three
- * shuffles wait for another (the one that names the ring); the request's
- * checks run beside them. */
-__device__ __forceinline__ bool echo_answer(const echo_ready &e, const rk_kargs &ka, uint64_t L, uint32_t flag,
-                                            uint32_t lane, uint32_t &rr)
+/* What the idle poll found (lane i line i: L, its lines' flag: flag): its
+ * reply ring rr, that ring's next slot s and flag rf (from e: only the
+ * reply ring's three shuffles wait for another, the one that names the
+ * ring; the request's checks run beside them), its type and payload
+ * length, and inl: a complete inline request of this generation whose
+ * reply ring has room. */
+struct idle_find {
+    uint64_t *s;
+    uint32_t rr, rf, type, plen;
+    bool inl;
+};
+
+__device__ __forceinline__ idle_find idle_check(const echo_ready &e, const rk_kargs &ka, uint64_t L, uint32_t flag,
+                                                uint32_t lane)
 {
-    rr = reply_ring_of(ka, __shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR));
-    uint64_t *s = (uint64_t *)__shfl_sync(FULL, e.slot, rr);
-    const uint32_t rf = __shfl_sync(FULL, e.flag, rr);
-    const uint32_t room = __shfl_sync(FULL, e.room, rr);
-    uint32_t type, plen;
-    const bool inl = slot_inline_at(L, flag, e.msg_max, lane, e.gen, &type, &plen);
-    if (!room || !inl || (type != RK_OP_ECHO && type != RK_OP_NOP))
-        return false;
+    idle_find f;
+    f.rr = reply_ring_of(ka, __shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR));
+    f.s = (uint64_t *)__shfl_sync(FULL, e.slot, f.rr);
+    f.rf = __shfl_sync(FULL, e.flag, f.rr);
+    const uint32_t room = __shfl_sync(FULL, e.room, f.rr);
+    const bool inl = slot_inline_at(L, flag, e.msg_max, lane, e.gen, &f.type, &f.plen);
+    f.inl = room && inl;
+    return f;
+}
+
+/* Answers an echo/NOP the idle poll found (f.inl): strong reply lines,
+ * no fence (LL lines need none between them; measured 0.65 us quicker
+ * than weak stores + fence.sc.sys). */
+__device__ __forceinline__ void echo_answer(const idle_find &f, const rk_kargs &ka, uint64_t L, uint32_t lane)
+{
 #ifdef RK_KERNEL_EXPERIMENTS
     if (ka.flags & RK_KF_IDLE_SC) {
         /* comparison: weak reply lines + fence.sc.sys (before 2026-11) */
-        reply_fast_of<true>(s, rf, L, type, plen, lane);
+        reply_fast_of<true>(f.s, f.rf, L, f.type, f.plen, lane);
         rk__fence_seq_cst_sys();
-        return true;
+        return;
     }
 #endif
-    reply_fast_of<false>(s, rf, L, type, plen, lane);
-    return true;
+    reply_fast_of<false>(f.s, f.rf, L, f.type, f.plen, lane);
 }
 
-/* The idle poll found a request that is not an echo/NOP it could answer
- * at once: a small user actor's is answered from the registers (quick =
- * 1), anything else staged (nload = 1). */
-template <class... A>
-__device__ __forceinline__ void idle_other(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
-                                           uint64_t a, uint32_t flag, uint32_t &nload, uint32_t &quick)
+/* A request the idle poll found that it does not answer now, handed to
+ * the dispatcher loop through sh.lines. Counter 7: line 0 there but a
+ * later line not yet (the read overtook the producer's stores: one more
+ * poll). */
+__device__ __forceinline__ void idle_stage(const dispatch_ref &p, shared0 &sh, uint64_t a, uint32_t flag, uint32_t lane)
 {
-    const uint32_t lane = d.lane;
-    uint32_t type = 0;
-    /* its reply ring (lane r holds ring r's positions) */
-    const uint32_t rr = reply_ring_of(ka, __shfl_sync(FULL, (uint32_t)a, RK__W_ACTOR));
-    const ring_view out = ring_at(p.out, ka.d2h_stride, rr);
-    const bool room = __shfl_sync(FULL, p.dpos, rr) - __shfl_sync(FULL, p.dhead, rr) < out.slots;
-    const bool inl = room && slot_inline(p.in, a, d.hpos, lane, d.gen, &type);
-    if (sizeof...(A) > 0 && inl && type >= RK_OP_USER) {
-        serve_user<A...>(d, p, ka, sh, a, rr, out);
-        quick = 1;
-        d.idle_wait = d.idle_delay;
-        nload = 0;
-    } else {
-        /* counter 7: line 0 there but a later line not yet (the
-         * read overtook the producer's stores: one more poll) */
-        const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
-        const uint32_t nl = 1u + ((l0 <= p.in.msg_max ? l0 : p.in.msg_max) + 3u) / 4u;
-        if (!__all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag))
-            stat_add(sh, 7, 1, lane);
-        sh.lines[lane] = a;
-        nload = 1;
-    }
+    const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
+    const uint32_t nl = 1u + ((l0 <= p.in.msg_max ? l0 : p.in.msg_max) + 3u) / 4u;
+    if (!__all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag))
+        stat_add(sh, 7, 1, lane);
+    sh.lines[lane] = a;
 }
 
 /* Idle: polls the next slot, one strong read in flight (a strong read
@@ -212,19 +205,29 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
 #ifdef RK_KERNEL_EXPERIMENTS
     const long long t_found = clock64();
 #endif
-    uint32_t rr;
-    if (echo_answer(e, ka, a, flag, lane, rr)) {
+    const idle_find f = idle_check(e, ka, a, flag, lane);
+    if (f.inl && (f.type == RK_OP_ECHO || f.type == RK_OP_NOP)) {
+        /* the round trip's common case, answered straight from the
+         * registers (no staging in shared memory, no batch bookkeeping
+         * before the reply) */
+        echo_answer(f, ka, a, lane);
 #ifdef RK_KERNEL_EXPERIMENTS
         if (ka.flags & RK_KF_STAMP)
             stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
 #endif
-        if (lane == rr)
+        if (lane == f.rr)
             p.dpos++;
         quick = 1;
         d.idle_wait = d.idle_delay;
         nload = 0;
+    } else if (sizeof...(A) > 0 && f.inl && f.type >= RK_OP_USER) {
+        serve_user<A...>(d, p, ka, sh, a, f.rr, ring_at(p.out, ka.d2h_stride, f.rr));
+        quick = 1;
+        d.idle_wait = d.idle_delay;
+        nload = 0;
     } else {
-        idle_other<A...>(d, p, ka, sh, a, flag, nload, quick);
+        idle_stage(p, sh, a, flag, lane);
+        nload = 1;
     }
     /* a second message already there: read a busy batch next */
     d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
