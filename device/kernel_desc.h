@@ -47,7 +47,7 @@ enum {
                                * them per message) */
 };
 /* comparison: after an idle-path reply, wait (flags >> 16 & 0xff) x 100 cycles before the
- * next poll read (0: the default, RK_KERNEL_IDLE_DELAY in kernel.cuh; 0xff: none) */
+ * next poll read (0: the default, RK_KERNEL_IDLE_DELAY in dispatch.cuh; 0xff: none) */
 #define RK_KF_IDLE_DELAY(x) ((uint32_t)(x) << 16)
 
 
