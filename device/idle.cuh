@@ -13,65 +13,6 @@
 namespace rk {
 namespace dev {
 
-/* A user actor's request that the idle poll found complete in its
- * registers (lane i line i, L; one warp's lines, inline, this
- * generation), served as echo is: no staging into a batch, no out-of-line
- * calls, the handler inlined, the reply stored from the registers. The
- * staged path (serve_staged, serve_slow) cost a lone warp ~2 600 cycles
- * for a 64-B request (H100: device/README.md, "User actors on the GPU"). */
-template <class... A>
-__device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
-                                           uint64_t L, uint32_t rr, const ring_view &out)
-{
-    const uint32_t lane = d.lane;
-    const uint16_t type = (uint16_t)(__shfl_sync(FULL, (uint32_t)L, 1) & 0xffffu);
-    const uint32_t hlen = __shfl_sync(FULL, (uint32_t)L, 6);
-    /* from the registers: run_word of the words in shared memory made
-     * the round trip 2.99-3.00 us, against 2.91-2.93 (H100) */
-    const uint64_t run = run_word(__shfl_sync(FULL, (uint32_t)L, 0), type, __shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR),
-                                  __shfl_sync(FULL, (uint32_t)L, RK__W_ID_LO));
-    sh.words[lane] = (uint32_t)L; /* the request's words: the handler's input at word 7 */
-    __syncwarp();
-    if (run && lane == 0)
-        rk__st_relaxed_sys(&ka.region->running[0], run);
-    uint32_t *r = sh.reply;
-    const uint32_t cap = p.out.msg_max - (uint32_t)sizeof(rk_msg_hdr);
-    int status = -RK_ENOTSUP;
-    uint32_t out_len = 0;
-    gpu_ctx c{lane, 32, false};
-    actor_list<A...>::run(type, c, sh.words + 7, hlen, r + 7, cap, &out_len, &status);
-    status = __shfl_sync(FULL, status, 0);
-    out_len = __shfl_sync(FULL, out_len, 0);
-    reply_room_check(cap, status, out_len);
-    actor_fence();
-    const uint32_t olen = reply_has_data(status) ? out_len : 0u;
-    const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + olen + 3u) / 4u;
-    __syncwarp(); /* the handler's reply words (shared memory) before we read them */
-    /* lane i's reply word: the request's header words, or the handler's */
-    uint32_t wd = lane < 7 ? (uint32_t)L : r[lane];
-    if (lane == 0)
-        wd = (uint32_t)sizeof(rk_msg_hdr) + olen;
-    if (lane == 5)
-        wd = (uint32_t)status;
-    if (lane == 6)
-        wd = olen;
-    /* room on its reply ring rr: the idle poll checked it; strong lines,
-     * no fence, as echo's */
-    const uint64_t dpos = d2h_take(out, rr, p.dpos, p.dhead, sh, lane);
-    if (rl <= 32) {
-        if (lane < rl)
-            rk__st_relaxed_sys(ring_slot(out, dpos) + lane, ring_line(wd, ring_flag(out, dpos)));
-    } else { /* a reply longer than a warp's lines (slots over 256 B) */
-        if (lane < 7)
-            r[lane] = wd;
-        __syncwarp();
-        ring_warp_store(out, dpos, r, lane);
-    }
-    if (run && lane == 0) /* answered: no longer running */
-        rk__st_relaxed_sys(&ka.region->running[0], 0ull);
-    __syncwarp();
-}
-
 /* The idle echo/NOP answer's reply side, worked out before the poll's
  * read while nothing waits on it: lane r holds reply ring r's next slot,
  * its flag and whether it has room (lanes >= nrings: ring 0's, unused).
@@ -153,6 +94,67 @@ __device__ __forceinline__ void idle_stage(const dispatch_ref &p, shared0 &sh, u
     sh.lines[lane] = a;
 }
 
+/* A user actor's request that the idle poll found complete in its
+ * registers (lane i line i, L; one warp's lines, inline, this generation,
+ * its reply ring's slot and room checked: f), served as echo is: no
+ * staging into a batch, no out-of-line calls, the handler inlined, the
+ * reply stored from the registers. The staged path (serve_staged,
+ * serve_slow) cost a lone warp ~2 600 cycles for a 64-B request (H100:
+ * device/README.md, "User actors on the GPU"). */
+template <class... A>
+__device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                           uint64_t L, const idle_find &f)
+{
+    const uint32_t lane = d.lane;
+    const uint16_t type = (uint16_t)f.type;
+    const uint32_t hlen = f.plen;
+    /* from the registers: run_word of the words in shared memory made
+     * the round trip 2.99-3.00 us, against 2.91-2.93 (H100) */
+    const uint64_t run = run_word(__shfl_sync(FULL, (uint32_t)L, 0), type, __shfl_sync(FULL, (uint32_t)L, RK__W_ACTOR),
+                                  __shfl_sync(FULL, (uint32_t)L, RK__W_ID_LO));
+    sh.words[lane] = (uint32_t)L; /* the request's words: the handler's input at word 7 */
+    __syncwarp();
+    if (run && lane == 0)
+        rk__st_relaxed_sys(&ka.region->running[0], run);
+    uint32_t *r = sh.reply;
+    const uint32_t cap = p.out.msg_max - (uint32_t)sizeof(rk_msg_hdr);
+    int status = -RK_ENOTSUP;
+    uint32_t out_len = 0;
+    gpu_ctx c{lane, 32, false};
+    actor_list<A...>::run(type, c, sh.words + 7, hlen, r + 7, cap, &out_len, &status);
+    status = __shfl_sync(FULL, status, 0);
+    out_len = __shfl_sync(FULL, out_len, 0);
+    reply_room_check(cap, status, out_len);
+    actor_fence();
+    const uint32_t olen = reply_has_data(status) ? out_len : 0u;
+    const uint32_t rl = 1u + ((uint32_t)sizeof(rk_msg_hdr) + olen + 3u) / 4u;
+    __syncwarp(); /* the handler's reply words (shared memory) before we read them */
+    /* lane i's reply word: the request's header words, or the handler's */
+    uint32_t wd = lane < 7 ? (uint32_t)L : r[lane];
+    if (lane == 0)
+        wd = (uint32_t)sizeof(rk_msg_hdr) + olen;
+    if (lane == 5)
+        wd = (uint32_t)status;
+    if (lane == 6)
+        wd = olen;
+    /* at its reply ring's next slot (f.s, flag f.rf), whose room the idle
+     * poll checked; strong lines, no fence, as echo's */
+    if (rl <= 32) {
+        if (lane < rl)
+            rk__st_relaxed_sys(f.s + lane, ring_line(wd, f.rf));
+    } else { /* a reply longer than a warp's lines (slots over 256 B) */
+        if (lane < 7)
+            r[lane] = wd;
+        __syncwarp();
+        ring_warp_store(ring_at(p.out, ka.d2h_stride, f.rr), __shfl_sync(FULL, p.dpos, f.rr), r, lane);
+    }
+    if (lane == f.rr)
+        p.dpos++;
+    if (run && lane == 0) /* answered: no longer running */
+        rk__st_relaxed_sys(&ka.region->running[0], 0ull);
+    __syncwarp();
+}
+
 /* Idle: polls the next slot, one strong read in flight (a strong read
  * notices a message ~0.2 us sooner than .cv; two strong reads of one
  * address in flight are served one after the other, and two staggered .cv
@@ -221,7 +223,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         d.idle_wait = d.idle_delay;
         nload = 0;
     } else if (sizeof...(A) > 0 && f.inl && f.type >= RK_OP_USER) {
-        serve_user<A...>(d, p, ka, sh, a, f.rr, ring_at(p.out, ka.d2h_stride, f.rr));
+        serve_user<A...>(d, p, ka, sh, a, f);
         quick = 1;
         d.idle_wait = d.idle_delay;
         nload = 0;
