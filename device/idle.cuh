@@ -15,12 +15,11 @@ namespace dev {
 
 /* The reply side of what the idle poll answers at once (an echo/NOP, a
  * small user actor's request), worked out before the poll's read while
- * nothing waits on it: lane r holds reply ring r's next slot,
- * its flag and whether it has room (lanes >= nrings: ring 0's, unused).
- * Worked out after the read returned, behind local-memory loads of the
- * ring views, this cost the round trip ~0.1 us (H200: 548 against 332
- * cycles from the find to the reply's stores; device/README.md, "The idle
- * answer"). */
+ * nothing waits on it: lane r holds reply ring r's next slot, its flag and
+ * whether it has room (lanes >= nrings: ring 0's, unused). Worked out
+ * after the read returned, behind local-memory loads of the ring views,
+ * this cost the round trip ~0.1 us (H200: 548 against 332 cycles from the
+ * find to the reply's stores; device/README.md, "The idle answer"). */
 struct echo_ready {
     unsigned long long slot;
     uint32_t flag, room, msg_max, gen;
