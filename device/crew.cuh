@@ -69,10 +69,11 @@ __device__ __forceinline__ void crew_load(shared0 &sh, const ring_view &in, uint
 /* Lane i holds line i of a slot whose lines carry flag: is it a complete
  * inline request of generation gen (messages up to msg_max bytes) whose
  * lines fit one warp? Its type in *type, its header's payload length in
- * *plen. (A request of another generation goes the slow way, which drops
- * it: rk_abi.h, rk__region.gen.) */
+ * *plen, and in *lines whether every line its length names is there (not
+ * yet: the read overtook the producer's stores). (A request of another
+ * generation goes the slow way, which drops it: rk_abi.h, rk__region.gen.) */
 __device__ __forceinline__ bool slot_inline_at(uint64_t L, uint32_t flag, uint32_t msg_max, uint32_t lane,
-                                               uint32_t gen, uint32_t *type, uint32_t *plen)
+                                               uint32_t gen, uint32_t *type, uint32_t *plen, bool *lines)
 {
     const uint64_t l0 = __shfl_sync(FULL, L, 0);
     const uint32_t len = (uint32_t)l0 <= msg_max ? (uint32_t)l0 : msg_max;
@@ -84,6 +85,7 @@ __device__ __forceinline__ bool slot_inline_at(uint64_t L, uint32_t flag, uint32
     const uint32_t w5 = __shfl_sync(FULL, (uint32_t)L, RK__W_STATUS);
     *type = w1 & 0xffffu;
     *plen = hlen;
+    *lines = ok;
     return ok && w5 == gen && nl <= 32 && len >= sizeof(rk_msg_hdr) && !((w1 >> 16) & RK_MSG_ARENA) &&
            hlen <= len - sizeof(rk_msg_hdr);
 }
@@ -93,7 +95,8 @@ __device__ __forceinline__ bool slot_inline(const ring_view &in, uint64_t L, uin
                                             uint32_t gen, uint32_t *type)
 {
     uint32_t plen;
-    return slot_inline_at(L, ring_flag(in, pos), in.msg_max, lane, gen, type, &plen);
+    bool lines;
+    return slot_inline_at(L, ring_flag(in, pos), in.msg_max, lane, gen, type, &plen, &lines);
 }
 
 /* ... and an echo/NOP (answered from the lines themselves)? */

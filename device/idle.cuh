@@ -44,12 +44,12 @@ __device__ __forceinline__ echo_ready echo_prepare(const dispatch &d, const disp
  * reply ring rr, that ring's next slot s and flag rf (from e: only the
  * reply ring's three shuffles wait for another, the one that names the
  * ring; the request's checks run beside them), its type and payload
- * length, and inl: a complete inline request of this generation whose
- * reply ring has room. */
+ * length, inl: a complete inline request of this generation whose reply
+ * ring has room, and lines: every line its length names is there. */
 struct idle_find {
     uint64_t *s;
     uint32_t rr, rf, type, plen;
-    bool inl;
+    bool inl, lines;
 };
 
 __device__ __forceinline__ idle_find idle_check(const echo_ready &e, const rk_kargs &ka, uint64_t L, uint32_t flag,
@@ -60,7 +60,7 @@ __device__ __forceinline__ idle_find idle_check(const echo_ready &e, const rk_ka
     f.s = (uint64_t *)__shfl_sync(FULL, e.slot, f.rr);
     f.rf = __shfl_sync(FULL, e.flag, f.rr);
     const uint32_t room = __shfl_sync(FULL, e.room, f.rr);
-    const bool inl = slot_inline_at(L, flag, e.msg_max, lane, e.gen, &f.type, &f.plen);
+    const bool inl = slot_inline_at(L, flag, e.msg_max, lane, e.gen, &f.type, &f.plen, &f.lines);
     f.inl = room && inl;
     return f;
 }
@@ -83,13 +83,11 @@ __device__ __forceinline__ void echo_answer(const idle_find &f, const rk_kargs &
 
 /* A request the idle poll found that it does not answer now, handed to
  * the dispatcher loop through sh.lines. Counter 7: line 0 there but a
- * later line not yet (the read overtook the producer's stores: one more
- * poll). */
-__device__ __forceinline__ void idle_stage(const dispatch_ref &p, shared0 &sh, uint64_t a, uint32_t flag, uint32_t lane)
+ * later line not yet (f.lines false: the read overtook the producer's
+ * stores, one more poll). */
+__device__ __forceinline__ void idle_stage(const idle_find &f, shared0 &sh, uint64_t a, uint32_t lane)
 {
-    const uint32_t l0 = (uint32_t)__shfl_sync(FULL, a, 0);
-    const uint32_t nl = 1u + ((l0 <= p.in.msg_max ? l0 : p.in.msg_max) + 3u) / 4u;
-    if (!__all_sync(FULL, lane >= nl || (uint32_t)(a >> 32) == flag))
+    if (!f.lines)
         stat_add(sh, 7, 1, lane);
     sh.lines[lane] = a;
 }
@@ -228,7 +226,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         d.idle_wait = d.idle_delay;
         nload = 0;
     } else {
-        idle_stage(p, sh, a, flag, lane);
+        idle_stage(f, sh, a, lane);
         nload = 1;
     }
     /* a second message already there: read a busy batch next */
