@@ -486,7 +486,7 @@ static void test_router_yields_d2h_lock(void **state)
     make_reqs(q, bufs, lens, N, 0);
     /* hold the lock first, so that no waiter routes the replies */
     rk__d2h *d = a->d2h;
-    pthread_mutex_lock(&d->lock);
+    rk__lock_take(&d->lock);
     assert_int_equal(rk_actor_send_batch(a, q, N, ids, 1000), N);
     note(l, ids, lens, seqs, N);
     for (int w = 0; w < 5000 && rk_ring_count(d->ring) < N; w++)
@@ -505,7 +505,7 @@ static void test_router_yields_d2h_lock(void **state)
     assert_int_equal(rc, -RK_EAGAIN);
     assert_int_equal(others, N - RK__D2H_CHUNK); /* self NULL: all "others" */
     atomic_store(&d->wanted, 0);
-    pthread_mutex_unlock(&d->lock);
+    rk__unlock(&d->lock);
     reap_all(a, l, MAXB); /* every one once, with its bytes */
     finish(rt, N);
 }

@@ -98,7 +98,6 @@ void rk__pending_put(rk_actor *a, uint16_t tag)
     p->strikes = 0;
     rk__st_relaxed(&p->state, (uint8_t)RK__P_FREE);
     a->free_tags[a->n_free++] = tag;
-    atomic_fetch_sub(&a->inflight, 1);
 }
 
 void rk__actor_reap(rk_actor *a)
@@ -137,7 +136,7 @@ void rk_actor_close(rk_actor *a)
             rk__suspect_release(rt, RK__RUN_WORD(a->index, i, p->id));
         rk__pending_put(a, (uint16_t)i);
     }
-    if (atomic_load(&a->inflight) == 0)
+    if (a->n_free == a->window)
         rk__actor_reap(a);
     /* else: the router reaps it when the last reply arrives */
     rk__d2h_unlock(d);

@@ -60,7 +60,11 @@ struct rk_actor {
      * above: the pointers, window, index) */
     _Alignas(64) uint64_t ready_head; /* owner only */
     uint64_t ready_seen; /* owner only: the ready_tail it last loaded */
-    /* free tags: owner-private stack */
+    /* free tags: a stack, the owner's until rk_actor_close marks it
+     * closing, then its ring's lock holder's (routers give back the
+     * records of a closing actor's late replies, and the last one reaps it
+     * when n_free reaches window: no record is in use). Plain, not atomic:
+     * a locked add per call delayed rk_actor_call's next request */
     uint16_t *free_tags;
     uint32_t n_free;
     /* replies rk_actor_call set aside for rk_actor_recv: owner-private FIFO */
@@ -77,7 +81,6 @@ struct rk_actor {
     uint64_t steal_seen[RK__D2H_RINGS_MAX];
     bool steal_ready[RK__D2H_RINGS_MAX];
     uint32_t polls;
-    _Atomic uint32_t inflight; /* records in use: sent and not yet released */
 };
 
 /* actor.c */

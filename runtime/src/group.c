@@ -153,7 +153,7 @@ rk_runtime *rk__group_place(rk_runtime *rt)
             rk_runtime *l = rt->lanes[(start + (uint32_t)k) % (uint32_t)rt->n_lanes];
             if (pass == 0 ? !rk__lane_up(l) : atomic_load(&l->fault) != 0)
                 continue;
-            uint64_t req = atomic_load(&l->n_requests), rep = atomic_load(&l->n_replies);
+            uint64_t req = atomic_load(&l->n_requests), rep = rk__replies(l);
             uint64_t outstanding = req > rep ? req - rep : 0;
             if (!best || outstanding < best_out) {
                 best = l;

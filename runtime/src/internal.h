@@ -77,6 +77,32 @@ RK__HIDDEN void rk__sleep_ns(int64_t ns);
 RK__HIDDEN int rk__futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns);
 RK__HIDDEN void rk__futex_wake(uint32_t *word, int n);
 
+/* A lock word for the hot path (a reply ring's: rk__d2h.lock). Taken
+ * with one exchange, given back with a store: rk_actor_call's round trip
+ * takes and gives it once per reply, and pthread_mutex_unlock's locked
+ * exchange and call were ~20 ns of the host's turn (device/README.md,
+ * "The host's turn"). A taker that must wait spins, yields, then naps
+ * (rk__lock_take): they are rare (close, a re-post, the supervisor) or
+ * brief (a router publishing in turn). */
+typedef struct rk__lock {
+    _Atomic uint32_t held;
+} rk__lock;
+static inline bool rk__lock_try(rk__lock *l)
+{
+    /* a relaxed look first: no exchange (a locked instruction that takes
+     * the line) while another holds it. acquire: pairs with rk__unlock's
+     * store-release, so the holder before us is seen in full */
+    return !atomic_load_explicit(&l->held, memory_order_relaxed) &&
+           !atomic_exchange_explicit(&l->held, 1u, memory_order_acquire);
+}
+RK__HIDDEN void rk__lock_take(rk__lock *l);
+static inline void rk__unlock(rk__lock *l)
+{
+    /* release: everything done under the lock before the next taker's
+     * acquire exchange sees it free */
+    atomic_store_explicit(&l->held, 0u, memory_order_release);
+}
+
 static inline void rk__cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -156,8 +182,23 @@ RK__HIDDEN void rk__ring_set_flags(rk_ring *r, uint32_t flags);
  * write each reserved position (len <= rk_ring_msg_max, checked by the
  * caller), then ring the doorbell once for all of them. */
 RK__HIDDEN uint32_t rk__ring_mp_reserve(rk_ring *r, uint32_t n, uint64_t *first);
-RK__HIDDEN void rk__ring_write(rk_ring *r, uint64_t pos, const void *msg, uint32_t len);
+/* (the message head || body: hlen a multiple of 4) */
+RK__HIDDEN void rk__ring_write2(rk_ring *r, uint64_t pos, const void *head, uint32_t hlen, const void *body,
+                                uint32_t blen);
 RK__HIDDEN void rk__ring_doorbell(rk_ring *r);
+/* Fetches, for reading, the lines of the len-byte message at pos past its
+ * first 64 bytes (the reader has those: line 0 said the message is
+ * there). */
+static inline void rk__ring_prefetch_r(rk_ring *r, uint64_t pos, uint32_t len)
+{
+    const char *s = (const char *)rk_ring_slot(r, pos);
+    const uint64_t end = 8 * (1 + ((uint64_t)len + 3) / 4);
+    for (uint32_t k = 64; k < end && k < r->slot_size; k += 64)
+        __builtin_prefetch(s + k, 0, 3);
+}
+/* rk_ring_mp_enqueue of the message head || body (hlen a multiple of 4):
+ * the three steps for one message */
+RK__HIDDEN int rk__ring_mp_enqueue2(rk_ring *r, const void *head, uint32_t hlen, const void *body, uint32_t blen);
 
 /* ---- operations as the host runs them (ops.c) ---- */
 /* Reference vadd: c[i] = a[i] + b[i] in float32 (IEEE; no FMA, no
@@ -261,7 +302,7 @@ typedef struct rk__d2h {
     struct rk_runtime *rt;
     rk_ring *ring;
     uint32_t index;
-    _Alignas(64) pthread_mutex_t lock;
+    _Alignas(64) rk__lock lock;
     /* threads blocked in rk__d2h_lock: routers (trylock) leave the lock to
      * them, and one that holds it stops draining for them, or a stream of
      * routers starves them for seconds (H100, 84a5d49: the supervisor
@@ -269,6 +310,9 @@ typedef struct rk__d2h {
      * Read at every drain, written rarely: a line of its own. */
     _Alignas(64) _Atomic int wanted;
     _Alignas(64) _Atomic uint64_t claim;     /* written under lock */
+    /* replies routed from this ring: written under lock (a relaxed load
+     * and store, no locked add on the round trip), summed by rk__replies */
+    _Atomic uint64_t n_replies;
     uint64_t tickets;                        /* under lock: chunks claimed */
     _Atomic uint64_t published;              /* chunks published, in claim order */
     uint32_t out;                            /* under lock: claimed, not yet published */
@@ -320,9 +364,9 @@ struct rk_runtime {
      * supervisor (t0 acquire, at, t0 again) */
     _Atomic int64_t first_reply_t0, first_reply_at;
 
-    /* written per burst by senders, per reply by the router: each its line */
+    /* written per burst by senders: a line of its own (the replies are
+     * counted per reply ring: rk__d2h.n_replies) */
     _Alignas(64) _Atomic uint64_t n_requests;
-    _Alignas(64) _Atomic uint64_t n_replies;
     _Alignas(64) _Atomic uint64_t n_errors, n_restarts;
 
     /* User actors: rk_config.actors, then those of the loaded modules
@@ -379,7 +423,7 @@ RK__HIDDEN void rk__runtime_fault(rk_runtime *rt, int code, const char *why);
  * records the ring's routers may write (close, a fault reply, a re-post:
  * the actor's ring). Release with rk__d2h_unlock. */
 RK__HIDDEN void rk__d2h_lock(rk__d2h *d);
-static inline void rk__d2h_unlock(rk__d2h *d) { pthread_mutex_unlock(&d->lock); }
+static inline void rk__d2h_unlock(rk__d2h *d) { rk__unlock(&d->lock); }
 /* Every ring's, in ring order: for the supervisor, which touches any
  * actor's records. */
 RK__HIDDEN void rk__d2h_lock_all(rk_runtime *rt);
@@ -388,6 +432,16 @@ RK__HIDDEN void rk__d2h_unlock_all(rk_runtime *rt);
 static inline rk__d2h *rk__d2h_of(rk_runtime *rt, uint32_t actor)
 {
     return &rt->d2h[RK__REPLY_RING(actor, rt->n_d2h)];
+}
+
+/* Replies routed so far, every reply ring's (relaxed: a statistic, and
+ * the supervisor's "any progress" look). */
+static inline uint64_t rk__replies(const rk_runtime *rt)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < rt->n_d2h; i++)
+        n += atomic_load_explicit(&rt->d2h[i].n_replies, memory_order_relaxed);
+    return n;
 }
 
 /* Initialises the rings afresh (positions 0, every slot empty) after a

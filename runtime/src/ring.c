@@ -50,38 +50,45 @@ int rk_ring_check(const rk_ring *r, size_t memsize)
     return 0;
 }
 
-/* Writes the message at pos. Each line is one 64-bit store of
- * {data, flag}: the consumer validates line by line, so lines may land in
- * any order. Line 0 (the length) goes last so a poller that sees it
- * usually finds the rest already there. */
-void rk__ring_write(rk_ring *r, uint64_t pos, const void *msg, uint32_t len)
+/* Lines line[0..] from p's len bytes, 4 per line, each one 64-bit store
+ * of {data, flag}. release on every line: whatever this thread wrote
+ * before (the arena payload the message points to) is visible to a
+ * consumer that load-acquires any line of it. Pairs with rk_ring_sc_peek's
+ * load-acquire of each line. (On x86 both are plain moves.) */
+static void rk__ring_put(uint64_t *line, uint64_t flag, const uint8_t *p, uint32_t len)
 {
-    uint64_t *slot = rk_ring_slot(r, pos);
-    const uint64_t flag = (uint64_t)rk_ring_flag(r, pos) << 32;
-    const uint8_t *p = msg;
-    /* release on every line: whatever this thread wrote before (the arena
-     * payload the message points to) is visible to a consumer that
-     * load-acquires any line of it. Pairs with rk_ring_sc_peek's
-     * load-acquire of each line. (On x86 both are plain moves.) */
     uint32_t i = 0;
     for (; i + 8 <= len; i += 8) { /* two lines per 8-byte load */
         uint64_t w;
         memcpy(&w, p + i, 8);
-        rk__st_release(&slot[1 + i / 4], flag | (uint32_t)w);
-        rk__st_release(&slot[2 + i / 4], flag | (w >> 32));
+        rk__st_release(&line[i / 4], flag | (uint32_t)w);
+        rk__st_release(&line[i / 4 + 1], flag | (w >> 32));
     }
     if (i + 4 <= len) {
         uint32_t d;
         memcpy(&d, p + i, 4);
-        rk__st_release(&slot[1 + i / 4], flag | d);
+        rk__st_release(&line[i / 4], flag | d);
         i += 4;
     }
     if (i < len) {
         uint32_t d = 0;
         memcpy(&d, p + i, len - i);
-        rk__st_release(&slot[1 + i / 4], flag | d);
+        rk__st_release(&line[i / 4], flag | d);
     }
-    rk__st_release(&slot[0], flag | len);
+}
+
+/* Writes the message head || body at pos (hlen a multiple of 4): the
+ * consumer validates line by line, so lines may land in any order. Line
+ * 0 (the length) goes last so a poller that sees it usually finds the
+ * rest already there. Two parts, so that a request's payload goes from its
+ * pending record into the slot without a copy in between. */
+void rk__ring_write2(rk_ring *r, uint64_t pos, const void *head, uint32_t hlen, const void *body, uint32_t blen)
+{
+    uint64_t *slot = rk_ring_slot(r, pos);
+    const uint64_t flag = (uint64_t)rk_ring_flag(r, pos) << 32;
+    rk__ring_put(slot + 1, flag, head, hlen);
+    rk__ring_put(slot + 1 + hlen / 4, flag, body, blen);
+    rk__st_release(&slot[0], flag | (hlen + blen));
 }
 
 /* Wakes the host consumers sleeping on the doorbell (H2D: the CPU worker;
@@ -124,29 +131,19 @@ static void rk__ring_prefetch_w(rk_ring *r, uint64_t pos)
 
 int rk_ring_mp_enqueue(rk_ring *r, const void *msg, uint32_t len)
 {
+    return rk__ring_mp_enqueue2(r, msg, len, NULL, 0);
+}
+
+int rk__ring_mp_enqueue2(rk_ring *r, const void *head, uint32_t hlen, const void *body, uint32_t blen)
+{
+    const uint32_t len = hlen + blen;
     if (len > rk_ring_msg_max(r))
         return rk__fail(RK_EMSGSIZE, "message of %u B exceeds the slot's %u B", len,
                         rk_ring_msg_max(r));
-    uint64_t pos = rk__ld_relaxed(&r->prod_tail);
-    for (;;) {
-        /* acquire: pairs with the consumer's store-release of cons_head, so
-         * the previous lap of the slot is fully read before we overwrite it */
-        uint64_t head = rk__ld_acquire(&r->cons_head);
-        if (pos - head >= r->slots) {
-            /* full, or pos is stale (another producer moved on, and the
-             * consumer with it, making pos - head wrap): re-read the tail */
-            uint64_t now = rk__ld_relaxed(&r->prod_tail);
-            if (now == pos)
-                return -RK_EAGAIN;
-            pos = now;
-            continue;
-        }
-        /* the reservation is host-only RMW: the device never touches
-         * prod_tail of an H2D ring */
-        if (rk__cas_acq_rel(&r->prod_tail, &pos, pos + 1))
-            break;
-    }
-    rk__ring_write(r, pos, msg, len);
+    uint64_t pos;
+    if (!rk__ring_mp_reserve(r, 1, &pos))
+        return -RK_EAGAIN;
+    rk__ring_write2(r, pos, head, hlen, body, blen);
     rk__ring_doorbell(r);
     rk__ring_prefetch_w(r, pos + 1);
     return 0;
@@ -162,7 +159,8 @@ uint32_t rk__ring_mp_reserve(rk_ring *r, uint32_t n, uint64_t *first)
         uint64_t head = rk__ld_acquire(&r->cons_head);
         uint64_t used = pos - head;
         if (used >= r->slots) {
-            /* full, or pos is stale (as in rk_ring_mp_enqueue) */
+            /* full, or pos is stale (another producer moved on, and the
+             * consumer with it, making pos - head wrap): re-read the tail */
             uint64_t now = rk__ld_relaxed(&r->prod_tail);
             if (now == pos)
                 return 0;
@@ -170,7 +168,8 @@ uint32_t rk__ring_mp_reserve(rk_ring *r, uint32_t n, uint64_t *first)
             continue;
         }
         uint64_t k = r->slots - used < n ? r->slots - used : n;
-        /* one CAS reserves the whole burst (host-only RMW, as above) */
+        /* one CAS reserves the whole burst. The reservation is host-only
+         * RMW: the device never touches prod_tail of an H2D ring */
         if (rk__cas_acq_rel(&r->prod_tail, &pos, pos + k)) {
             *first = pos;
             return (uint32_t)k;
@@ -189,7 +188,7 @@ int rk_ring_sp_enqueue(rk_ring *r, const void *msg, uint32_t len)
         return -RK_EAGAIN;
     /* prod_tail is informational for a single producer (rk_ring_count) */
     rk__st_relaxed(&r->prod_tail, pos + 1);
-    rk__ring_write(r, pos, msg, len);
+    rk__ring_write2(r, pos, msg, len, NULL, 0);
     rk__ring_doorbell(r);
     return 0;
 }
@@ -205,7 +204,7 @@ bool rk__ring_ready_at(rk_ring *r, uint64_t pos)
 /* Line 0 of the message at pos: 0 and its length in *lenp, -RK_EAGAIN
  * when it is not there, -RK_EPROTO (rk__fail) for a length over the
  * slot's. acquire: pairs with the producer's store-release of the line
- * (rk__ring_write), as the loads of the other lines do. */
+ * (rk__ring_write2), as the loads of the other lines do. */
 static int rk__ring_line0(rk_ring *r, uint64_t pos, uint32_t flag, uint32_t *lenp)
 {
     uint64_t l0 = rk__ld_acquire(rk_ring_slot(r, pos));

@@ -56,7 +56,7 @@ static bool rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag, bool batch)
     rk__complete(rt, a, tag);
     if (a->closing) {
         rk__pending_put(a, tag);
-        if (atomic_load(&a->inflight) == 0)
+        if (a->n_free == a->window) /* its last record back */
             rk__actor_reap(a);
         return false;
     }
@@ -65,15 +65,6 @@ static bool rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag, bool batch)
     if (!batch)
         rk__publish(a);
     return true;
-}
-
-void rk__answer_locked(rk_runtime *rt, rk_actor *a, uint16_t tag, int status)
-{
-    rk__pending *p = &a->pend[tag];
-    p->status = status;
-    p->len = 0;
-    atomic_fetch_add(&rt->n_replies, 1);
-    rk__deliver(rt, a, tag, false);
 }
 
 /* Copies one reply of ring d into its pending record: the actor it is
@@ -170,11 +161,13 @@ static int rk__route_chunk(rk_runtime *rt, rk__d2h *d, rk__d2h_chunk *c, const r
     return others;
 }
 
-/* Counts n replies routed to their actors; the first after a worker
- * change ends the recovery's clock. */
-static void rk__count_replies(rk_runtime *rt, uint64_t n)
+/* Counts n replies routed from d to their actors; the first after a
+ * worker change ends the recovery's clock. Caller holds d's lock: the
+ * count is a load and a store, not a locked add. */
+static void rk__count_replies(rk_runtime *rt, rk__d2h *d, uint64_t n)
 {
-    atomic_fetch_add(&rt->n_replies, n);
+    atomic_store_explicit(&d->n_replies, atomic_load_explicit(&d->n_replies, memory_order_relaxed) + n,
+                          memory_order_relaxed);
     int64_t t0 = atomic_load_explicit(&rt->recover_t0, memory_order_relaxed);
     if (t0 && atomic_compare_exchange_strong(&rt->recover_t0, &t0, 0)) {
         /* the one router that ends the clock (several rings may race for
@@ -184,6 +177,15 @@ static void rk__count_replies(rk_runtime *rt, uint64_t n)
         atomic_store(&rt->first_reply_t0, t0); /* seq_cst: after `at` */
         atomic_store(&rt->last_recovery_ns, at - t0);
     }
+}
+
+void rk__answer_locked(rk_runtime *rt, rk_actor *a, uint16_t tag, int status)
+{
+    rk__pending *p = &a->pend[tag];
+    p->status = status;
+    p->len = 0;
+    rk__count_replies(rt, a->d2h, 1);
+    rk__deliver(rt, a, tag, false);
 }
 
 /* Queues a routed chunk's replies for their owners, publishes each
@@ -216,7 +218,7 @@ static bool rk__publish_chunk_locked(rk_runtime *rt, rk__d2h *d, const rk__d2h_c
     for (int i = 0; i < nt; i++)
         rk__publish(touched[i]);
     if (n)
-        rk__count_replies(rt, (uint64_t)n);
+        rk__count_replies(rt, d, (uint64_t)n);
     /* release: the chunk's slots are read before the producer may reuse
      * them; pairs with its load-acquire of cons_head. Chunks publish in
      * claim order, so cons_head only moves forward. */
@@ -302,7 +304,7 @@ static bool rk__take_own_locked(rk_runtime *rt, rk__d2h *d, rk_actor *a, int wan
     if (mine) {
         rk__complete(rt, a, *tag);
         a->awaiting--; /* owner-private, and a is the caller's */
-        rk__count_replies(rt, 1);
+        rk__count_replies(rt, d, 1);
     }
     /* release: the slot is read before the producer may reuse it; pairs
      * with its load-acquire of cons_head (no chunk is out: every position
@@ -319,7 +321,7 @@ static int rk__drain_held(rk_runtime *rt, rk__d2h *d, const rk_actor *self)
     const bool alone = d->out == 0; /* no earlier chunk to publish first */
     rk__d2h_chunk *c = rk__claim_locked(d, &rc);
     if (!c) {
-        pthread_mutex_unlock(&d->lock);
+        rk__unlock(&d->lock);
         if (rc != -RK_EAGAIN)
             rk__runtime_fault(rt, rc, rk_last_detail());
         return 0;
@@ -339,14 +341,14 @@ static int rk__drain_held(rk_runtime *rt, rk__d2h *d, const rk_actor *self)
          * order: by this router if its turn has come, else by the one
          * whose turn it is (no waiting for it here) */
         const uint64_t t = c->ticket;
-        pthread_mutex_unlock(&d->lock);
+        rk__unlock(&d->lock);
         rk__route_chunk(rt, d, c, self);
         if (atomic_load(&d->published) != t) /* seq_cst: Dekker, rk__route_chunk */
             return n;
-        pthread_mutex_lock(&d->lock);
+        rk__lock_take(&d->lock);
         wake = rk__publish_locked(rt, d);
     }
-    pthread_mutex_unlock(&d->lock);
+    rk__unlock(&d->lock);
     if (wake)
         rk__ring_wake(d->ring);
     return n;
@@ -358,10 +360,16 @@ static bool rk__drain_lock(rk__d2h *d)
 {
     /* nothing there: no lock taken (a trylock and unlock are two locked
      * instructions). relaxed: a stale position costs one more look */
-    if (!rk__ring_ready_at(d->ring, atomic_load_explicit(&d->claim, memory_order_relaxed)))
+    rk_ring *r = d->ring;
+    const uint64_t pos = atomic_load_explicit(&d->claim, memory_order_relaxed);
+    const uint64_t l0 = rk__ld_relaxed(rk_ring_slot(r, pos));
+    if ((uint32_t)(l0 >> 32) != rk_ring_flag(r, pos))
         return false;
+    /* the message's other lines, on their way while the lock is taken
+     * (the producer wrote them before line 0) */
+    rk__ring_prefetch_r(r, pos, (uint32_t)l0);
     /* relaxed: a stale 0 costs the blocked thread one more holder */
-    return !atomic_load_explicit(&d->wanted, memory_order_relaxed) && pthread_mutex_trylock(&d->lock) == 0;
+    return !atomic_load_explicit(&d->wanted, memory_order_relaxed) && rk__lock_try(&d->lock);
 }
 
 int rk__drain(rk_runtime *rt, rk__d2h *d, const rk_actor *self)
@@ -376,7 +384,7 @@ int rk__drain_own(rk_runtime *rt, rk_actor *a, int want, bool *own, uint16_t *ta
     if (!rk__drain_lock(d))
         return 0;
     if (rk__take_own_locked(rt, d, a, want, tag)) {
-        pthread_mutex_unlock(&d->lock);
+        rk__unlock(&d->lock);
         *own = true;
         return 1;
     }
@@ -439,14 +447,14 @@ void rk__runtime_fault(rk_runtime *rt, int code, const char *why)
 void rk__d2h_lock(rk__d2h *d)
 {
     atomic_fetch_add(&d->wanted, 1);
-    pthread_mutex_lock(&d->lock);
+    rk__lock_take(&d->lock);
     /* no chunk may be out: whoever takes the lock this way may touch any
      * pending record of d's actors. Routed ones are published here; those
      * still being routed are waited for (`wanted` keeps new claims away) */
     while (rk__publish_locked(d->rt, d), d->out) {
-        pthread_mutex_unlock(&d->lock);
+        rk__unlock(&d->lock);
         sched_yield();
-        pthread_mutex_lock(&d->lock);
+        rk__lock_take(&d->lock);
     }
     atomic_fetch_sub(&d->wanted, 1);
 }

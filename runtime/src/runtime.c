@@ -128,8 +128,6 @@ static void rk__free(rk_runtime *rt)
     if (rt->region_fd >= 0)
         close(rt->region_fd);
     pthread_mutex_destroy(&rt->actors_lock);
-    for (uint32_t i = 0; i < RK_REPLY_RINGS_MAX; i++)
-        pthread_mutex_destroy(&rt->d2h[i].lock);
     free(rt);
 }
 
@@ -213,8 +211,6 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
         return rk__fail(RK_ENOMEM, "rk_runtime_open: out of memory");
     rt->region_fd = -1;
     pthread_mutex_init(&rt->actors_lock, NULL);
-    for (uint32_t i = 0; i < RK_REPLY_RINGS_MAX; i++)
-        pthread_mutex_init(&rt->d2h[i].lock, NULL);
     if (cfg)
         rt->cfg = *cfg;
     else
@@ -292,7 +288,7 @@ void rk_runtime_stats(const rk_runtime *rt, rk_stats *out)
     }
     rk_runtime *m = (rk_runtime *)rt; /* the arena lock is internal state */
     out->requests = atomic_load(&m->n_requests);
-    out->replies = atomic_load(&m->n_replies);
+    out->replies = rk__replies(m);
     out->errors = atomic_load(&m->n_errors);
     out->restarts = atomic_load(&m->n_restarts);
     size_t used, peak;

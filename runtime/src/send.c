@@ -88,30 +88,42 @@ static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
     } else {
         *dst = p->inline_buf; /* staged here, copied into the slot at post */
     }
-    atomic_fetch_add(&a->inflight, 1);
     rk__st_relaxed(&p->state, (uint8_t)RK__P_STAGED);
     *tag_out = tag;
     return 0;
 }
 
-/* The ring message of record `tag` for generation gen; returns its bytes. */
-static uint32_t rk__message(const rk_actor *a, uint16_t tag, uint32_t gen, uint8_t *msg)
+/* The ring message of record `tag` for generation gen, in two parts:
+ * the head (header, and the arena reference) and the body. */
+typedef struct rk__message {
+    _Alignas(8) uint8_t head[sizeof(rk_msg_hdr) + sizeof(rk_arena_ref)];
+    uint32_t hlen, blen;
+    const uint8_t *body; /* the record's inline payload: the ring write takes it from there */
+} rk__message;
+
+static void rk__message_of(const rk_actor *a, uint16_t tag, uint32_t gen, rk__message *m)
 {
     const rk__pending *p = &a->pend[tag];
     rk_msg_hdr h = {.type = p->type, .actor = a->index, .tag = tag, .id = p->id, .len = p->len};
     h.gen = gen;
-    uint32_t mlen = sizeof h;
+    m->hlen = sizeof h;
     if (p->arena_len) {
         rk_arena_ref ref = {.in_off = p->arena_off, .out_off = p->out_off, .out_cap = p->out_cap};
         h.flags = RK_MSG_ARENA;
-        memcpy(msg + mlen, &ref, sizeof ref);
-        mlen += sizeof ref;
+        memcpy(m->head + sizeof h, &ref, sizeof ref);
+        m->hlen += sizeof ref;
+        m->body = NULL;
+        m->blen = 0;
     } else {
-        memcpy(msg + mlen, p->inline_buf, p->len);
-        mlen += p->len;
+        m->body = p->inline_buf;
+        m->blen = p->len;
     }
-    memcpy(msg, &h, sizeof h);
-    return mlen;
+    memcpy(m->head, &h, sizeof h);
+}
+
+static int rk__message_enqueue(rk_ring *r, const rk__message *m)
+{
+    return rk__ring_mp_enqueue2(r, m->head, m->hlen, m->body, m->blen);
 }
 
 void rk__suspect_release(rk_runtime *rt, uint64_t word)
@@ -166,14 +178,14 @@ static bool rk__repost_locked(rk_actor *a, uint32_t g)
         if (rk__ld_relaxed(&a->pend[i].state) == RK__P_SENT && a->pend[i].gen != g)
             a->order[n++] = (uint16_t)i;
     qsort_r(a->order, n, sizeof *a->order, rk__by_id, a->pend);
-    _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
+    rk__message m;
     for (uint32_t k = 0; k < n; k++) {
         rk__pending *p = &a->pend[a->order[k]];
         if (p->strikes && !rk__suspect_take(rt, RK__RUN_WORD(a->index, a->order[k], p->id)))
             return false; /* another suspect is being retried: the rest waits, in order */
-        uint32_t mlen = rk__message(a, a->order[k], g, msg);
+        rk__message_of(a, a->order[k], g, &m);
         rk__tsan_release(p); /* the worker-process edge (barrier.h) */
-        int rc = rk_ring_mp_enqueue(rt->h2d, msg, mlen);
+        int rc = rk__message_enqueue(rt->h2d, &m);
         if (rc == -RK_EAGAIN)
             return false; /* ring full: later, from the same point */
         if (rc) {
@@ -242,13 +254,13 @@ static int rk__post(rk_actor *a, uint16_t tag, int64_t *deadline, uint64_t *id_o
     rk__st_release(&p->state, (uint8_t)RK__P_SENT);
     if (!deferred) {
         /* (deferred: a->gen lags rt->gen, rk__repost sends it later, in id order) */
-        _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
-        uint32_t mlen = rk__message(a, tag, a->gen, msg);
+        rk__message m;
+        rk__message_of(a, tag, a->gen, &m);
         rk__tsan_release(p); /* the worker-process edge (barrier.h) */
         rk__backoff b;
         rk__backoff_reset(&b);
         int rc;
-        while ((rc = rk_ring_mp_enqueue(rt->h2d, msg, mlen)) == -RK_EAGAIN)
+        while ((rc = rk__message_enqueue(rt->h2d, &m)) == -RK_EAGAIN)
             if ((rc = rk__ring_full_wait(a, rk__deadline_at(deadline), &b)))
                 break;
         if (rc) {
@@ -401,7 +413,8 @@ int rk_actor_call(rk_actor *a, uint16_t type, const void *data, size_t len, size
     int rc = rk__send(a, type, &v, 1, reply_cap, NULL, &deadline, &tag);
     if (rc)
         return rc;
-    return rk__wait(a, tag, out, rk__deadline_at(&deadline));
+    rc = rk__wait(a, tag, out, rk__deadline_at(&deadline));
+    return rc;
 }
 
 /* ---- batches (runtime.h: rk_actor_send_batch) ---- */
@@ -481,7 +494,7 @@ static int rk__post_burst(rk_actor *a, const uint16_t *tags, int m, int64_t *dea
                 ids[done] = id;
         }
     }
-    _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
+    rk__message msg;
     rk__backoff b;
     rk__backoff_reset(&b);
     while (done < m) {
@@ -495,9 +508,9 @@ static int rk__post_burst(rk_actor *a, const uint16_t *tags, int m, int64_t *dea
         for (uint32_t j = 0; j < k; j++) {
             uint16_t tag = tags[done + (int)j];
             uint64_t id = rk__mark_sent(a, tag);
-            uint32_t mlen = rk__message(a, tag, a->gen, msg);
+            rk__message_of(a, tag, a->gen, &msg);
             rk__tsan_release(&a->pend[tag]); /* the worker-process edge (barrier.h) */
-            rk__ring_write(rt->h2d, pos + j, msg, mlen);
+            rk__ring_write2(rt->h2d, pos + j, msg.head, msg.hlen, msg.body, msg.blen);
             if (ids)
                 ids[done + (int)j] = id;
         }

@@ -110,7 +110,7 @@ int rk__go(rk__super *s, rk__proc *w, bool *served)
     s->hb_seen = rk__ld_relaxed(&rt->view.hdr->heartbeat);
     s->hb_change = rk__now_ns();
     memset(s->run_word, 0, sizeof s->run_word);
-    s->replies_at_go = atomic_load(&rt->n_replies);
+    s->replies_at_go = rk__replies(rt);
     return 0;
 }
 
@@ -304,7 +304,7 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
     else
         rk__proc_end(&s->active, how, sizeof how);
     s->state = RK_WORKER_RECOVERING;
-    bool progress = atomic_load(&rt->n_replies) != s->replies_at_go;
+    bool progress = rk__replies(rt) != s->replies_at_go;
     s->no_progress = progress ? 1 : s->no_progress + 1;
     rk__d2h_lock_all(rt);
     rk__drain_locked(rt); /* replies it posted are good */

@@ -87,6 +87,15 @@ bool rk__backoff_poll(rk__backoff *b)
     return false;
 }
 
+void rk__lock_take(rk__lock *l)
+{
+    rk__backoff b;
+    rk__backoff_reset(&b);
+    while (!rk__lock_try(l))
+        if (!rk__backoff_poll(&b))
+            rk__sleep_ns(rk__backoff_sleep_ns(&b));
+}
+
 int64_t rk__backoff_sleep_ns(rk__backoff *b)
 {
     int64_t ns = 50000;
