@@ -182,9 +182,18 @@ RK__HIDDEN void rk__ring_set_flags(rk_ring *r, uint32_t flags);
  * write each reserved position (len <= rk_ring_msg_max, checked by the
  * caller), then ring the doorbell once for all of them. */
 RK__HIDDEN uint32_t rk__ring_mp_reserve(rk_ring *r, uint32_t n, uint64_t *first);
-/* (the message head || body: hlen a multiple of 4) */
-RK__HIDDEN void rk__ring_write2(rk_ring *r, uint64_t pos, const void *head, uint32_t hlen, const void *body,
-                                uint32_t blen);
+/* A ring message in two parts, head || body (hlen a multiple of 4), so
+ * that a request's payload goes from its pending record into the slot
+ * without a copy in between. edge (may be NULL): where the consumer's
+ * side says rk__tsan_acquire; the write says rk__tsan_release there after
+ * reading the parts and before line 0 publishes them (barrier.h: the
+ * worker-process edge). */
+typedef struct rk__ring_msg {
+    const void *head, *body;
+    uint32_t hlen, blen;
+    const void *edge;
+} rk__ring_msg;
+RK__HIDDEN void rk__ring_write2(rk_ring *r, uint64_t pos, const rk__ring_msg *m);
 RK__HIDDEN void rk__ring_doorbell(rk_ring *r);
 /* Fetches, for reading, the lines of the len-byte message at pos past its
  * first 64 bytes (the reader has those: line 0 said the message is
@@ -196,9 +205,8 @@ static inline void rk__ring_prefetch_r(rk_ring *r, uint64_t pos, uint32_t len)
     for (uint32_t k = 64; k < end && k < r->slot_size; k += 64)
         __builtin_prefetch(s + k, 0, 3);
 }
-/* rk_ring_mp_enqueue of the message head || body (hlen a multiple of 4):
- * the three steps for one message */
-RK__HIDDEN int rk__ring_mp_enqueue2(rk_ring *r, const void *head, uint32_t hlen, const void *body, uint32_t blen);
+/* rk_ring_mp_enqueue of a message in parts: the three steps for one */
+RK__HIDDEN int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m);
 
 /* ---- operations as the host runs them (ops.c) ---- */
 /* Reference vadd: c[i] = a[i] + b[i] in float32 (IEEE; no FMA, no

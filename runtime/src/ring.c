@@ -77,18 +77,18 @@ static void rk__ring_put(uint64_t *line, uint64_t flag, const uint8_t *p, uint32
     }
 }
 
-/* Writes the message head || body at pos (hlen a multiple of 4): the
- * consumer validates line by line, so lines may land in any order. Line
- * 0 (the length) goes last so a poller that sees it usually finds the
- * rest already there. Two parts, so that a request's payload goes from its
- * pending record into the slot without a copy in between. */
-void rk__ring_write2(rk_ring *r, uint64_t pos, const void *head, uint32_t hlen, const void *body, uint32_t blen)
+/* Writes the message m at pos: the consumer validates line by line, so
+ * lines may land in any order. Line 0 (the length) goes last so a poller
+ * that sees it usually finds the rest already there. */
+void rk__ring_write2(rk_ring *r, uint64_t pos, const rk__ring_msg *m)
 {
     uint64_t *slot = rk_ring_slot(r, pos);
     const uint64_t flag = (uint64_t)rk_ring_flag(r, pos) << 32;
-    rk__ring_put(slot + 1, flag, head, hlen);
-    rk__ring_put(slot + 1 + hlen / 4, flag, body, blen);
-    rk__st_release(&slot[0], flag | (hlen + blen));
+    rk__ring_put(slot + 1, flag, m->head, m->hlen);
+    rk__ring_put(slot + 1 + m->hlen / 4, flag, m->body, m->blen);
+    if (m->edge)
+        rk__tsan_release(m->edge); /* after the reads of the parts, before line 0 */
+    rk__st_release(&slot[0], flag | (m->hlen + m->blen));
 }
 
 /* Wakes the host consumers sleeping on the doorbell (H2D: the CPU worker;
@@ -131,19 +131,20 @@ static void rk__ring_prefetch_w(rk_ring *r, uint64_t pos)
 
 int rk_ring_mp_enqueue(rk_ring *r, const void *msg, uint32_t len)
 {
-    return rk__ring_mp_enqueue2(r, msg, len, NULL, 0);
+    const rk__ring_msg m = {.head = msg, .hlen = len};
+    return rk__ring_mp_enqueue2(r, &m);
 }
 
-int rk__ring_mp_enqueue2(rk_ring *r, const void *head, uint32_t hlen, const void *body, uint32_t blen)
+int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m)
 {
-    const uint32_t len = hlen + blen;
+    const uint32_t len = m->hlen + m->blen;
     if (len > rk_ring_msg_max(r))
         return rk__fail(RK_EMSGSIZE, "message of %u B exceeds the slot's %u B", len,
                         rk_ring_msg_max(r));
     uint64_t pos;
     if (!rk__ring_mp_reserve(r, 1, &pos))
         return -RK_EAGAIN;
-    rk__ring_write2(r, pos, head, hlen, body, blen);
+    rk__ring_write2(r, pos, m);
     rk__ring_doorbell(r);
     rk__ring_prefetch_w(r, pos + 1);
     return 0;
@@ -188,7 +189,8 @@ int rk_ring_sp_enqueue(rk_ring *r, const void *msg, uint32_t len)
         return -RK_EAGAIN;
     /* prod_tail is informational for a single producer (rk_ring_count) */
     rk__st_relaxed(&r->prod_tail, pos + 1);
-    rk__ring_write2(r, pos, msg, len, NULL, 0);
+    const rk__ring_msg m = {.head = msg, .hlen = len};
+    rk__ring_write2(r, pos, &m);
     rk__ring_doorbell(r);
     return 0;
 }

@@ -93,37 +93,33 @@ static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
     return 0;
 }
 
-/* The ring message of record `tag` for generation gen, in two parts:
- * the head (header, and the arena reference) and the body. */
+/* The ring message of record `tag` for generation gen: its head (the
+ * header, and the arena reference) here, its inline payload taken from
+ * the record by the ring write. */
 typedef struct rk__message {
     _Alignas(8) uint8_t head[sizeof(rk_msg_hdr) + sizeof(rk_arena_ref)];
-    uint32_t hlen, blen;
-    const uint8_t *body; /* the record's inline payload: the ring write takes it from there */
+    rk__ring_msg m;
 } rk__message;
 
-static void rk__message_of(const rk_actor *a, uint16_t tag, uint32_t gen, rk__message *m)
+static const rk__ring_msg *rk__message_of(const rk_actor *a, uint16_t tag, uint32_t gen, rk__message *msg)
 {
     const rk__pending *p = &a->pend[tag];
     rk_msg_hdr h = {.type = p->type, .actor = a->index, .tag = tag, .id = p->id, .len = p->len};
     h.gen = gen;
-    m->hlen = sizeof h;
+    /* edge: the record (the worker-process edge, barrier.h; the router
+     * acquires it) */
+    msg->m = (rk__ring_msg){.head = msg->head, .hlen = sizeof h, .edge = p};
     if (p->arena_len) {
         rk_arena_ref ref = {.in_off = p->arena_off, .out_off = p->out_off, .out_cap = p->out_cap};
         h.flags = RK_MSG_ARENA;
-        memcpy(m->head + sizeof h, &ref, sizeof ref);
-        m->hlen += sizeof ref;
-        m->body = NULL;
-        m->blen = 0;
+        memcpy(msg->head + sizeof h, &ref, sizeof ref);
+        msg->m.hlen += sizeof ref;
     } else {
-        m->body = p->inline_buf;
-        m->blen = p->len;
+        msg->m.body = p->inline_buf;
+        msg->m.blen = p->len;
     }
-    memcpy(m->head, &h, sizeof h);
-}
-
-static int rk__message_enqueue(rk_ring *r, const rk__message *m)
-{
-    return rk__ring_mp_enqueue2(r, m->head, m->hlen, m->body, m->blen);
+    memcpy(msg->head, &h, sizeof h);
+    return &msg->m;
 }
 
 void rk__suspect_release(rk_runtime *rt, uint64_t word)
@@ -183,9 +179,7 @@ static bool rk__repost_locked(rk_actor *a, uint32_t g)
         rk__pending *p = &a->pend[a->order[k]];
         if (p->strikes && !rk__suspect_take(rt, RK__RUN_WORD(a->index, a->order[k], p->id)))
             return false; /* another suspect is being retried: the rest waits, in order */
-        rk__message_of(a, a->order[k], g, &m);
-        rk__tsan_release(p); /* the worker-process edge (barrier.h) */
-        int rc = rk__message_enqueue(rt->h2d, &m);
+        int rc = rk__ring_mp_enqueue2(rt->h2d, rk__message_of(a, a->order[k], g, &m));
         if (rc == -RK_EAGAIN)
             return false; /* ring full: later, from the same point */
         if (rc) {
@@ -254,13 +248,12 @@ static int rk__post(rk_actor *a, uint16_t tag, int64_t *deadline, uint64_t *id_o
     rk__st_release(&p->state, (uint8_t)RK__P_SENT);
     if (!deferred) {
         /* (deferred: a->gen lags rt->gen, rk__repost sends it later, in id order) */
-        rk__message m;
-        rk__message_of(a, tag, a->gen, &m);
-        rk__tsan_release(p); /* the worker-process edge (barrier.h) */
+        rk__message msg;
+        const rk__ring_msg *m = rk__message_of(a, tag, a->gen, &msg);
         rk__backoff b;
         rk__backoff_reset(&b);
         int rc;
-        while ((rc = rk__message_enqueue(rt->h2d, &m)) == -RK_EAGAIN)
+        while ((rc = rk__ring_mp_enqueue2(rt->h2d, m)) == -RK_EAGAIN)
             if ((rc = rk__ring_full_wait(a, rk__deadline_at(deadline), &b)))
                 break;
         if (rc) {
@@ -508,9 +501,7 @@ static int rk__post_burst(rk_actor *a, const uint16_t *tags, int m, int64_t *dea
         for (uint32_t j = 0; j < k; j++) {
             uint16_t tag = tags[done + (int)j];
             uint64_t id = rk__mark_sent(a, tag);
-            rk__message_of(a, tag, a->gen, &msg);
-            rk__tsan_release(&a->pend[tag]); /* the worker-process edge (barrier.h) */
-            rk__ring_write2(rt->h2d, pos + j, msg.head, msg.hlen, msg.body, msg.blen);
+            rk__ring_write2(rt->h2d, pos + j, rk__message_of(a, tag, a->gen, &msg));
             if (ids)
                 ids[done + (int)j] = id;
         }
