@@ -53,6 +53,68 @@ static void call_ok(rk_actor *a, size_t len, uint32_t who, uint32_t seq)
     rk_reply_release(a, &r);
 }
 
+/* The reply rings' lock word (internal.h rk__lock): one holder at a
+ * time, a try fails while it is held, a blocked taker gets it once it is
+ * given back, and what a holder did is seen by the next one (TSan checks
+ * the counter below: no other ordering covers it). */
+enum { LOCK_THREADS = 4, LOCK_ROUNDS = 20000 };
+static struct {
+    rk__lock lock;
+    uint64_t counter; /* plain: only under the lock */
+    _Atomic int inside;
+    _Atomic int overlaps;
+} lk;
+
+static void *lock_worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < LOCK_ROUNDS; i++) {
+        if (i % 2 || !rk__lock_try(&lk.lock))
+            rk__lock_take(&lk.lock);
+        if (atomic_fetch_add(&lk.inside, 1) != 0)
+            atomic_fetch_add(&lk.overlaps, 1);
+        lk.counter++;
+        atomic_fetch_sub(&lk.inside, 1);
+        rk__unlock(&lk.lock);
+    }
+    return NULL;
+}
+
+static void *lock_late_taker(void *arg)
+{
+    rk__lock_take(&lk.lock);
+    *(int64_t *)arg = rk__now_ns();
+    rk__unlock(&lk.lock);
+    return NULL;
+}
+
+static void test_ring_lock(void **state)
+{
+    (void)state;
+    memset(&lk, 0, sizeof lk);
+    assert_true(rk__lock_try(&lk.lock));
+    assert_false(rk__lock_try(&lk.lock)); /* held: a try fails */
+    /* a taker blocked on the held lock gets it only after it is given back */
+    int64_t got = 0;
+    pthread_t late;
+    assert_int_equal(pthread_create(&late, NULL, lock_late_taker, &got), 0);
+    usleep(20000);
+    const int64_t released = rk__now_ns();
+    rk__unlock(&lk.lock);
+    assert_int_equal(pthread_join(late, NULL), 0);
+    assert_true(got >= released);
+    /* contention: every increment under the lock, none overlapping */
+    pthread_t t[LOCK_THREADS];
+    for (int i = 0; i < LOCK_THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, lock_worker, NULL), 0);
+    for (int i = 0; i < LOCK_THREADS; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    assert_int_equal(lk.counter, (uint64_t)LOCK_THREADS * LOCK_ROUNDS);
+    assert_int_equal(atomic_load(&lk.overlaps), 0);
+    assert_true(rk__lock_try(&lk.lock)); /* given back by all */
+    rk__unlock(&lk.lock);
+}
+
 static void test_bad_config(void **state)
 {
     (void)state;
@@ -290,6 +352,7 @@ static void test_call_drops_stale_own_reply(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ring_lock),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_actor_rings),
         cmocka_unit_test(test_orphan_ring_drained),
