@@ -91,9 +91,12 @@ void rk__lock_take(rk__lock *l)
 {
     rk__backoff b;
     rk__backoff_reset(&b);
+    /* naps of 20 us, not the growing ones of a reply wait: the holder
+     * gives the lock back with a store and wakes nobody, so the nap is
+     * how late a taker notices (the supervisor's, in a recovery) */
     while (!rk__lock_try(l))
         if (!rk__backoff_poll(&b))
-            rk__sleep_ns(rk__backoff_sleep_ns(&b));
+            rk__sleep_ns(20000);
 }
 
 int64_t rk__backoff_sleep_ns(rk__backoff *b)
