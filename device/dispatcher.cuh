@@ -165,8 +165,8 @@ __device__ __forceinline__ void serial_poll(dispatch &d, const dispatch_ref &p, 
     /* room for a whole batch of replies first (the crew writes them at
      * wr_dpos + k without asking; one reply ring only: with several, the
      * crew answers nothing and serve_staged every slot, crew_check) */
-    if (ka.d2h_rings == 1)
-        d2h_wait(p.out, p.dpos + (K < p.out.slots ? K : p.out.slots) - 1, p.dhead, sh, lane);
+    if (ka.d2h_rings == 1) /* (lane 0's position; d2h_wait wants them warp-uniform) */
+        d2h_wait_all(ka, p.out, p.dpos, p.dhead, K < p.out.slots ? K : p.out.slots, sh, lane);
     const uint64_t dpos0 = __shfl_sync(FULL, p.dpos, 0);
     if (lane == 0) {
         *(volatile unsigned long long *)&sh.poll_pos = d.hpos;

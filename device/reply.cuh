@@ -37,10 +37,13 @@ __device__ __forceinline__ void reply_room_check(uint32_t cap, int &status, uint
     }
 }
 
-/* Waits until position dpos is free in D2H. The cached head is refreshed
- * (one PCIe read) only when it says "full". acquire: pairs with the host
- * consumer's store-release of cons_head, so its reads of the slot's old
- * lap are done before we overwrite it. */
+/* Waits until position dpos is free in D2H. dpos and dhead are the same
+ * in every lane (the loop's shuffles need the whole warp: per-lane ring
+ * positions, as the dispatcher keeps them, go through d2h_take or
+ * d2h_wait_all). The cached head is refreshed (one PCIe read) only when
+ * it says "full". acquire: pairs with the host consumer's store-release
+ * of cons_head, so its reads of the slot's old lap are done before we
+ * overwrite it. */
 __device__ __forceinline__ void d2h_wait(const ring_view &out, uint64_t dpos, uint64_t &dhead, shared0 &sh,
                                          uint32_t lane)
 {

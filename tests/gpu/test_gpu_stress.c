@@ -4,8 +4,9 @@
  * order of its requests. Half of them with a reply ring per actor (the
  * default), half with two actors on each of two rings (the kernel's
  * pipelined polls place each slot's reply on its ring by counting the
- * poll's earlier slots there). RK_GPU_STRESS_N overrides the total
- * (smaller under compute-sanitizer). */
+ * poll's earlier slots there). Then 1 M more (20 000 quick) on blocks of
+ * 64 and 96 threads (the serial busy path, one crew warp). RK_GPU_STRESS_N
+ * overrides the total (smaller under compute-sanitizer). */
 #include <pthread.h>
 
 #include "gpu_common.h"
@@ -66,15 +67,16 @@ static void *producer(void *arg)
 }
 
 /* total echoes from THREADS threads on a CUDA runtime with reply_rings
- * rings (0: the default); fails the test on any loss, duplicate, corrupt
- * or out-of-order reply */
-static void run(uint64_t total, uint32_t reply_rings)
+ * rings (0: the default) and blocks of block threads (0: the default);
+ * fails the test on any loss, duplicate, corrupt or out-of-order reply */
+static void run(uint64_t total, uint32_t reply_rings, uint32_t block)
 {
     rk_config c;
     rk_config_init(&c);
     c.backend = RK_BACKEND_CUDA;
     if (reply_rings)
         c.reply_rings = reply_rings;
+    c.block = block;
     rk_runtime *rt = gpu_open_cfg(&c);
     rk_info in;
     rk_runtime_info(rt, &in);
@@ -99,9 +101,9 @@ static void run(uint64_t total, uint32_t reply_rings)
     rk_stats st;
     rk_runtime_stats(rt, &st);
     rk_runtime_close(rt);
-    printf("PASS: %llu messages from %d threads, %u reply rings, in %.2f s (%.2f M msg/s), none lost, duplicated "
+    printf("PASS: %llu messages from %d threads, %u reply rings, block %u, in %.2f s (%.2f M msg/s), none lost, duplicated "
            "or out of order; runtime counted %llu requests %llu replies\n",
-           (unsigned long long)(total / THREADS * THREADS), THREADS, in.reply_rings, dt, total / dt / 1e6,
+           (unsigned long long)(total / THREADS * THREADS), THREADS, in.reply_rings, in.block, dt, total / dt / 1e6,
            (unsigned long long)st.requests, (unsigned long long)st.replies);
 }
 
@@ -110,7 +112,16 @@ int main(void)
     gpu_require();
     const char *e = getenv("RK_GPU_STRESS_N");
     uint64_t total = e && *e ? strtoull(e, NULL, 10) : (gpu_quick() ? 40000 : 10000000);
-    run(total / 2, 0); /* a ring per actor */
-    run(total - total / 2, 2); /* actors 0 and 2 on ring 0, 1 and 3 on ring 1 */
+    run(total / 2, 0, 0); /* a ring per actor */
+    run(total - total / 2, 2, 0); /* actors 0 and 2 on ring 0, 1 and 3 on ring 1 */
+    /* blocks too small for the crew (64..95 threads): the dispatcher alone
+     * on the serial busy path, with one reply ring (its batch answered at
+     * once; it stopped after about a lap of the ring before the fix of
+     * 2026-11-26) and with a ring per actor (each slot served in turn);
+     * 96: one crew warp. Many laps of the rings each. */
+    const uint64_t small = gpu_quick() ? 20000 : 1000000;
+    run(small, 1, 64);
+    run(small, 0, 64);
+    run(small, 0, 96);
     return 0;
 }
