@@ -92,7 +92,7 @@ typedef struct rk_config {
     uint32_t smem;           /* dynamic shared memory per block, bytes, default 0 */
     uint32_t ring_slots;     /* slots per ring (H2D and each reply ring), power of two,
                               * default 4096 */
-    uint32_t slot_size;      /* bytes per slot, power of two 64..4096, default 256 */
+    uint32_t slot_size;      /* bytes per slot, power of two 128..4096, default 256 */
     size_t arena_size;       /* data arena bytes, default 256 MiB */
     size_t max_payload;      /* largest request payload, default 128 MiB (two 64 MiB vadd operands) */
     uint32_t actor_window;   /* requests in flight per actor, 1..32768, default 256 */

@@ -1,0 +1,229 @@
+/* test_gpu_configs.c - the ring kernel under configurations other than the
+ * default: blocks of 64 and 96 threads (the dispatcher alone on the serial
+ * busy path; one crew warp), one block (large operations on the dispatcher
+ * warp), rings of 64 slots (a lap every few polls), slots of 128 B (most
+ * messages out of line, in the arena) to 4 KiB (replies longer than a warp's
+ * lines), one to eight reply rings. In each, 4 threads drive an actor each:
+ * pipelined (a window in flight) echoes of 1 B to ~3 slots and vadds of 1 to
+ * 8 192 floats, then rk_actor_call ping-pongs; every reply is checked against
+ * its request (by id), none may be missing, repeated or wrong, and the
+ * runtime must be healthy after. (A block-64 kernel stopped answering after
+ * one ring lap until 2026-11-26: tests/gpu/test_gpu_stress.c has that case.) */
+#include <pthread.h>
+
+#include "gpu_common.h"
+
+#define THREADS 4
+#define WINDOW 48
+#define TABLE 256 /* > WINDOW, a power of two */
+
+typedef struct {
+    uint32_t grid, block, ring_slots, slot_size, reply_rings;
+} cfg;
+
+typedef struct {
+    rk_runtime *rt;
+    const cfg *c;
+    uint32_t t, msg_max;
+    uint64_t n;
+} job;
+
+/* what a request was, by its id (open addressing; WINDOW in flight) */
+typedef struct {
+    uint64_t id, seq; /* id 0: free */
+    uint32_t len;     /* payload bytes */
+    uint16_t type;
+} want;
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+/* payload byte i of request seq of thread t: the same on send and check */
+static void payload(uint32_t t, uint64_t seq, uint8_t *p, size_t len)
+{
+    uint64_t s = mix(((uint64_t)t << 48) ^ seq);
+    for (size_t i = 0; i < len; i++) {
+        if (i % 8 == 0)
+            s = mix(s + i);
+        p[i] = (uint8_t)(s >> (8 * (i % 8)));
+    }
+}
+
+/* request seq's type and payload length: mostly echoes of 1 B to three
+ * slots' worth (inline and out of line), a fifth small vadds, every 97th a
+ * vadd of 8 192 floats (64 KiB, the arena) */
+static void shape(const job *j, uint64_t seq, uint16_t *type, uint32_t *len)
+{
+    const uint64_t r = mix(seq * 31 + j->t);
+    if (seq % 97 == 96) {
+        *type = RK_OP_VADD, *len = 2 * 8192 * 4;
+    } else if (r % 5 == 0) {
+        *type = RK_OP_VADD, *len = 2 * 4 * (uint32_t)(1 + (r >> 8) % 64);
+    } else {
+        *type = RK_OP_ECHO, *len = 1 + (uint32_t)((r >> 8) % (3 * j->msg_max));
+    }
+}
+
+static void put(want *tb, want w)
+{
+    for (uint32_t i = (uint32_t)mix(w.id) % TABLE;; i = (i + 1) % TABLE)
+        if (!tb[i].id) {
+            tb[i] = w;
+            return;
+        }
+}
+
+static want take(want *tb, uint64_t id)
+{
+    for (uint32_t i = (uint32_t)mix(id) % TABLE, k = 0; k < TABLE; i = (i + 1) % TABLE, k++)
+        if (tb[i].id == id) {
+            want w = tb[i];
+            /* backward-shift delete keeps the probe chains whole */
+            uint32_t hole = i;
+            for (uint32_t n = (i + 1) % TABLE; tb[n].id; n = (n + 1) % TABLE) {
+                const uint32_t home = (uint32_t)mix(tb[n].id) % TABLE;
+                if ((n - home + TABLE) % TABLE >= (n - hole + TABLE) % TABLE) {
+                    tb[hole] = tb[n];
+                    hole = n;
+                }
+            }
+            tb[hole].id = 0;
+            return w;
+        }
+    return (want){0};
+}
+
+/* checks reply r against what request w was */
+static void check(const job *j, const want *w, const rk_reply *r, uint8_t *buf)
+{
+    CHECK(w->id, "thread %u: a reply to id %llu, which is not in flight (or came twice)", j->t,
+          (unsigned long long)r->id);
+    CHECK(r->status == 0, "thread %u request %llu (type %u, %u B): status %s: %s", j->t, (unsigned long long)w->seq,
+          w->type, w->len, rk_err_name(r->status), rk_last_detail());
+    payload(j->t, w->seq, buf, w->len);
+    if (w->type == RK_OP_ECHO) {
+        CHECK(r->len == w->len && !memcmp(r->data, buf, w->len), "thread %u echo %llu (%u B): reply %zu B differs",
+              j->t, (unsigned long long)w->seq, w->len, r->len);
+        return;
+    }
+    const size_t n = w->len / 8;
+    CHECK(r->len == 4 * n, "thread %u vadd %llu: reply %zu B, want %zu", j->t, (unsigned long long)w->seq, r->len,
+          4 * n);
+    const float *a = (const float *)buf, *b = a + n, *s = (const float *)r->data;
+    for (size_t i = 0; i < n; i++) {
+        const float x = a[i] + b[i];
+        /* bit for bit, NaNs as NaNs (their payloads may differ) */
+        CHECK(!memcmp(&x, &s[i], 4) || (x != x && s[i] != s[i]), "thread %u vadd %llu: element %zu", j->t,
+              (unsigned long long)w->seq, i);
+    }
+}
+
+static void *driver(void *arg)
+{
+    job *j = arg;
+    rk_actor *a;
+    CHECK_RK(rk_actor_open(j->rt, &a), "actor");
+    want *tb = calloc(TABLE, sizeof *tb);
+    uint8_t *buf = malloc(3 * (size_t)j->msg_max + 2 * 8192 * 4);
+    CHECK(tb && buf, "oom");
+    uint64_t sent = 0, got = 0;
+    while (got < j->n) { /* pipelined */
+        while (sent < j->n && sent - got < WINDOW) {
+            want w = {.seq = sent};
+            shape(j, sent, &w.type, &w.len);
+            payload(j->t, sent, buf, w.len);
+            int rc = rk_actor_send(a, w.type, buf, w.len, 0, &w.id, 10000);
+            if (rc == -RK_EBUSY)
+                break;
+            CHECK_RK(rc, "send");
+            put(tb, w);
+            sent++;
+        }
+        rk_reply r;
+        CHECK_RK(rk_actor_recv(a, &r, 10000), "recv");
+        const want w = take(tb, r.id);
+        check(j, &w, &r, buf);
+        rk_reply_release(a, &r);
+        got++;
+    }
+    for (uint64_t k = 0; k < j->n / 8; k++) { /* one at a time: the idle path */
+        want w = {.seq = j->n + k};
+        shape(j, w.seq, &w.type, &w.len);
+        payload(j->t, w.seq, buf, w.len);
+        rk_reply r;
+        CHECK_RK(rk_actor_call(a, w.type, buf, w.len, 0, &r, 10000), "call");
+        w.id = r.id;
+        check(j, &w, &r, buf);
+        rk_reply_release(a, &r);
+    }
+    CHECK(rk_actor_inflight(a) == 0, "thread %u: %u still in flight", j->t, rk_actor_inflight(a));
+    free(buf);
+    free(tb);
+    rk_actor_close(a);
+    return NULL;
+}
+
+static void run(const cfg *c, uint64_t per_thread)
+{
+    rk_config k;
+    rk_config_init(&k);
+    k.backend = RK_BACKEND_CUDA;
+    k.grid = c->grid; /* 0: the default, as for each of these */
+    k.block = c->block;
+    k.reply_rings = c->reply_rings;
+    if (c->ring_slots)
+        k.ring_slots = c->ring_slots;
+    if (c->slot_size)
+        k.slot_size = c->slot_size;
+    k.arena_size = (size_t)32 << 20;
+    k.max_payload = (size_t)1 << 20;
+    rk_runtime *rt = gpu_open_cfg(&k);
+    rk_info in;
+    rk_runtime_info(rt, &in);
+    job jobs[THREADS];
+    pthread_t th[THREADS];
+    const double t0 = gpu_now_s();
+    for (uint32_t i = 0; i < THREADS; i++) {
+        jobs[i] = (job){.rt = rt, .c = c, .t = i, .msg_max = in.msg_max, .n = per_thread};
+        CHECK(pthread_create(&th[i], NULL, driver, &jobs[i]) == 0, "thread");
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    CHECK(rk_runtime_health(rt) == 0, "health after the run");
+    rk_stats st;
+    rk_runtime_stats(rt, &st);
+    rk_runtime_close(rt);
+    const uint64_t want_n = THREADS * (per_thread + per_thread / 8);
+    CHECK(st.requests == want_n && st.replies == want_n, "runtime counted %llu requests, %llu replies; sent %llu",
+          (unsigned long long)st.requests, (unsigned long long)st.replies, (unsigned long long)want_n);
+    printf("ok grid %u block %4u, %4u slots of %4u B (msg_max %4u), %u reply rings: %llu requests in %.2f s\n",
+           in.grid, in.block, in.ring_slots, in.slot_size, in.msg_max, in.reply_rings, (unsigned long long)want_n,
+           gpu_now_s() - t0);
+}
+
+int main(void)
+{
+    gpu_require();
+    static const cfg C[] = {
+        /* grid, block, ring slots, slot size, reply rings */
+        {1, 64, 64, 256, 1},   /* the dispatcher alone, a lap every 64 */
+        {0, 64, 1024, 512, 8}, /* serial path, a ring per actor, workers */
+        {2, 96, 256, 256, 2},  /* one crew warp */
+        {0, 128, 4096, 128, 4}, /* 128-B slots (60 B inline): most out of line */
+        {1, 256, 512, 1024, 1}, /* replies over a warp's lines, one block */
+        {3, 160, 2048, 256, 2},
+        {0, 1024, 128, 4096, 8},
+        {0, 0, 0, 0, 0}, /* the defaults */
+    };
+    const uint64_t n = gpu_quick() ? 600 : 20000;
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++)
+        run(&C[i], n);
+    printf("PASS: %zu configurations\n", sizeof C / sizeof C[0]);
+    return 0;
+}
