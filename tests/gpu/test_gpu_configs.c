@@ -7,9 +7,11 @@
  * pipelined (a window in flight) echoes of 1 B to ~3 slots and vadds of 1 to
  * 8 192 floats, then rk_actor_call ping-pongs; every reply is checked against
  * its request (by id), none may be missing, repeated or wrong, and the
- * runtime must be healthy after. (A block-64 kernel stopped answering after
+ * runtime must be healthy after. A third of the way in, the kernel is
+ * relaunched under the load as the next configuration's grid and block. (A block-64 kernel stopped answering after
  * one ring lap until 2026-11-26: tests/gpu/test_gpu_stress.c has that case.) */
 #include <pthread.h>
+#include <sched.h>
 
 #include "gpu_common.h"
 
@@ -26,6 +28,7 @@ typedef struct {
     const cfg *c;
     uint32_t t, msg_max;
     uint64_t n;
+    uint64_t got; /* replies checked so far (atomic: the main thread watches) */
 } job;
 
 /* what a request was, by its id (open addressing; WINDOW in flight) */
@@ -150,7 +153,7 @@ static void *driver(void *arg)
         const want w = take(tb, r.id);
         check(j, &w, &r, buf);
         rk_reply_release(a, &r);
-        got++;
+        __atomic_store_n(&j->got, ++got, __ATOMIC_RELAXED);
     }
     for (uint64_t k = 0; k < j->n / 8; k++) { /* one at a time: the idle path */
         want w = {.seq = j->n + k};
@@ -169,7 +172,10 @@ static void *driver(void *arg)
     return NULL;
 }
 
-static void run(const cfg *c, uint64_t per_thread)
+/* Runs the drivers on config c; a third of the way through the pipelined
+ * phase the kernel is relaunched as config r (grid and block) under the
+ * load: the requests queued or in flight then must all be answered. */
+static void run(const cfg *c, const cfg *r, uint64_t per_thread)
 {
     rk_config k;
     rk_config_init(&k);
@@ -193,6 +199,13 @@ static void run(const cfg *c, uint64_t per_thread)
         jobs[i] = (job){.rt = rt, .c = c, .t = i, .msg_max = in.msg_max, .n = per_thread};
         CHECK(pthread_create(&th[i], NULL, driver, &jobs[i]) == 0, "thread");
     }
+    for (uint32_t i = 0; i < THREADS; i++)
+        while (__atomic_load_n(&jobs[i].got, __ATOMIC_RELAXED) < per_thread / 3)
+            sched_yield();
+    const int rc = rk_runtime_relaunch(rt, r->grid, r->block, 0);
+    CHECK_RK(rc, "relaunch under load");
+    rk_info rin;
+    rk_runtime_info(rt, &rin);
     for (int i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
     CHECK(rk_runtime_health(rt) == 0, "health after the run");
@@ -202,9 +215,10 @@ static void run(const cfg *c, uint64_t per_thread)
     const uint64_t want_n = THREADS * (per_thread + per_thread / 8);
     CHECK(st.requests == want_n && st.replies == want_n, "runtime counted %llu requests, %llu replies; sent %llu",
           (unsigned long long)st.requests, (unsigned long long)st.replies, (unsigned long long)want_n);
-    printf("ok grid %u block %4u, %4u slots of %4u B (msg_max %4u), %u reply rings: %llu requests in %.2f s\n",
-           in.grid, in.block, in.ring_slots, in.slot_size, in.msg_max, in.reply_rings, (unsigned long long)want_n,
-           gpu_now_s() - t0);
+    printf("ok grid %3u block %4u, %4u slots of %4u B (msg_max %4u), %u reply rings, relaunched as grid %3u block "
+           "%4u: %llu requests in %.2f s\n",
+           in.grid, in.block, in.ring_slots, in.slot_size, in.msg_max, in.reply_rings, rin.grid, rin.block,
+           (unsigned long long)want_n, gpu_now_s() - t0);
 }
 
 int main(void)
@@ -222,8 +236,9 @@ int main(void)
         {0, 0, 0, 0, 0}, /* the defaults */
     };
     const uint64_t n = gpu_quick() ? 600 : 20000;
-    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++)
-        run(&C[i], n);
+    const size_t nc = sizeof C / sizeof C[0];
+    for (size_t i = 0; i < nc; i++)
+        run(&C[i], &C[(i + 1) % nc], n);
     printf("PASS: %zu configurations\n", sizeof C / sizeof C[0]);
     return 0;
 }
