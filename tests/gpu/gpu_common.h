@@ -3,7 +3,9 @@
 #ifndef RK_GPU_COMMON_H
 #define RK_GPU_COMMON_H
 
+#ifndef RK_TEST_CPU_ONLY /* (a CPU twin of a gpu test builds without CUDA) */
 #include <cuda_runtime_api.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@
 #define CHECK_RK(rc, what)                                                                         \
     CHECK((rc) == 0, "%s: %s (%s): %s", what, rk_strerror(rc), rk_err_name(rc), rk_last_detail())
 
+#ifndef RK_TEST_CPU_ONLY
 /* Exits 77 (skip) when no GPU is usable: no driver (CI), or no device. */
 static inline void gpu_require(void)
 {
@@ -35,6 +38,7 @@ static inline void gpu_require(void)
         exit(77);
     }
 }
+#endif
 
 static inline double gpu_now_s(void)
 {

@@ -8,7 +8,10 @@
  * 8 192 floats, then rk_actor_call ping-pongs; every reply is checked against
  * its request (by id), none may be missing, repeated or wrong, and the
  * runtime must be healthy after. A third of the way in, the kernel is
- * relaunched under the load as the next configuration's grid and block. (A block-64 kernel stopped answering after
+ * relaunched under the load as the next configuration's grid and block.
+ * Built with RK_TEST_CPU_ONLY it is the CPU backend's twin (tests
+ * configs_cpu, configs_cpu_process: the ring and slot sizes, reply rings
+ * and relaunch under load, in process and on a worker process). (A block-64 kernel stopped answering after
  * one ring lap until 2026-11-26: tests/gpu/test_gpu_stress.c has that case.) */
 #include <pthread.h>
 #include <sched.h>
@@ -179,7 +182,14 @@ static void run(const cfg *c, const cfg *r, uint64_t per_thread)
 {
     rk_config k;
     rk_config_init(&k);
+#ifdef RK_TEST_CPU_ONLY
+    k.backend = RK_BACKEND_CPU;
+    const char *iso = getenv("RK_TEST_ISOLATION");
+    if (iso && !strcmp(iso, "process"))
+        k.isolation = RK_ISOLATION_PROCESS;
+#else
     k.backend = RK_BACKEND_CUDA;
+#endif
     k.grid = c->grid; /* 0: the default, as for each of these */
     k.block = c->block;
     k.reply_rings = c->reply_rings;
@@ -223,7 +233,9 @@ static void run(const cfg *c, const cfg *r, uint64_t per_thread)
 
 int main(void)
 {
+#ifndef RK_TEST_CPU_ONLY
     gpu_require();
+#endif
     static const cfg C[] = {
         /* grid, block, ring slots, slot size, reply rings */
         {1, 64, 64, 256, 1},   /* the dispatcher alone, a lap every 64 */
@@ -235,7 +247,11 @@ int main(void)
         {0, 1024, 128, 4096, 8},
         {0, 0, 0, 0, 0}, /* the defaults */
     };
+#ifdef RK_TEST_CPU_ONLY
+    const uint64_t n = 6000; /* (CI runs it under the sanitizers too) */
+#else
     const uint64_t n = gpu_quick() ? 600 : 20000;
+#endif
     const size_t nc = sizeof C / sizeof C[0];
     for (size_t i = 0; i < nc; i++)
         run(&C[i], &C[(i + 1) % nc], n);
