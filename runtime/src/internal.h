@@ -165,6 +165,16 @@ RK__HIDDEN void rk__arena_usage(rk__arena *ar, size_t *used, size_t *peak);
 RK__HIDDEN bool rk__ring_ready(rk_ring *r);
 /* ... of the slot at pos (a consumer that claims positions itself). */
 RK__HIDDEN bool rk__ring_ready_at(rk_ring *r, uint64_t pos);
+/* rk__ring_ready_at, inline, with the length line 0 states in *len (for
+ * a prefetch of the other lines; not checked against the slot's). relaxed:
+ * a consumer validates the lines again with acquire before it reads
+ * them (rk__ring_complete_at). */
+static inline bool rk__ring_there(rk_ring *r, uint64_t pos, uint32_t *len)
+{
+    const uint64_t l0 = __atomic_load_n(rk_ring_slot(r, pos), __ATOMIC_RELAXED);
+    *len = (uint32_t)l0;
+    return (uint32_t)(l0 >> 32) == rk_ring_flag(r, pos);
+}
 /* 0 and the length in *len when every line of the message at pos is
  * there; -RK_EAGAIN when some are not yet; -RK_EPROTO (rk__fail) for a
  * length over the slot's. */

@@ -199,8 +199,8 @@ bool rk__ring_ready(rk_ring *r) { return rk__ring_ready_at(r, rk__ld_relaxed(&r-
 
 bool rk__ring_ready_at(rk_ring *r, uint64_t pos)
 {
-    uint64_t l0 = rk__ld_relaxed(rk_ring_slot(r, pos));
-    return (uint32_t)(l0 >> 32) == rk_ring_flag(r, pos);
+    uint32_t len;
+    return rk__ring_there(r, pos, &len);
 }
 
 /* Line 0 of the message at pos: 0 and its length in *lenp, -RK_EAGAIN

@@ -362,12 +362,12 @@ static bool rk__drain_lock(rk__d2h *d)
      * instructions). relaxed: a stale position costs one more look */
     rk_ring *r = d->ring;
     const uint64_t pos = atomic_load_explicit(&d->claim, memory_order_relaxed);
-    const uint64_t l0 = rk__ld_relaxed(rk_ring_slot(r, pos));
-    if ((uint32_t)(l0 >> 32) != rk_ring_flag(r, pos))
+    uint32_t len;
+    if (!rk__ring_there(r, pos, &len))
         return false;
     /* the message's other lines, on their way while the lock is taken
      * (the producer wrote them before line 0) */
-    rk__ring_prefetch_r(r, pos, (uint32_t)l0);
+    rk__ring_prefetch_r(r, pos, len);
     /* relaxed: a stale 0 costs the blocked thread one more holder */
     return !atomic_load_explicit(&d->wanted, memory_order_relaxed) && rk__lock_try(&d->lock);
 }
