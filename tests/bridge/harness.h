@@ -136,6 +136,7 @@ void test_worker_kill(void **state);
 void test_worker_faults(void **state);
 void test_worker_gpu_faults(void **state);
 void test_worker_gpu_crash_actor(void **state);
+void test_worker_gpu_launch(void **state);
 void test_launch_status(void **state);
 void test_busy(void **state);
 void test_shutdown(void **state);

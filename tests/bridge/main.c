@@ -50,6 +50,7 @@ int main(int argc, char **argv)
         {"worker_faults", cmocka_unit_test(test_worker_faults)},
         {"gpu_faults", cmocka_unit_test(test_worker_gpu_faults)},
         {"gpu_crash_actor", cmocka_unit_test(test_worker_gpu_crash_actor)},
+        {"gpu_launch", cmocka_unit_test(test_worker_gpu_launch)},
     };
     if (argc < 3) {
         fprintf(stderr, "usage: %s PATH-TO-rk-bridge GROUP [EXTRA rk-bridge OPTIONS...]\n", argv[0]);

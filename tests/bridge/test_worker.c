@@ -329,6 +329,64 @@ void test_worker_gpu_crash_actor(void **state)
     gpu_poisons("crash", "why", 5, args);
 }
 
+/* GPU machine: `launch` under load. WK_CLIENTS clients pipeline echoes
+ * while an admin relaunches the ring kernel through blocks of 64 (the
+ * dispatcher alone on the serial busy path), 96 (one crew warp), one
+ * block of 1024 and the defaults, with a launch over the device's limit
+ * (LAUNCH_INVALID naming the limit; nothing changes) among them; after
+ * each launch 20 000 more echoes are answered (several laps of the
+ * rings: a block-64 kernel stopped after one until 2026-11-26). Every
+ * echo is answered once and correctly. */
+void test_worker_gpu_launch(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t grid, block;
+    } L[] = {{2, 64}, {0, 96}, {1, 1024}, {0, 2048}, {0, 64}, {0, 0}};
+    bridge b;
+    bridge_opts o = {.umask = -1};
+    const char *const args[] = {"--backend", "cuda", "--allow-admin-ops", NULL};
+    bridge_start_opts(&b, &o, args);
+    rkc *cl = client(&b);
+    wk_load l;
+    wk_load_start(&l, b.ep);
+    for (size_t k = 0; k < sizeof L / sizeof L[0]; k++) {
+        rkc_request rq = {.op = RKC_LAUNCH, .grid = L[k].grid, .block = L[k].block};
+        rkc_reply r;
+        assert_int_equal(rkc_call(cl, &rq, &r, TMO), 0);
+        if (L[k].block > 1024) {
+            assert_false(r.ok);
+            assert_string_equal(r.code, "LAUNCH_INVALID");
+            assert_non_null(strstr(r.message, "1024"));
+            print_message("launch block %u: %s: %s\n", L[k].block, r.code, r.message);
+        } else {
+            assert_true(r.ok);
+            const msgpack_object *kn = rkc_reply_get(&r, "kernel");
+            if (L[k].block)
+                assert_int_equal(map_uint(kn, "block"), L[k].block);
+            if (L[k].grid)
+                assert_int_equal(map_uint(kn, "grid"), L[k].grid);
+            print_message("launched grid %llu block %llu under load\n", (unsigned long long)map_uint(kn, "grid"),
+                          (unsigned long long)map_uint(kn, "block"));
+        }
+        rkc_reply_free(&r);
+        const uint64_t r0 = status_counter(&b, "ring_replies");
+        const int64_t t0 = now_ms();
+        while (status_counter(&b, "ring_replies") < r0 + 20000) {
+            assert_true(now_ms() - t0 < TMO); /* the kernel stopped answering */
+            usleep(2000);
+        }
+    }
+    wk_load_stop(&l);
+    print_message("%zu launches under load: %llu echoes, %llu answered, %llu bad, %llu duplicated\n",
+                  sizeof L / sizeof L[0], (unsigned long long)l.sent, (unsigned long long)l.answered,
+                  (unsigned long long)l.bad, (unsigned long long)l.dup);
+    wk_load_check(&l);
+    echo_ok(cl, 1);
+    rkc_close(cl);
+    bridge_stop_alone(&b);
+}
+
 /* devices[i].key of a status reply. */
 static uint64_t device_uint(const bridge *b, int i, const char *key)
 {
