@@ -334,9 +334,9 @@ void test_worker_gpu_crash_actor(void **state)
  * dispatcher alone on the serial busy path), 96 (one crew warp), one
  * block of 1024 and the defaults, with a launch over the device's limit
  * (LAUNCH_INVALID naming the limit; nothing changes) among them; after
- * each launch 20 000 more echoes are answered (several laps of the
- * rings: a block-64 kernel stopped after one until 2026-11-26). Every
- * echo is answered once and correctly. */
+ * each launch 20 000 more echoes are answered (many laps of a ring:
+ * a block-64 kernel with one reply ring stopped after one until
+ * 2026-11-26). Every echo is answered once and correctly. */
 void test_worker_gpu_launch(void **state)
 {
     (void)state;
@@ -345,8 +345,12 @@ void test_worker_gpu_launch(void **state)
     } L[] = {{2, 64}, {0, 96}, {1, 1024}, {0, 2048}, {0, 64}, {0, 0}};
     bridge b;
     bridge_opts o = {.umask = -1};
-    const char *const args[] = {"--backend", "cuda", "--allow-admin-ops", NULL};
+    /* one reply ring of 1 024 slots: the serial path answers a batch at
+     * once only with one ring, and 20 000 echoes are ~20 laps */
+    const char *const args[] = {"--backend", "cuda", "--allow-admin-ops", "--ring-slots", "1024", NULL};
+    setenv("RK_REPLY_RINGS", "1", 1); /* rk_config_init's, in the bridge */
     bridge_start_opts(&b, &o, args);
+    unsetenv("RK_REPLY_RINGS");
     rkc *cl = client(&b);
     wk_load l;
     wk_load_start(&l, b.ep);
