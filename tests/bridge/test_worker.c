@@ -329,6 +329,37 @@ void test_worker_gpu_crash_actor(void **state)
     gpu_poisons("crash", "why", 5, args);
 }
 
+/* saxpy (samples/gpu_module, loaded with --actors) of n floats through
+ * the bridge, bit for bit against a * x + y in float32 (no FMA). */
+static void saxpy_ok(rkc *cl, size_t n)
+{
+    float a = 1.5f, *x = malloc(4 * n), *y = malloc(4 * n);
+    assert_non_null(x);
+    assert_non_null(y);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)i * 0.25f, y[i] = 1.0f - (float)i;
+    const rkc_field f[] = {RKC_FIELD("a", &a, 4), RKC_FIELD("x", x, 4 * n), RKC_FIELD("y", y, 4 * n)};
+    rkc_reply r;
+    assert_int_equal(rkc_actor_call(cl, "saxpy", f, 3, &r, TMO), 0);
+    if (!r.ok)
+        fail_msg("saxpy of %zu: %s: %s", n, r.code, r.message);
+    const msgpack_object *o = rkc_reply_get(&r, "y");
+    assert_non_null(o);
+    assert_int_equal(o->type, MSGPACK_OBJECT_BIN);
+    assert_int_equal(o->via.bin.size, 4 * n);
+    for (size_t i = 0; i < n; i++) {
+        volatile float m = a * x[i]; /* volatile: no contraction into an FMA */
+        const float want = m + y[i];
+        float got;
+        memcpy(&got, o->via.bin.ptr + 4 * i, 4);
+        if (memcmp(&got, &want, 4))
+            fail_msg("saxpy of %zu: element %zu is %a, want %a", n, i, (double)got, (double)want);
+    }
+    rkc_reply_free(&r);
+    free(x);
+    free(y);
+}
+
 /* GPU machine: `launch` under load. WK_CLIENTS clients pipeline echoes
  * while an admin relaunches the ring kernel through blocks of 64 (the
  * dispatcher alone on the serial busy path), 96 (one crew warp), one
@@ -374,6 +405,8 @@ void test_worker_gpu_launch(void **state)
                           (unsigned long long)map_uint(kn, "block"));
         }
         rkc_reply_free(&r);
+        saxpy_ok(cl, 4);      /* inline: the idle path answers it from its registers */
+        saxpy_ok(cl, 100000); /* in the arena: staged */
         const uint64_t r0 = status_counter(&b, "ring_replies");
         const int64_t t0 = now_ms();
         while (status_counter(&b, "ring_replies") < r0 + 20000) {
