@@ -5,18 +5,27 @@
  * messages out of line, in the arena) to 4 KiB (replies longer than a warp's
  * lines), one to eight reply rings. In each, 4 threads drive an actor each:
  * pipelined (a window in flight) echoes of 1 B to ~3 slots and vadds of 1 to
- * 8 192 floats, then rk_actor_call ping-pongs; every reply is checked against
+ * 8 192 floats, then rk_actor_call ping-pongs; in every other configuration
+ * (in process: their GPU code is this program's, configs_actors.cu) also two
+ * user actors, one whose reply is up to 8 x its request and one whose reply
+ * is an eighth of it, inline and from the arena. Every reply is checked against
  * its request (by id), none may be missing, repeated or wrong, and the
  * runtime must be healthy after. A third of the way in, the kernel is
  * relaunched under the load as the next configuration's grid and block.
  * Built with RK_TEST_CPU_ONLY it is the CPU backend's twin (tests
- * configs_cpu, configs_cpu_process: the ring and slot sizes, reply rings
- * and relaunch under load, in process and on a worker process). (A block-64 kernel stopped answering after
- * one ring lap until 2026-11-26: tests/gpu/test_gpu_stress.c has that case.) */
+ * configs_cpu, with the user actors' CPU twins, and configs_cpu_process,
+ * on a worker process, without them). A block-64 kernel stopped answering
+ * after one ring lap until 2026-11-26 (test_gpu_stress.c has that case). */
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 
+#include "configs_actors.h"
 #include "gpu_common.h"
+#ifndef RK_TEST_CPU_ONLY
+#include "kernel_desc.h"
+extern const rk_kernel_desc configs_actors; /* configs_actors.cu */
+#endif
 
 #define THREADS 4
 #define WINDOW 48
@@ -30,6 +39,7 @@ typedef struct {
     rk_runtime *rt;
     const cfg *c;
     uint32_t t, msg_max;
+    bool actors; /* the runtime serves CONFIGS_WIDEN and CONFIGS_SHRINK */
     uint64_t n;
     uint64_t got; /* replies checked so far (atomic: the main thread watches) */
 } job;
@@ -61,20 +71,56 @@ static void payload(uint32_t t, uint64_t seq, uint8_t *p, size_t len)
     }
 }
 
-/* request seq's type and payload length: mostly echoes of 1 B to three
- * slots' worth (inline and out of line), a fifth small vadds, every 97th a
- * vadd of 8 192 floats (64 KiB, the arena) */
+/* request seq's type and payload length: echoes of 1 B to three slots'
+ * worth (inline and out of line), small vadds, every 97th a vadd of 8 192
+ * floats (64 KiB, the arena); with the user actors also widen (1 B to 300,
+ * every 7th of them 20 000 B: a reply of up to 160 000 B from the worker
+ * grid) and shrink (1 B to three slots, every 7th 40 000 B) */
 static void shape(const job *j, uint64_t seq, uint16_t *type, uint32_t *len)
 {
-    const uint64_t r = mix(seq * 31 + j->t);
-    if (seq % 97 == 96) {
+    const uint64_t r = mix(seq * 31 + j->t), k = (r >> 8) % 10, v = r >> 16;
+    const uint32_t slots3 = 3 * j->msg_max;
+    if (seq % 97 == 96)
         *type = RK_OP_VADD, *len = 2 * 8192 * 4;
-    } else if (r % 5 == 0) {
-        *type = RK_OP_VADD, *len = 2 * 4 * (uint32_t)(1 + (r >> 8) % 64);
-    } else {
-        *type = RK_OP_ECHO, *len = 1 + (uint32_t)((r >> 8) % (3 * j->msg_max));
-    }
+    else if (k < 2)
+        *type = RK_OP_VADD, *len = 2 * 4 * (uint32_t)(1 + v % 64);
+    else if (k == 2 && j->actors)
+        *type = CONFIGS_WIDEN, *len = v % 7 == 6 ? 20000 : 1 + (uint32_t)((v >> 3) % 300);
+    else if (k == 3 && j->actors)
+        *type = CONFIGS_SHRINK, *len = v % 7 == 6 ? 40000 : 1 + (uint32_t)((v >> 3) % slots3);
+    else
+        *type = RK_OP_ECHO, *len = 1 + (uint32_t)(v % slots3);
 }
+
+/* the user actors' CPU twins: the CPU backend's actors and the reference */
+static int widen_cpu(const void *in, size_t in_len, void *out, size_t out_cap, size_t *out_len, void *user)
+{
+    (void)user;
+    const uint8_t *i = in;
+    if (in_len == 0)
+        return -RK_EINVAL;
+    const size_t n = (1u + i[0] % 8u) * in_len;
+    if (n > out_cap)
+        return -RK_EMSGSIZE;
+    for (size_t j = 0; j < n; j++)
+        ((uint8_t *)out)[j] = (uint8_t)(i[j % in_len] ^ (j / in_len));
+    *out_len = n;
+    return 0;
+}
+static size_t widen_cap(size_t in_len) { return 8 * in_len; }
+
+static int shrink_cpu(const void *in, size_t in_len, void *out, size_t out_cap, size_t *out_len, void *user)
+{
+    (void)user;
+    const size_t n = (in_len + 7) / 8;
+    if (n > out_cap)
+        return -RK_EMSGSIZE;
+    for (size_t j = 0; j < n; j++)
+        ((uint8_t *)out)[j] = (uint8_t)(((const uint8_t *)in)[8 * j] + 1);
+    *out_len = n;
+    return 0;
+}
+static size_t shrink_cap(size_t in_len) { return (in_len + 7) / 8; }
 
 static void put(want *tb, want w)
 {
@@ -113,6 +159,15 @@ static void check(const job *j, const want *w, const rk_reply *r, uint8_t *buf)
     CHECK(r->status == 0, "thread %u request %llu (type %u, %u B): status %s: %s", j->t, (unsigned long long)w->seq,
           w->type, w->len, rk_err_name(r->status), rk_last_detail());
     payload(j->t, w->seq, buf, w->len);
+    if (w->type == CONFIGS_WIDEN || w->type == CONFIGS_SHRINK) {
+        uint8_t *want = buf + 3 * (size_t)j->msg_max + 2 * 40000; /* driver's buffer: room past the payloads */
+        size_t n = 0;
+        const int rc = (w->type == CONFIGS_WIDEN ? widen_cpu : shrink_cpu)(buf, w->len, want, 8 * 20000, &n, NULL);
+        CHECK(rc == 0, "reference");
+        CHECK(r->len == n && !memcmp(r->data, want, n), "thread %u %s %llu (%u B): reply %zu B, want %zu (or differs)",
+              j->t, w->type == CONFIGS_WIDEN ? "widen" : "shrink", (unsigned long long)w->seq, w->len, r->len, n);
+        return;
+    }
     if (w->type == RK_OP_ECHO) {
         CHECK(r->len == w->len && !memcmp(r->data, buf, w->len), "thread %u echo %llu (%u B): reply %zu B differs",
               j->t, (unsigned long long)w->seq, w->len, r->len);
@@ -136,7 +191,8 @@ static void *driver(void *arg)
     rk_actor *a;
     CHECK_RK(rk_actor_open(j->rt, &a), "actor");
     want *tb = calloc(TABLE, sizeof *tb);
-    uint8_t *buf = malloc(3 * (size_t)j->msg_max + 2 * 8192 * 4);
+    /* payloads up to 3 slots or 40 000 B, then a reference reply up to 160 000 B */
+    uint8_t *buf = malloc(3 * (size_t)j->msg_max + 2 * 40000 + 8 * 20000);
     CHECK(tb && buf, "oom");
     uint64_t sent = 0, got = 0;
     while (got < j->n) { /* pipelined */
@@ -178,18 +234,35 @@ static void *driver(void *arg)
 /* Runs the drivers on config c; a third of the way through the pipelined
  * phase the kernel is relaunched as config r (grid and block) under the
  * load: the requests queued or in flight then must all be answered. */
-static void run(const cfg *c, const cfg *r, uint64_t per_thread)
+static void run(const cfg *c, const cfg *r, uint64_t per_thread, bool with_actors)
 {
     rk_config k;
     rk_config_init(&k);
+    /* user actors: their GPU code is compiled into this program, so the
+     * backend runs in it (RK_ISOLATION_NONE); every other configuration
+     * runs on a worker process, the default, without them */
+    rk_actor_def defs[2] = {
+        {.type = CONFIGS_WIDEN, .name = "widen", .cpu = widen_cpu, .reply_size = widen_cap},
+        {.type = CONFIGS_SHRINK, .name = "shrink", .cpu = shrink_cpu, .reply_size = shrink_cap},
+    };
 #ifdef RK_TEST_CPU_ONLY
     k.backend = RK_BACKEND_CPU;
     const char *iso = getenv("RK_TEST_ISOLATION");
-    if (iso && !strcmp(iso, "process"))
+    const bool actors = !(iso && !strcmp(iso, "process")); /* (a worker process cannot run them) */
+    (void)with_actors;
+    if (!actors)
         k.isolation = RK_ISOLATION_PROCESS;
 #else
     k.backend = RK_BACKEND_CUDA;
+    const bool actors = with_actors;
+    defs[0].gpu = defs[1].gpu = &configs_actors;
+    if (actors)
+        k.isolation = RK_ISOLATION_NONE;
 #endif
+    if (actors) {
+        k.actors = defs;
+        k.n_actors = 2;
+    }
     k.grid = c->grid; /* 0: the default, as for each of these */
     k.block = c->block;
     k.reply_rings = c->reply_rings;
@@ -206,7 +279,7 @@ static void run(const cfg *c, const cfg *r, uint64_t per_thread)
     pthread_t th[THREADS];
     const double t0 = gpu_now_s();
     for (uint32_t i = 0; i < THREADS; i++) {
-        jobs[i] = (job){.rt = rt, .c = c, .t = i, .msg_max = in.msg_max, .n = per_thread};
+        jobs[i] = (job){.rt = rt, .c = c, .t = i, .msg_max = in.msg_max, .actors = actors, .n = per_thread};
         CHECK(pthread_create(&th[i], NULL, driver, &jobs[i]) == 0, "thread");
     }
     for (uint32_t i = 0; i < THREADS; i++)
@@ -225,9 +298,10 @@ static void run(const cfg *c, const cfg *r, uint64_t per_thread)
     const uint64_t want_n = THREADS * (per_thread + per_thread / 8);
     CHECK(st.requests == want_n && st.replies == want_n, "runtime counted %llu requests, %llu replies; sent %llu",
           (unsigned long long)st.requests, (unsigned long long)st.replies, (unsigned long long)want_n);
-    printf("ok grid %3u block %4u, %4u slots of %4u B (msg_max %4u), %u reply rings, relaunched as grid %3u block "
-           "%4u: %llu requests in %.2f s\n",
-           in.grid, in.block, in.ring_slots, in.slot_size, in.msg_max, in.reply_rings, rin.grid, rin.block,
+    printf("ok grid %3u block %4u, %4u slots of %4u B (msg_max %4u), %u reply rings, %s, relaunched as grid "
+           "%3u block %4u: %llu requests in %.2f s\n",
+           in.grid, in.block, in.ring_slots, in.slot_size, in.msg_max, in.reply_rings,
+           actors ? "user actors, in process" : "built-ins, worker process", rin.grid, rin.block,
            (unsigned long long)want_n, gpu_now_s() - t0);
 }
 
@@ -254,7 +328,7 @@ int main(void)
 #endif
     const size_t nc = sizeof C / sizeof C[0];
     for (size_t i = 0; i < nc; i++)
-        run(&C[i], &C[(i + 1) % nc], n);
+        run(&C[i], &C[(i + 1) % nc], n, i % 2 == 0); /* even: user actors, in process */
     printf("PASS: %zu configurations\n", sizeof C / sizeof C[0]);
     return 0;
 }
