@@ -89,18 +89,19 @@ __device__ __forceinline__ bool post_job(const rk_kargs &ka, scratch *ds, shared
                                          uint32_t &replied, uint32_t lane, uint64_t run)
 {
     uint32_t ns = 0;
-    for (;;) {
-        uint32_t c = 0;
-        /* acquire (gpu): pairs with the workers' release of job_completed:
-         * they are done with the entry this job overwrites */
-        if (lane == 0)
-            c = rk__ld_acquire_gpu(&ds->job_completed);
-        c = __shfl_sync(FULL, c, 0);
-        if (posted - c < NJ)
-            break;
+    /* The entry this job overwrites is free once its reply is posted:
+     * post_job_replies reads the entry's words for it. (Until 2026-11-26
+     * this waited for the workers only, and a 17th job in flight could
+     * overwrite a finished job whose reply was not posted yet: that reply
+     * went out under the new job's id and the old request got none.)
+     * replied <= job_completed, so the workers are done with it too: their
+     * release of job_completed was acquired by post_job_replies. */
+    while (posted - replied >= NJ) {
         if (flag_ld(&sh.stop) >= 2)
             return false;
         post_job_replies(ka, ds, sh, out, dpos, dhead, replied, lane);
+        if (posted - replied < NJ)
+            break;
         __nanosleep(ns);
         ns = ns < 4096 ? ns * 2 + 32 : ns;
     }

@@ -1,6 +1,7 @@
 /* test_gpu_ops.c - echo and vadd on the ring kernel against the CPU backend
  * and a reference: sizes 1, 2, 31, 32, 33, 1000, 2^20, 2^26 and random
- * sizes; NaN (several payloads), +-inf, denormals, -0. Bit for bit. */
+ * sizes; NaN (several payloads), +-inf, denormals, -0. Bit for bit. Then 64
+ * large vadds in flight at once (grid jobs), each reply checked by id. */
 #include "gpu_common.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -45,6 +46,46 @@ static void call(rk_actor *a, uint16_t type, const void *p, size_t len, rk_reply
     int rc = rk_actor_call(a, type, p, len, 0, r, 120000);
     CHECK_RK(rc, what);
     CHECK(r->status == 0, "%s: reply status %s: %s", what, rk_err_name(r->status), rk_last_detail());
+}
+
+/* 64 vadds of 5 000 + k floats (40 KB and more: grid jobs, 16 of them at
+ * a time in the kernel's queue) sent back to back, then received in any
+ * order: each reply by its id, bit for bit. Until 2026-11-26 the 17th job
+ * in flight could take the queue entry of a finished job whose reply was
+ * not posted yet: one reply went out under another request's id, and a
+ * request got none. */
+static void pipelined_grid_vadds(rk_actor *a)
+{
+    enum { N = 64, BASE = 5000 };
+    uint64_t ids[N];
+    float *v = malloc(sizeof(float) * 2 * (BASE + N) * N);
+    CHECK(v, "out of memory");
+    for (int k = 0; k < N; k++) {
+        float *x = v + (size_t)2 * (BASE + N) * k;
+        const size_t n = BASE + (size_t)k;
+        for (size_t i = 0; i < 2 * n; i++)
+            x[i] = (float)(k * 100000 + (int)i); /* exact in float32, distinct per request */
+        CHECK_RK(rk_actor_send(a, RK_OP_VADD, x, 2 * n * sizeof(float), 0, &ids[k], 10000), "pipelined vadd send");
+    }
+    for (int got = 0; got < N; got++) {
+        rk_reply r;
+        CHECK_RK(rk_actor_recv(a, &r, 10000), "pipelined vadd recv");
+        int k = 0;
+        while (k < N && ids[k] != r.id)
+            k++;
+        CHECK(k < N, "a reply with id %llu, never sent (or twice)", (unsigned long long)r.id);
+        ids[k] = 0;
+        const size_t n = BASE + (size_t)k;
+        CHECK(r.status == 0 && r.len == 4 * n, "pipelined vadd %d: status %d, %zu B, want %zu", k, r.status, r.len,
+              4 * n);
+        const float *x = v + (size_t)2 * (BASE + N) * k, *c = r.data;
+        for (size_t i = 0; i < n; i++)
+            CHECK(c[i] == x[i] + x[n + i], "pipelined vadd %d: element %zu is %g, want %g", k, i, (double)c[i],
+                  (double)(x[i] + x[n + i]));
+        rk_reply_release(a, &r);
+    }
+    free(v);
+    printf("ok   %d pipelined vadds of %d+ floats (grid jobs), each reply its own\n", N, BASE);
 }
 
 int main(void)
@@ -134,6 +175,7 @@ int main(void)
     } else {
         CHECK(rc == -RK_EINVAL || rc == -RK_ENOTSUP, "unknown type: %s", rk_err_name(rc));
     }
+    pipelined_grid_vadds(ga);
     CHECK(rk_runtime_health(g) == 0, "health %d", rk_runtime_health(g));
     rk_actor_close(ga);
     rk_actor_close(ca);
