@@ -48,25 +48,27 @@ static void call(rk_actor *a, uint16_t type, const void *p, size_t len, rk_reply
     CHECK(r->status == 0, "%s: reply status %s: %s", what, rk_err_name(r->status), rk_last_detail());
 }
 
-/* 64 vadds of 5 000 + k floats (40 KB and more: grid jobs, 16 of them at
- * a time in the kernel's queue) sent back to back, then received in any
- * order: each reply by its id, bit for bit. Until 2026-11-26 the 17th job
- * in flight could take the queue entry of a finished job whose reply was
- * not posted yet: one reply went out under another request's id, and a
- * request got none. */
+/* 64 vadds of 32 768 + k floats (256 KB and more: grid jobs, 16 of them
+ * at a time in the kernel's queue), written in place first and then sent
+ * back to back (rk_actor_buf_send: no copy on the way, so the kernel finds
+ * them together), received in any order: each reply by its id, bit for
+ * bit. Until 2026-11-26 the 17th job in flight could take the queue entry
+ * of a finished job whose reply was not posted yet: one reply went out
+ * under another request's id, and a request got none. */
 static void pipelined_grid_vadds(rk_actor *a)
 {
-    enum { N = 64, BASE = 5000 };
+    enum { N = 64, BASE = 32768 };
     uint64_t ids[N];
-    float *v = malloc(sizeof(float) * 2 * (BASE + N) * N);
-    CHECK(v, "out of memory");
+    rk_buf bufs[N];
     for (int k = 0; k < N; k++) {
-        float *x = v + (size_t)2 * (BASE + N) * k;
         const size_t n = BASE + (size_t)k;
+        CHECK_RK(rk_actor_buf_alloc(a, RK_OP_VADD, 2 * n * sizeof(float), 0, &bufs[k], 10000), "vadd buffer");
+        float *x = bufs[k].data;
         for (size_t i = 0; i < 2 * n; i++)
             x[i] = (float)(k * 100000 + (int)i); /* exact in float32, distinct per request */
-        CHECK_RK(rk_actor_send(a, RK_OP_VADD, x, 2 * n * sizeof(float), 0, &ids[k], 10000), "pipelined vadd send");
     }
+    for (int k = 0; k < N; k++)
+        CHECK_RK(rk_actor_buf_send(a, &bufs[k], &ids[k], 10000), "pipelined vadd send");
     for (int got = 0; got < N; got++) {
         rk_reply r;
         CHECK_RK(rk_actor_recv(a, &r, 10000), "pipelined vadd recv");
@@ -78,13 +80,13 @@ static void pipelined_grid_vadds(rk_actor *a)
         const size_t n = BASE + (size_t)k;
         CHECK(r.status == 0 && r.len == 4 * n, "pipelined vadd %d: status %d, %zu B, want %zu", k, r.status, r.len,
               4 * n);
-        const float *x = v + (size_t)2 * (BASE + N) * k, *c = r.data;
-        for (size_t i = 0; i < n; i++)
-            CHECK(c[i] == x[i] + x[n + i], "pipelined vadd %d: element %zu is %g, want %g", k, i, (double)c[i],
-                  (double)(x[i] + x[n + i]));
+        const float *c = r.data;
+        for (size_t i = 0; i < n; i++) {
+            const float want = (float)(k * 100000 + (int)i) + (float)(k * 100000 + (int)(n + i));
+            CHECK(c[i] == want, "pipelined vadd %d: element %zu is %g, want %g", k, i, (double)c[i], (double)want);
+        }
         rk_reply_release(a, &r);
     }
-    free(v);
     printf("ok   %d pipelined vadds of %d+ floats (grid jobs), each reply its own\n", N, BASE);
 }
 
