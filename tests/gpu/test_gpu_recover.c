@@ -1,7 +1,8 @@
 /* test_gpu_recover.c - the default, isolated mode on the GPU: a faulting
  * GPU actor costs its own request. Poison requests (an illegal address in
- * the kernel) among 8 actors pipelining echoes: exactly one RK_EDEVICE per
- * poison, every echo answered once and correctly; an endless loop past its
+ * the kernel) among 8 actors pipelining echoes and, every 16th request, a
+ * 64 KiB vadd (a grid job): exactly one RK_EDEVICE per poison, every echo
+ * and vadd answered once and correctly; an endless loop past its
  * deadline; the per-GPU lock against a second runtime (refused naming this
  * process, auto falls back to the CPU saying why, share_gpu opens it). */
 #include <pthread.h>
@@ -10,13 +11,15 @@
 
 #include "gpu_common.h"
 
-enum { LOADERS = 8, WINDOW = 32, SEQ_CAP = 1 << 22 };
+/* every 16th request a vadd of VADD_N floats (64 KiB: a grid job) */
+enum { LOADERS = 8, WINDOW = 32, SEQ_CAP = 1 << 22, VADD_N = 8192 };
 
 typedef struct loader {
     rk_runtime *rt;
     atomic_int *stop;
     uint64_t sent, ok, bad;
     uint8_t *seen;
+    float v[2 * VADD_N];
 } loader;
 
 static void *load_main(void *arg)
@@ -30,7 +33,15 @@ static void *load_main(void *arg)
         int stopping = atomic_load(l->stop);
         while (!stopping && rk_actor_inflight(a) < WINDOW && seq < SEQ_CAP) {
             uint64_t m[4] = {seq, ~seq, seq * 3, 7};
-            if (rk_actor_send(a, RK_OP_ECHO, m, sizeof m, 0, NULL, 10000)) {
+            int rc;
+            if (seq % 16 == 15) { /* a grid job: a = seq + i, b = 1 */
+                for (int i = 0; i < VADD_N; i++)
+                    l->v[i] = (float)(seq + (uint64_t)i), l->v[VADD_N + i] = 1.0f;
+                rc = rk_actor_send(a, RK_OP_VADD, l->v, sizeof l->v, 0, NULL, 10000);
+            } else {
+                rc = rk_actor_send(a, RK_OP_ECHO, m, sizeof m, 0, NULL, 10000);
+            }
+            if (rc) {
                 l->bad++;
                 break;
             }
@@ -47,6 +58,16 @@ static void *load_main(void *arg)
         uint64_t m[4] = {~0ull};
         if (r.status == 0 && r.len == sizeof m)
             memcpy(m, r.data, sizeof m);
+        if (r.status == 0 && r.len == 4 * VADD_N) { /* c[i] = seq + i + 1 */
+            const float *c = r.data;
+            m[0] = (uint64_t)c[0] - 1;
+            for (int i = 0; i < VADD_N && m[0] != ~0ull; i++)
+                if (c[i] != (float)(m[0] + (uint64_t)i) + 1.0f)
+                    m[0] = ~0ull;
+            if (m[0] % 16 != 15)
+                m[0] = ~0ull;
+            m[1] = ~m[0], m[2] = m[0] * 3;
+        }
         if (m[0] >= seq || m[1] != ~m[0] || m[2] != m[0] * 3 || l->seen[m[0]]++)
             l->bad++;
         else
@@ -71,7 +92,7 @@ static void poison_under_load(int n_poison)
     loader l[LOADERS];
     pthread_t t[LOADERS];
     for (int i = 0; i < LOADERS; i++) {
-        l[i] = (loader){rt, &stop, 0, 0, 0, calloc(SEQ_CAP, 1)};
+        l[i] = (loader){.rt = rt, .stop = &stop, .seen = calloc(SEQ_CAP, 1)};
         pthread_create(&t[i], NULL, load_main, &l[i]);
     }
     rk_actor *p;
@@ -97,7 +118,7 @@ static void poison_under_load(int n_poison)
     rk_runtime_worker(rt, &w);
     rk_recovery h[64];
     int nh = rk_runtime_recoveries(rt, h, 64);
-    printf("%d poisons in %.2f s: %llu echoes sent, %llu answered once and right, %llu bad; worker %s, "
+    printf("%d poisons in %.2f s: %llu echoes and vadds sent, %llu answered once and right, %llu bad; worker %s, "
            "%llu faults, %llu restarts, %llu poisoned; last: %s\n",
            n_poison, dt, (unsigned long long)sent, (unsigned long long)ok, (unsigned long long)bad, w.state_name,
            (unsigned long long)w.faults, (unsigned long long)w.restarts, (unsigned long long)w.poisoned,
