@@ -5,7 +5,8 @@
  * messages out of line, in the arena) to 4 KiB (replies longer than a warp's
  * lines), one to eight reply rings. In each, 4 threads drive an actor each:
  * pipelined (a window in flight) echoes of 1 B to ~3 slots and vadds of 1 to
- * 8 192 floats, then rk_actor_call ping-pongs; in every other configuration
+ * 8 192 floats (odd threads through rk_actor_send_batch / recv_batch),
+ * then rk_actor_call ping-pongs; in every other configuration
  * (in process: their GPU code is this program's, configs_actors.cu) also two
  * user actors, one whose reply is up to 8 x its request and one whose reply
  * is an eighth of it, inline and from the arena. Every reply is checked against
@@ -185,17 +186,11 @@ static void check(const job *j, const want *w, const rk_reply *r, uint8_t *buf)
     }
 }
 
-static void *driver(void *arg)
+/* The pipelined phase, one request and one reply a call. */
+static void pipeline_single(job *j, rk_actor *a, want *tb, uint8_t *buf)
 {
-    job *j = arg;
-    rk_actor *a;
-    CHECK_RK(rk_actor_open(j->rt, &a), "actor");
-    want *tb = calloc(TABLE, sizeof *tb);
-    /* payloads up to 3 slots or 40 000 B, then a reference reply up to 160 000 B */
-    uint8_t *buf = malloc(3 * (size_t)j->msg_max + 2 * 40000 + 8 * 20000);
-    CHECK(tb && buf, "oom");
     uint64_t sent = 0, got = 0;
-    while (got < j->n) { /* pipelined */
+    while (got < j->n) {
         while (sent < j->n && sent - got < WINDOW) {
             want w = {.seq = sent};
             shape(j, sent, &w.type, &w.len);
@@ -213,6 +208,67 @@ static void *driver(void *arg)
         check(j, &w, &r, buf);
         rk_reply_release(a, &r);
         __atomic_store_n(&j->got, ++got, __ATOMIC_RELAXED);
+    }
+}
+
+/* The same through the batch calls: up to BATCH requests a send, up to
+ * BATCH replies a reap. */
+#define BATCH 16
+static void pipeline_batch(job *j, rk_actor *a, want *tb, uint8_t *buf, uint8_t *pay[BATCH])
+{
+    uint64_t sent = 0, got = 0;
+    while (got < j->n) {
+        rk_send_req rq[BATCH];
+        want w[BATCH];
+        uint64_t ids[BATCH];
+        int nb = 0;
+        while (nb < BATCH && sent + (uint64_t)nb < j->n && sent + (uint64_t)nb - got < WINDOW) {
+            w[nb] = (want){.seq = sent + (uint64_t)nb};
+            shape(j, w[nb].seq, &w[nb].type, &w[nb].len);
+            payload(j->t, w[nb].seq, pay[nb], w[nb].len);
+            rq[nb] = (rk_send_req){.type = w[nb].type, .data = pay[nb], .len = w[nb].len};
+            nb++;
+        }
+        if (nb) {
+            const int k = rk_actor_send_batch(a, rq, nb, ids, 10000);
+            CHECK(k > 0, "send_batch of %d: %s: %s", nb, rk_err_name(k), rk_last_detail());
+            for (int i = 0; i < k; i++) {
+                w[i].id = ids[i];
+                put(tb, w[i]);
+            }
+            sent += (uint64_t)k;
+        }
+        rk_reply r[BATCH];
+        const int m = rk_actor_recv_batch(a, r, BATCH, 10000);
+        CHECK(m > 0, "recv_batch: %s: %s", rk_err_name(m), rk_last_detail());
+        for (int i = 0; i < m; i++) {
+            const want x = take(tb, r[i].id);
+            check(j, &x, &r[i], buf);
+        }
+        rk_reply_release_batch(a, r, m);
+        got += (uint64_t)m;
+        __atomic_store_n(&j->got, got, __ATOMIC_RELAXED);
+    }
+}
+
+static void *driver(void *arg)
+{
+    job *j = arg;
+    rk_actor *a;
+    CHECK_RK(rk_actor_open(j->rt, &a), "actor");
+    want *tb = calloc(TABLE, sizeof *tb);
+    /* payloads up to 3 slots or 40 000 B, then a reference reply up to 160 000 B */
+    const size_t cap = 3 * (size_t)j->msg_max + 2 * 40000;
+    uint8_t *buf = malloc(cap + 8 * 20000), *pay[BATCH];
+    CHECK(tb && buf, "oom");
+    if (j->t % 2 == 0) {
+        pipeline_single(j, a, tb, buf);
+    } else { /* odd threads: the batch calls */
+        for (int i = 0; i < BATCH; i++)
+            CHECK((pay[i] = malloc(cap)), "oom");
+        pipeline_batch(j, a, tb, buf, pay);
+        for (int i = 0; i < BATCH; i++)
+            free(pay[i]);
     }
     for (uint64_t k = 0; k < j->n / 8; k++) { /* one at a time: the idle path */
         want w = {.seq = j->n + k};
