@@ -20,6 +20,8 @@ namespace dev {
 
 constexpr uint32_t RK__WARP_ARENA_MAX = 16384; /* larger arena payloads go to the grid */
 constexpr uint32_t NJ = 16;                   /* grid job queue entries */
+/* region->running: [0] the dispatcher warp's request, [1 + j] job entry j's */
+static_assert(1 + NJ <= RK__RUNNING_SLOTS, "a running slot per grid job entry");
 
 /* one grid job: the request's header + arena ref as message words 1..12 */
 struct job {
