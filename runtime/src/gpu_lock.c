@@ -63,8 +63,9 @@ int rk__gpu_lock(const char *uuid, const char *name)
     else
         snprintf(who, sizeof who, "another process");
     return rk__fail(RK_EBUSY,
-                    "GPU %s (%s) already runs a ring kernel for %s; two ring kernels on one GPU "
-                    "time-slice and both slow down: set rk_config.share_gpu (rk-bridge --share-gpu) to "
-                    "share it anyway",
+                    /* the remedy before the reason: rk_info.why keeps 255 bytes of this */
+                    "GPU %s (%s) already runs a ring kernel for %s; set rk_config.share_gpu "
+                    "(rk-bridge --share-gpu) to share it anyway (two ring kernels time-slice and both "
+                    "slow down)",
                     uuid, name && *name ? name : "?", who);
 }

@@ -170,7 +170,9 @@ static int rk__choose_backend(rk_runtime *rt)
     int rc = rk__try(rt, cpu, fail2, sizeof fail2);
     if (rc)
         return rk__fail(rc, "%s", fail2);
-    snprintf(rt->info.why, sizeof rt->info.why, "%s%s", why, fail);
+    const int n = snprintf(rt->info.why, sizeof rt->info.why, "%s%s", why, fail);
+    if (n >= (int)sizeof rt->info.why) /* cut: say so */
+        memcpy(rt->info.why + sizeof rt->info.why - 4, "...", 4);
     return 0;
 }
 
