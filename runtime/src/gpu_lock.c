@@ -65,6 +65,6 @@ int rk__gpu_lock(const char *uuid, const char *name)
     return rk__fail(RK_EBUSY,
                     /* the remedy before the reason: rk_info.why keeps 255 bytes of this */
                     "GPU %s (%s) already runs a ring kernel for %s; set rk_config.share_gpu "
-                    "(rk-bridge --share-gpu) to share it anyway (two kernels time-slice: both slower)",
+                    "(rk-bridge --share-gpu) to share it anyway (both then time-slice)",
                     uuid, name && *name ? name : "?", who);
 }
