@@ -301,8 +301,8 @@ static void test_degraded_out(void **state)
 
 /* One vadd split across 3 devices: each adds a share, the result is the
  * elementwise sum in order, for sizes that do not divide evenly and for
- * fewer elements than devices; the bad calls are refused with what is
- * wrong. */
+ * fewer elements than devices; after a call that timed out, the next ones
+ * get their own results; the bad calls are refused with what is wrong. */
 static void test_split(void **state)
 {
     (void)state;
@@ -339,6 +339,29 @@ static void test_split(void **state)
             used += st.requests > before[d];
         }
         assert_int_equal(used, n < N_DEV ? (int)n : N_DEV); /* every device, no empty chunk */
+    }
+    /* a call that times out (timeout 0: nothing is waited for) leaves its
+     * chunks in flight; the next calls return their own sums, not its
+     * (until 2026-11-26 each returned the call's before it) */
+    const size_t n = 300000;
+    int timed_out = 0;
+    for (int t = 0; t < 100 && !timed_out; t++) {
+        for (size_t i = 0; i < 2 * n; i++)
+            in[i] = 1.0f;
+        size_t g = 0;
+        const int rc = rk_split_call(sp, RK_OP_VADD, in, n * 8, out, n * 4, &g, 0);
+        assert_true(rc == 0 || rc == -RK_ETIMEDOUT);
+        timed_out = rc == -RK_ETIMEDOUT;
+    }
+    assert_true(timed_out);
+    for (float v = 5.0f; v <= 7.0f; v += 2.0f) {
+        for (size_t i = 0; i < 2 * n; i++)
+            in[i] = v;
+        size_t g = 0;
+        assert_int_equal(rk_split_call(sp, RK_OP_VADD, in, n * 8, out, n * 4, &g, 10000), 0);
+        for (size_t i = 0; i < n; i += 997)
+            if (out[i] != 2 * v)
+                fail_msg("after a timed-out call: element %zu is %g, not %g", i, (double)out[i], (double)(2 * v));
     }
     size_t got;
     assert_int_equal(rk_split_call(sp, RK_OP_ECHO, in, 8, out, 8, &got, 1000), -RK_ENOTSUP);

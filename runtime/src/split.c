@@ -67,14 +67,28 @@ static int rk__split_fail(int rc, int k)
     return rk__fail(rc, "rk_split_call: device %d: %s", k, d[0] ? d : rk_strerror(rc));
 }
 
-/* Waits for chunk k's reply and puts its bytes at dst (want bytes). */
-static int rk__split_take(rk_split *s, int k, uint8_t *dst, size_t want, int timeout_ms)
+/* Waits for the reply to chunk k's request `id` and puts its bytes at dst
+ * (want bytes). Replies to earlier calls' chunks that timed out (their
+ * requests stayed in flight) come first on the actor: they are dropped,
+ * not taken for this call's. */
+static int rk__split_take(rk_split *s, int k, uint64_t id, uint8_t *dst, size_t want, int timeout_ms)
 {
+    const int64_t end = timeout_ms > 0 ? rk__now_ns() + (int64_t)timeout_ms * 1000000 : 0;
     rk_reply r;
-    int rc = rk_actor_recv(s->act[k], &r, timeout_ms);
-    if (rc)
-        return rk__split_fail(rc, k);
-    rc = r.status;
+    for (;;) {
+        int left = timeout_ms;
+        if (timeout_ms > 0) {
+            const int64_t ns = end - rk__now_ns();
+            left = ns > 0 ? (int)((ns + 999999) / 1000000) : 0;
+        }
+        int rc = rk_actor_recv(s->act[k], &r, left);
+        if (rc)
+            return rk__split_fail(rc, k);
+        if (r.id == id)
+            break;
+        rk_reply_release(s->act[k], &r); /* an abandoned call's */
+    }
+    int rc = r.status;
     if (rc == 0 && r.len != want)
         rc = rk__fail(RK_EPROTO, "rk_split_call: device %d answered %zu B for a %zu B chunk", k, r.len, want);
     else if (rc)
@@ -94,6 +108,7 @@ typedef struct rk__chunk {
     const uint8_t *a, *b;
     uint8_t *o;
     size_t i, m;
+    uint64_t id; /* the request's */
     int rc;
     bool sent;
     char detail[512];
@@ -102,7 +117,7 @@ typedef struct rk__chunk {
 static void rk__chunk_send(rk__chunk *c)
 {
     rk_iov iov[2] = {{c->a + c->i * 4, c->m * 4}, {c->b + c->i * 4, c->m * 4}};
-    c->rc = rk_actor_sendv(c->s->act[c->k], RK_OP_VADD, iov, 2, 0, NULL, c->timeout_ms);
+    c->rc = rk_actor_sendv(c->s->act[c->k], RK_OP_VADD, iov, 2, 0, &c->id, c->timeout_ms);
     c->sent = c->rc == 0;
     if (c->rc) {
         rk__split_fail(c->rc, c->k);
@@ -112,7 +127,7 @@ static void rk__chunk_send(rk__chunk *c)
 
 static void rk__chunk_take(rk__chunk *c)
 {
-    int e = rk__split_take(c->s, c->k, c->o + c->i * 4, c->m * 4, c->timeout_ms);
+    int e = rk__split_take(c->s, c->k, c->id, c->o + c->i * 4, c->m * 4, c->timeout_ms);
     if (e && !c->rc) {
         c->rc = e;
         snprintf(c->detail, sizeof c->detail, "%s", rk_last_detail());

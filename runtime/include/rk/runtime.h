@@ -339,7 +339,9 @@ int rk_actor_device(const rk_actor *a);
  * *out_len; -RK_ENOTSUP for another type, -RK_EINVAL for a payload that is
  * not a || b, -RK_EMSGSIZE when out_cap is too small, else the first
  * device's error (every chunk's reply is still taken). The result is the
- * same as one unsplit call. A split is used by one thread at a time;
+ * same as one unsplit call. A call that timed out leaves its chunks in
+ * flight: their late replies are dropped by the next call, which waits
+ * for its own. A split is used by one thread at a time;
  * rk_split_close before closing the runtime. */
 typedef struct rk_split rk_split;
 int rk_split_open(rk_runtime *rt, rk_split **out);
