@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -272,6 +273,58 @@ static void test_orphan_ring_drained(void **state)
     rk_runtime_close(rt);
 }
 
+/* A full reply ring that nobody drains, for longer than the heartbeat
+ * allows: the consumer waits for room with its reply in hand, alive (on a
+ * worker process: no fault, nobody blamed; it stamped no heartbeat there
+ * until 2026-11-26 and was killed), and rk_runtime_close returns promptly
+ * (it hung for good in process: the consumer never saw its stop), with
+ * every reply of a relaunch in between taken by the waiter. */
+static void test_full_ring_nobody_drains(void **state)
+{
+    (void)state;
+    enum { SLOTS = 16 };
+    rk_config c;
+    rk_config_init(&c);
+    c.reply_rings = 1;
+    c.ring_slots = SLOTS;
+    c.actor_window = 64;
+    c.heartbeat_ms = 300;
+    rk_runtime *rt = test_open_cpu(&c);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    uint8_t bufs[2 * SLOTS][24];
+    rk_send_req q[2 * SLOTS];
+    for (uint32_t s = 0; s < 2 * SLOTS; s++) {
+        fill(bufs[s], sizeof bufs[s], 0, s);
+        q[s] = (rk_send_req){.type = RK_OP_ECHO, .data = bufs[s], .len = sizeof bufs[s]};
+    }
+    assert_int_equal(rk_actor_send_batch(a, q, 2 * SLOTS, NULL, 5000), 2 * SLOTS);
+    usleep(1000 * 1000); /* > 3 heartbeats with the ring full */
+    rk_worker_info w;
+    rk_runtime_worker(rt, &w);
+    assert_int_equal(w.faults, 0);
+    assert_int_equal(rk_runtime_health(rt), 0);
+    /* a relaunch waits for the consumer, which has a reply in hand: it
+     * drains the ring meanwhile, and every reply still comes, in order */
+    assert_int_equal(rk_runtime_relaunch(rt, 0, 0, 0), 0);
+    for (uint32_t s = 0; s < 2 * SLOTS; s++) {
+        rk_reply r;
+        assert_int_equal(rk_actor_recv(a, &r, 5000), 0);
+        check_reply(&r, sizeof bufs[s], 0, s);
+        rk_reply_release(a, &r);
+    }
+    /* full again, then closed without a reply taken */
+    assert_int_equal(rk_actor_send_batch(a, q, 2 * SLOTS, NULL, 5000), 2 * SLOTS);
+    usleep(100 * 1000);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rk_runtime_close(rt);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    if (s > 2.0)
+        fail_msg("rk_runtime_close took %.1f s with a full reply ring", s);
+}
+
 /* A reply for actor 0 that comes back on ring 1 (a producer's bug or a
  * torn region): ring 1's router drops it, says so and counts an error;
  * actor 0's request is answered exactly once, by its own ring. */
@@ -356,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_actor_rings),
         cmocka_unit_test(test_orphan_ring_drained),
+        cmocka_unit_test(test_full_ring_nobody_drains),
         cmocka_unit_test(test_reply_on_wrong_ring),
         cmocka_unit_test(test_call_drops_stale_own_reply),
     };

@@ -2,9 +2,12 @@
  * consumer (serve_cpu.c) over the runtime's rings. The supervisor also
  * uses such a thread to serve built-ins while a crash-looping GPU worker is
  * not restarted. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "actor.h"
 #include "barrier.h"
 #include "internal.h"
 
@@ -38,7 +41,22 @@ void rk__cpu_thread_stop(rk__cpu_thread *c, rk_runtime *rt)
     /* it may be asleep on the doorbell: ring it */
     rk__fetch_add(&rt->h2d->doorbell, 1u);
     rk__futex_wake(&rt->h2d->doorbell, 1);
-    pthread_join(c->thread, NULL);
+    /* It stops after the message at hand, whose reply may wait for room
+     * on a reply ring nobody drains (no actor waits; a close): route what
+     * is there meanwhile, as a waiter would, so that nothing it consumed
+     * goes unanswered. (A plain join hung rk_runtime_close for good.) */
+    for (;;) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_nsec += 20 * 1000000;
+        if (dl.tv_nsec >= 1000000000)
+            dl.tv_sec++, dl.tv_nsec -= 1000000000;
+        if (pthread_timedjoin_np(c->thread, NULL, &dl) == 0)
+            break;
+        rk__d2h_lock_all(rt);
+        rk__drain_locked(rt);
+        rk__d2h_unlock_all(rt);
+    }
     c->running = false;
     rk__st_relaxed(&rt->view.hdr->stop, 0u);
 }

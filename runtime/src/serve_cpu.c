@@ -81,8 +81,9 @@ static uint32_t rk__serve_one(const rk__serve_cpu *s, uint32_t gen, const uint8_
     return reply_len;
 }
 
-/* Posts a reply on the reply ring of its actor, waiting for room; false
- * when asked to stop meanwhile. */
+/* Posts a reply on the reply ring of its actor, waiting for room (the
+ * heartbeat goes on meanwhile: a consumer that waits for its host to
+ * drain is alive); false when told to abort meanwhile. */
 static bool rk__post_reply(const rk__serve_cpu *s, const uint8_t *reply, uint32_t len)
 {
     rk_msg_hdr h;
@@ -97,8 +98,10 @@ static bool rk__post_reply(const rk__serve_cpu *s, const uint8_t *reply, uint32_
             rk__ring_wake(s->v.d2h[i]);
         if (rk__ld_acquire(&s->v.hdr->stop) >= 2)
             return false;
-        if (!rk__backoff_poll(&b))
+        if (!rk__backoff_poll(&b)) {
+            rk__st_relaxed(&s->v.hdr->heartbeat, (uint64_t)rk__now_ns());
             rk__sleep_ns(rk__backoff_sleep_ns(&b));
+        }
     }
     return true;
 }
@@ -127,10 +130,12 @@ void rk__serve_cpu_run(const rk__serve_cpu *s)
             rk_ring_sc_release(s->v.h2d);
             bool marked = false;
             uint32_t rlen = rk__serve_one(s, gen, msg, len, reply, &marked);
+            /* the handler is done: the wait for reply-ring room below is
+             * not its (a fault or a deadline then blames nobody) */
+            if (marked)
+                rk__st_relaxed(&reg->running[0], 0ull);
             if (rlen && !rk__post_reply(s, reply, rlen))
                 break;
-            if (marked)
-                rk__st_relaxed(&reg->running[0], 0ull); /* reply posted: no longer running */
             if (++since_hb == RK__HB_MSGS) {
                 since_hb = 0;
                 rk__st_relaxed(&reg->heartbeat, (uint64_t)rk__now_ns());

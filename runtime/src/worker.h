@@ -64,8 +64,14 @@ RK__HIDDEN void rk__proc_abandon(rk__proc *w, char *why, size_t cap);
 RK__HIDDEN void rk__proc_reap_deferred(int wait_ms);
 
 /* Stops the worker cleanly (STOP, STOPPED, exit), ending it the hard way
- * after timeout_ms. */
-RK__HIDDEN void rk__proc_stop(rk__proc *w, int timeout_ms);
+ * after timeout_ms. rt (may be NULL): the runtime whose rings it serves,
+ * drained meanwhile (rk__proc_await_draining). */
+RK__HIDDEN void rk__proc_stop(rk__proc *w, int timeout_ms, rk_runtime *rt);
+/* rk__proc_await that routes rt's replies every 20 ms while it waits: a
+ * worker told to stop or relaunch finishes the message at hand, whose
+ * reply may wait for room on a reply ring that no actor drains (nobody
+ * waits; a close). rt NULL: rk__proc_await. */
+RK__HIDDEN int rk__proc_await_draining(rk__proc *w, uint32_t kind, rk__wmsg *m, int timeout_ms, rk_runtime *rt);
 
 /* How long a worker may take to start (CUDA initialisation, registration,
  * validation): RK_WORKER_START_MS, default 30 s. */

@@ -78,7 +78,7 @@ static int rk__super_start(rk_runtime *rt)
     if (rc) {
         char detail[512];
         snprintf(detail, sizeof detail, "%s", rk_last_detail());
-        rk__proc_stop(&s->active, 1000);
+        rk__proc_stop(&s->active, 1000, rt);
         rk__super_free(s);
         /* leave clean rings for the backend a fallback starts */
         rk__rings_clean(rt);
@@ -100,7 +100,7 @@ static int rk__super_start(rk_runtime *rt)
     rt->backend_state = s;
     if (pthread_create(&s->thread, NULL, rk__super_main, s) != 0) {
         rt->backend_state = NULL;
-        rk__proc_stop(&s->active, 1000);
+        rk__proc_stop(&s->active, 1000, rt);
         rk__super_free(s);
         return rk__fail(RK_ESYS, "worker backend: the supervisor thread could not be started");
     }
@@ -120,8 +120,8 @@ static void rk__super_stop(rk_runtime *rt)
     if (s->thread_on)
         pthread_join(s->thread, NULL);
     rk__cpu_thread_stop(&s->cpu, rt);
-    rk__proc_stop(&s->active, RK__STOP_MS);
-    rk__proc_stop(&s->standby, RK__STOP_MS);
+    rk__proc_stop(&s->active, RK__STOP_MS, rt);
+    rk__proc_stop(&s->standby, RK__STOP_MS, NULL);
     rk__proc_reap_deferred(RK__STOP_MS);
     rt->backend_state = NULL;
     rk__super_free(s);
@@ -147,7 +147,7 @@ static int rk__super_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uin
         rk__wmsg m = {.kind = RK__WM_RELAUNCH, .grid = grid, .block = block, .smem = smem};
         rc = rk__proc_send(&s->active, &m);
         if (rc == 0)
-            rc = rk__proc_await(&s->active, RK__WM_RELAUNCHED, &m, rk__proc_start_ms());
+            rc = rk__proc_await_draining(&s->active, RK__WM_RELAUNCHED, &m, rk__proc_start_ms(), rt);
         if (rc == 0) {
             s->active.dev = m.dev;
             rk__fill_info(s, &s->active);

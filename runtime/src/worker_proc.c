@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "actor.h"
 #include "modules.h"
 #include "worker.h"
 
@@ -203,6 +204,24 @@ int rk__proc_await(rk__proc *w, uint32_t kind, rk__wmsg *m, int timeout_ms)
     return 0;
 }
 
+int rk__proc_await_draining(rk__proc *w, uint32_t kind, rk__wmsg *m, int timeout_ms, rk_runtime *rt)
+{
+    if (!rt)
+        return rk__proc_await(w, kind, m, timeout_ms);
+    const int64_t end = rk__now_ns() + (int64_t)timeout_ms * 1000000;
+    for (;;) {
+        const int64_t left = (end - rk__now_ns()) / 1000000;
+        const int rc = rk__proc_await(w, kind, m, left < 20 ? (left > 0 ? (int)left : 0) : 20);
+        if (rc != -RK_ETIMEDOUT || rk__now_ns() >= end)
+            return rc == -RK_ETIMEDOUT ? rk__proc_await(w, kind, m, 0) : rc; /* (its message names the wait) */
+        /* the worker's consumer finishes the message at hand first, and
+         * its reply may wait for room on a ring nobody drains */
+        rk__d2h_lock_all(rt);
+        rk__drain_locked(rt);
+        rk__d2h_unlock_all(rt);
+    }
+}
+
 static void rk__describe_exit(const rk__proc *w, int st, char *why, size_t cap)
 {
     const char *b = w->kind == RK__WB_CUDA ? "cuda" : "cpu";
@@ -312,13 +331,13 @@ void rk__proc_end(rk__proc *w, char *why, size_t cap)
 
 void rk__proc_abandon(rk__proc *w, char *why, size_t cap) { rk__proc_finish(w, why, cap, 0); }
 
-void rk__proc_stop(rk__proc *w, int timeout_ms)
+void rk__proc_stop(rk__proc *w, int timeout_ms, rk_runtime *rt)
 {
     if (w->pid <= 0)
         return;
     rk__wmsg m = {.kind = RK__WM_STOP};
     if (w->live && rk__proc_send(w, &m) == 0) {
-        int rc = rk__proc_await(w, RK__WM_STOPPED, &m, timeout_ms);
+        int rc = rk__proc_await_draining(w, RK__WM_STOPPED, &m, timeout_ms, rt);
         if (rc && w->pid > 0)
             rk__log(RK__LOG_WARN, "worker %d did not stop cleanly: %s", (int)w->pid, rk_last_detail());
     }
