@@ -86,6 +86,15 @@ __device__ __forceinline__ unsigned long long flag_ld(unsigned long long *p)
     __threadfence_block(); /* acquire */
     return v;
 }
+/* Whether sh.stop is at least `at_least`, one answer for the whole warp:
+ * each lane's own atomic read may land on either side of the
+ * housekeeper's store, and every caller branches into warp-collective
+ * code on it (a shuffle or vote with FULL that only part of the warp
+ * reaches hangs). Call with the warp converged. */
+__device__ __forceinline__ bool warp_stop(shared0 &sh, uint32_t at_least)
+{
+    return __any_sync(FULL, flag_ld(&sh.stop) >= at_least);
+}
 __device__ __forceinline__ uint32_t vol_ld(const uint32_t *p) { return *(const volatile uint32_t *)p; }
 __device__ __forceinline__ unsigned long long vol_ld(const unsigned long long *p)
 {

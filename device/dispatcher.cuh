@@ -267,7 +267,7 @@ __device__ __forceinline__ void serve_staged(dispatch &d, const dispatch_ref &p,
                 nfast = 0;
             }
             stage_words(p.in, sh, L, pos, flag, nl, len, w1, lane);
-            if (flag_ld(&sh.stop) >= 2 ||
+            if (warp_stop(sh, 2) ||
                 !serve_slow<A...>(ka, sh, ds, p.out, has_workers, lane, p.dpos, p.dhead, p.posted, p.replied)) {
                 d.stalled = true;
                 break;
@@ -285,7 +285,7 @@ __device__ __forceinline__ void dispatcher_stop(dispatch &d, const dispatch_ref 
                                                 scratch *ds)
 {
     const uint32_t lane = d.lane;
-    while (p.posted != p.replied && flag_ld(&sh.stop) < 2) {
+    while (p.posted != p.replied && !warp_stop(sh, 2)) {
         post_job_replies(ka, ds, sh, p.out, p.dpos, p.dhead, p.replied, lane);
         __nanosleep(1000);
     }
@@ -322,7 +322,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
     dispatch_open(d, p, ka, sh, has_loader);
     const uint32_t lane = d.lane;
     for (;;) {
-        if (flag_ld(&sh.stop))
+        if (warp_stop(sh, 1))
             break;
         if (ka.flags & RK_KF_MUTE) { /* test only: never answer */
             __nanosleep(10000);

@@ -99,7 +99,7 @@ __device__ __forceinline__ bool post_job(const rk_kargs &ka, scratch *ds, shared
      * replied <= job_completed, so the workers are done with it too: their
      * release of job_completed was acquired by post_job_replies. */
     while (posted - replied >= NJ) {
-        if (flag_ld(&sh.stop) >= 2)
+        if (warp_stop(sh, 2))
             return false;
         post_job_replies(ka, ds, sh, out, dpos, dhead, replied, lane);
         if (posted - replied < NJ)
