@@ -506,6 +506,57 @@ static void test_endless_loop_deadline(void **state)
     assert_no_children();
 }
 
+/* ---- an actor closed with a request in flight, then a worker change ---- */
+
+/* Actor a is closed while its 64 KiB echo (arena space) waits behind an
+ * endless loop; the deadline replaces the worker, which drops the old
+ * generation's requests, and nobody re-posts for a closed actor: its
+ * record, its arena space and its actor slot come back (until 2026-11-26
+ * they stayed taken for good: with max_actors 2 no actor could open). */
+static void test_closed_actor_across_restart(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.test_faults = 1;
+    c.request_deadline_ms = 300;
+    c.max_actors = 2;
+    rk_runtime *rt = open_rt(&c);
+    rk_actor *a, *b;
+    assert_int_equal(rk_actor_open(rt, &b), 0);
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    uint64_t hang;
+    assert_int_equal(rk_actor_send(b, RK_OP_HANG, NULL, 0, 0, &hang, 1000), 0);
+    usleep(50000); /* the worker runs it */
+    static uint8_t big[65536];
+    memset(big, 7, sizeof big);
+    assert_int_equal(rk_actor_send(a, RK_OP_ECHO, big, sizeof big, 0, NULL, 1000), 0);
+    rk_actor_close(a);
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(b, &r, 10000), 0); /* after the deadlines: RK_EDEVICE */
+    assert_true(r.id == hang);
+    rk_reply_release(b, &r);
+    rk_actor *a2 = NULL;
+    int rc = -1;
+    for (int i = 0; i < 100 && rc; i++) { /* the slot comes back with the worker change */
+        rc = rk_actor_open(rt, &a2);
+        if (rc)
+            usleep(20000);
+    }
+    if (rc)
+        fail_msg("the closed actor's slot never came back: %s: %s", rk_err_name(rc), rk_last_detail());
+    rk_stats st;
+    rk_runtime_stats(rt, &st);
+    assert_int_equal(st.arena_used, 0);
+    int x = 5;
+    assert_int_equal(rk_actor_call(a2, RK_OP_ECHO, &x, sizeof x, 0, &r, 5000), 0);
+    assert_int_equal(*(const int *)r.data, x);
+    rk_reply_release(a2, &r);
+    rk_actor_close(a2);
+    rk_actor_close(b);
+    rk_runtime_close(rt);
+    assert_no_children();
+}
+
 /* ---- a suspect's retry that gets no answer: its second strike ---- */
 
 static void test_lost_retry(void **state)
@@ -645,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_poison_and_crash_loop),
         cmocka_unit_test(test_poison_meets_warm_standby),
         cmocka_unit_test(test_endless_loop_deadline),
+        cmocka_unit_test(test_closed_actor_across_restart),
         cmocka_unit_test(test_lost_retry),
         cmocka_unit_test(test_silent_heartbeat),
         cmocka_unit_test(test_kill9_under_load),

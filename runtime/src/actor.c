@@ -142,4 +142,23 @@ void rk_actor_close(rk_actor *a)
     rk__d2h_unlock(d);
 }
 
+void rk__reap_closed_locked(rk_runtime *rt)
+{
+    for (uint32_t i = 0; i < rt->n_actor_slots; i++) {
+        rk_actor *a = rk__actor_at(rt, i);
+        if (!a || !a->closing) /* (closing and reaping both hold a ring's lock: we hold them all) */
+            continue;
+        for (uint32_t t = 0; t < a->window; t++) {
+            rk__pending *p = &a->pend[t];
+            if (rk__ld_relaxed(&p->state) != RK__P_SENT)
+                continue;
+            if (p->strikes)
+                rk__suspect_release(rt, RK__RUN_WORD(a->index, t, p->id));
+            rk__pending_put(a, (uint16_t)t);
+        }
+        if (a->n_free == a->window)
+            rk__actor_reap(a);
+    }
+}
+
 uint32_t rk_actor_inflight(const rk_actor *a) { return a->awaiting + a->stash_n; }

@@ -88,6 +88,11 @@ struct rk_actor {
 RK__HIDDEN void rk__pending_put(rk_actor *a, uint16_t tag);
 /* Removes a closing actor whose last reply came back. Caller holds its ring's lock. */
 RK__HIDDEN void rk__actor_reap(rk_actor *a);
+/* After a worker change, every reply ring's lock held: the requests of
+ * actors closed while they were in flight will not be answered (the new
+ * worker drops the old generation's, and nobody re-posts for a closed
+ * actor): their records go back, and each such actor is reaped. */
+RK__HIDDEN void rk__reap_closed_locked(rk_runtime *rt);
 /* The actor in slot i, or NULL (acquire: it is initialised). */
 static inline rk_actor *rk__actor_at(rk_runtime *rt, uint32_t i)
 {

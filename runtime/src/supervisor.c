@@ -312,6 +312,7 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
     uint32_t blamed = rk__blame_locked(s, kind, blame);
     if (blamed) /* a request's fault, not the worker's: no back-off for it */
         s->no_progress = 0;
+    rk__reap_closed_locked(rt); /* (until 2026-11-26 they stayed open for good) */
     snprintf(s->last.detail, sizeof s->last.detail, "%.120s%s%.120s%s", what, how[0] ? " (" : "", how, how[0] ? ")" : "");
     rk__rings_reset_locked(rt);
     rk__d2h_unlock_all(rt);
