@@ -464,6 +464,14 @@ static bool rk__watch(rk__super *s, int64_t now)
     const int64_t hold = atomic_load(&rt->suspect_hold);
     const bool held = hold && now < hold;
     if (sw && since && !running && !held && now - since > limit) {
+        /* its reply may be in a ring that nobody drains (its owner does
+         * not wait): routing it releases the token. Before 2026-11-26 a
+         * healthy worker was replaced for that. */
+        rk__d2h_lock_all(rt);
+        rk__drain_locked(rt);
+        rk__d2h_unlock_all(rt);
+        if (atomic_load(&rt->suspect) != sw)
+            return false;
         char what[160];
         snprintf(what, sizeof what, "suspect request %u of actor %u was not answered within %lld ms of its retry",
                  RK__RUN_ID31(sw), RK__RUN_ACTOR(sw), (long long)(limit / 1000000));
