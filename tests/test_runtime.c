@@ -330,6 +330,36 @@ static void test_call_keeps_other_replies(void **state)
     rk_runtime_close(rt);
 }
 
+/* A reply released twice (or through a copy) gives nothing else back: a
+ * later reply that took its record stays readable until its own release
+ * (until 2026-11-26 the second release freed it: its data could be
+ * overwritten and its record handed to a third request). */
+static void test_double_release(void **state)
+{
+    (void)state;
+    rk_config c;
+    rk_config_init(&c);
+    c.actor_window = 1; /* every request takes the same record */
+    rk_runtime *rt = open_cpu(&c);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    int x = 1, y = 2;
+    rk_reply r1, copy, r2;
+    assert_int_equal(rk_actor_call(a, RK_OP_ECHO, &x, sizeof x, 0, &r1, 5000), 0);
+    copy = r1;
+    rk_reply_release(a, &r1);
+    rk_reply_release(a, &r1); /* twice: nothing */
+    assert_int_equal(rk_actor_call(a, RK_OP_ECHO, &y, sizeof y, 0, &r2, 5000), 0);
+    rk_reply_release(a, &copy); /* the first reply's copy: not r2's record */
+    /* r2's record is still taken: a window of 1 has no room for another */
+    assert_int_equal(rk_actor_send(a, RK_OP_ECHO, &x, sizeof x, 0, NULL, 0), -RK_EBUSY);
+    assert_int_equal(*(const int *)r2.data, 2);
+    rk_reply_release(a, &r2);
+    assert_int_equal(rk_actor_call(a, RK_OP_ECHO, &x, sizeof x, 0, &r1, 5000), 0);
+    rk_reply_release(a, &r1);
+    rk_runtime_close(rt);
+}
+
 static void test_actor_limits_and_close_inflight(void **state)
 {
     (void)state;
@@ -516,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_arena_exhaustion_and_reuse),
         cmocka_unit_test(test_user_actor_and_timeouts),
         cmocka_unit_test(test_call_keeps_other_replies),
+        cmocka_unit_test(test_double_release),
         cmocka_unit_test(test_actor_limits_and_close_inflight),
         cmocka_unit_test(test_relaunch_cpu_records),
         cmocka_unit_test(test_actors_on_threads),

@@ -172,6 +172,10 @@ int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
                 rk__fill_reply(a, tag, out);
                 return 0;
             }
+            /* a router that held the ring's lock when the fault reply
+             * looked may have queued the reply it was looking for */
+            if (rk__take(a, want, out))
+                return 0;
             return rk__fail(fault, "the %s backend failed: %s", rt->info.backend_name,
                             rk_strerror(fault));
         }
@@ -263,9 +267,13 @@ void rk_reply_release_batch(rk_actor *a, rk_reply *r, int n)
 
 void rk_reply_release(rk_actor *a, rk_reply *r)
 {
-    if (!a || !r || r->tag_ >= a->window || rk__ld_relaxed(&a->pend[r->tag_].state) != RK__P_DONE)
+    /* the id too: a reply released twice (or a copy of it) must not give
+     * back the record of a later reply that reuses its tag */
+    if (!a || !r || r->tag_ >= a->window || rk__ld_relaxed(&a->pend[r->tag_].state) != RK__P_DONE ||
+        a->pend[r->tag_].id != r->id)
         return;
     rk__pending_put(a, (uint16_t)r->tag_);
     r->data = NULL;
     r->len = 0;
+    r->tag_ = UINT32_MAX;
 }

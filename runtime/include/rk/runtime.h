@@ -414,7 +414,8 @@ void rk_actor_buf_abandon(rk_actor *a, rk_buf *buf);
  * then come back as replies whose status is that code). */
 int rk_actor_recv(rk_actor *a, rk_reply *out, int timeout_ms);
 
-/* Gives a reply's storage (and its arena space) back. */
+/* Gives a reply's storage (and its arena space) back. Releasing it again,
+ * or through a copy of the struct, does nothing. */
 void rk_reply_release(rk_actor *a, rk_reply *r);
 
 /* Send + wait for that request's reply. Replies to other requests that
