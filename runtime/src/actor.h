@@ -106,6 +106,20 @@ RK__HIDDEN int rk__drain(rk_runtime *rt, rk__d2h *d, const rk_actor *self);
 /* Routes everything complete in every reply ring; the caller holds every
  * ring's lock (rk__d2h_lock_all) and wakes the actors afterwards. */
 RK__HIDDEN void rk__drain_locked(rk_runtime *rt);
+/* The same, taking the locks and waking the actors itself. */
+RK__HIDDEN void rk__drain_all(rk_runtime *rt);
+/* While a backend's consumer is told to stop or relaunch, it finishes the
+ * message at hand, and that reply may wait for room on a ring no actor
+ * drains (nobody waits; a close): a drainer routes the rings every 20 ms
+ * meanwhile, from a thread of its own. */
+typedef struct rk__drainer {
+    rk_runtime *rt;
+    pthread_t thread;
+    atomic_bool quit;
+    bool on;
+} rk__drainer;
+RK__HIDDEN void rk__drainer_start(rk__drainer *d, rk_runtime *rt);
+RK__HIDDEN void rk__drainer_stop(rk__drainer *d);
 /* Chunk after chunk of d under its lock (caller holds it, no chunk out):
  * yield stops after a chunk when a thread blocks on the lock, or after a
  * ring's worth of replies.

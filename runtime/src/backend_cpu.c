@@ -5,7 +5,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "actor.h"
 #include "barrier.h"
@@ -41,22 +40,12 @@ void rk__cpu_thread_stop(rk__cpu_thread *c, rk_runtime *rt)
     /* it may be asleep on the doorbell: ring it */
     rk__fetch_add(&rt->h2d->doorbell, 1u);
     rk__futex_wake(&rt->h2d->doorbell, 1);
-    /* It stops after the message at hand, whose reply may wait for room
-     * on a reply ring nobody drains (no actor waits; a close): route what
-     * is there meanwhile, as a waiter would, so that nothing it consumed
-     * goes unanswered. (A plain join hung rk_runtime_close for good.) */
-    for (;;) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += 20 * 1000000;
-        if (dl.tv_nsec >= 1000000000)
-            dl.tv_sec++, dl.tv_nsec -= 1000000000;
-        if (pthread_timedjoin_np(c->thread, NULL, &dl) == 0)
-            break;
-        rk__d2h_lock_all(rt);
-        rk__drain_locked(rt);
-        rk__d2h_unlock_all(rt);
-    }
+    /* it stops after the message at hand, whose reply may wait for room
+     * on a ring nobody drains (a plain join hung rk_runtime_close) */
+    rk__drainer dr;
+    rk__drainer_start(&dr, rt);
+    pthread_join(c->thread, NULL);
+    rk__drainer_stop(&dr);
     c->running = false;
     rk__st_relaxed(&rt->view.hdr->stop, 0u);
 }

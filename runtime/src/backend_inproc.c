@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "actor.h"
 #include "barrier.h"
 #include "engine.h"
 #include "modules.h"
@@ -235,8 +236,11 @@ static void rk__inproc_stop(rk_runtime *rt)
     if (c->wd_on)
         pthread_join(c->wd, NULL);
     char err[512];
+    rk__drainer dr; /* (the kernel's last replies may need room) */
+    rk__drainer_start(&dr, rt);
     if (!atomic_load(&c->fault) && c->api->halt(c->e, err, sizeof err))
         rk__log(RK__LOG_WARN, "CUDA backend stop: %s", err);
+    rk__drainer_stop(&dr);
     rt->backend_state = NULL;
     rk__inproc_free(c);
 }
@@ -256,7 +260,13 @@ static int rk__inproc_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, ui
         return rk__fail(RK_EDEVICE, "the CUDA backend faulted; a relaunch cannot revive its context");
     char err[512] = "";
     pthread_mutex_lock(&c->lock);
+    /* the kernel stops at a message boundary, and its replies may need
+     * room that only a drain makes (else it aborts after RK__STOP_WAIT_NS
+     * and writes them over unread ones) */
+    rk__drainer dr;
+    rk__drainer_start(&dr, rt);
     int rc = c->api->relaunch(c->e, grid, block, smem, &c->dev, err, sizeof err);
+    rk__drainer_stop(&dr);
     if (rc == 0)
         rk__inproc_info(rt, &c->dev);
     pthread_mutex_unlock(&c->lock);

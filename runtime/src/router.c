@@ -401,6 +401,41 @@ void rk__drain_locked(rk_runtime *rt)
     }
 }
 
+void rk__drain_all(rk_runtime *rt)
+{
+    rk__d2h_lock_all(rt);
+    rk__drain_locked(rt);
+    rk__d2h_unlock_all(rt);
+    rk__runtime_wake(rt);
+}
+
+static void *rk__drainer_main(void *arg)
+{
+    rk__drainer *d = arg;
+    while (!atomic_load(&d->quit)) {
+        rk__drain_all(d->rt);
+        rk__sleep_ns(20 * 1000000);
+    }
+    return NULL;
+}
+
+void rk__drainer_start(rk__drainer *d, rk_runtime *rt)
+{
+    d->rt = rt;
+    atomic_store(&d->quit, false);
+    d->on = pthread_create(&d->thread, NULL, rk__drainer_main, d) == 0;
+    if (!d->on)
+        rk__log(RK__LOG_WARN, "no thread to drain the reply rings while the backend stops");
+}
+
+void rk__drainer_stop(rk__drainer *d)
+{
+    atomic_store(&d->quit, true);
+    if (d->on)
+        pthread_join(d->thread, NULL);
+    d->on = false;
+}
+
 /* A reply ring whose actors nobody waits for is drained by nobody, and a
  * full ring stops its producer (the kernel waits for room in every ring
  * before a busy poll; the CPU worker before each reply), and with it every

@@ -467,9 +467,7 @@ static bool rk__watch(rk__super *s, int64_t now)
         /* its reply may be in a ring that nobody drains (its owner does
          * not wait): routing it releases the token. Before 2026-11-26 a
          * healthy worker was replaced for that. */
-        rk__d2h_lock_all(rt);
-        rk__drain_locked(rt);
-        rk__d2h_unlock_all(rt);
+        rk__drain_all(rt);
         if (atomic_load(&rt->suspect) != sw)
             return false;
         char what[160];

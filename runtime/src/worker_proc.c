@@ -216,9 +216,7 @@ int rk__proc_await_draining(rk__proc *w, uint32_t kind, rk__wmsg *m, int timeout
             return rc == -RK_ETIMEDOUT ? rk__proc_await(w, kind, m, 0) : rc; /* (its message names the wait) */
         /* the worker's consumer finishes the message at hand first, and
          * its reply may wait for room on a ring nobody drains */
-        rk__d2h_lock_all(rt);
-        rk__drain_locked(rt);
-        rk__d2h_unlock_all(rt);
+        rk__drain_all(rt);
     }
 }
 
