@@ -19,6 +19,7 @@
  * after one ring lap until 2026-11-26 (test_gpu_stress.c has that case). */
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 #include <stdbool.h>
 
 #include "configs_actors.h"
@@ -361,6 +362,64 @@ static void run(const cfg *c, const cfg *r, uint64_t per_thread, bool with_actor
            (unsigned long long)want_n, gpu_now_s() - t0);
 }
 
+/* A relaunch while nobody drains: one reply ring of 64 slots, one reply
+ * unread and 64 more requests queued behind it, then rk_runtime_relaunch
+ * from the only thread that would drain. The kernel stops at a message
+ * boundary and its replies need room: the runtime drains while it waits
+ * (before 2026-11-26 the engine aborted after its wait, wrote replies over
+ * unread ones and relaunched on the damaged ring: replies lost, the ring
+ * stopped). Every reply comes, by id; in process and on a worker. */
+static void relaunch_undrained(bool in_process)
+{
+    rk_config k;
+    rk_config_init(&k);
+#ifdef RK_TEST_CPU_ONLY
+    k.backend = RK_BACKEND_CPU;
+#else
+    k.backend = RK_BACKEND_CUDA;
+#endif
+    if (in_process)
+        k.isolation = RK_ISOLATION_NONE;
+    k.ring_slots = 64;
+    k.reply_rings = 1;
+    rk_runtime *rt = gpu_open_cfg(&k);
+    rk_actor *a;
+    CHECK_RK(rk_actor_open(rt, &a), "actor");
+    enum { N = 65 };
+    uint64_t ids[N];
+    uint64_t m[8];
+    for (int i = 0; i < N; i++) {
+        for (int w = 0; w < 8; w++)
+            m[w] = mix((uint64_t)i * 8 + (uint64_t)w);
+        CHECK_RK(rk_actor_send(a, RK_OP_ECHO, m, sizeof m, 0, &ids[i], 5000), "send");
+        if (i == 0)
+            usleep(100000); /* answered, unread */
+    }
+    usleep(100000);
+    const double t0 = gpu_now_s();
+    CHECK_RK(rk_runtime_relaunch(rt, 0, 0, 0), "relaunch with unread replies");
+    const double dt = gpu_now_s() - t0;
+    for (int n = 0; n < N; n++) {
+        rk_reply r;
+        CHECK_RK(rk_actor_recv(a, &r, 5000), "recv after the relaunch");
+        int i = 0;
+        while (i < N && ids[i] != r.id)
+            i++;
+        CHECK(i < N, "a reply with an id never sent, or twice");
+        ids[i] = 0;
+        for (int w = 0; w < 8; w++)
+            m[w] = mix((uint64_t)i * 8 + (uint64_t)w);
+        CHECK(r.status == 0 && r.len == sizeof m && !memcmp(r.data, m, sizeof m), "reply %d: status %d, %zu B", i,
+              r.status, r.len);
+        rk_reply_release(a, &r);
+    }
+    CHECK(rk_runtime_health(rt) == 0, "health after the relaunch");
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+    printf("ok relaunch with %d replies unread (%s): %.2f s, every reply after it\n", N,
+           in_process ? "isolation none" : "default isolation", dt);
+}
+
 int main(void)
 {
 #ifndef RK_TEST_CPU_ONLY
@@ -385,6 +444,8 @@ int main(void)
     const size_t nc = sizeof C / sizeof C[0];
     for (size_t i = 0; i < nc; i++)
         run(&C[i], &C[(i + 1) % nc], n, i % 2 == 0); /* even: user actors, in process */
-    printf("PASS: %zu configurations\n", sizeof C / sizeof C[0]);
+    relaunch_undrained(false);
+    relaunch_undrained(true);
+    printf("PASS: %zu configurations, two relaunches with unread replies\n", sizeof C / sizeof C[0]);
     return 0;
 }
