@@ -4,10 +4,12 @@
  * the CPU, a directory of modules, and every way a module is refused.
  * argv[1]: the build folder of tests/modules, argv[2]: tests/modules/dir. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -234,6 +236,65 @@ static void test_refused(void **state)
     rk_runtime_close(rt);
 }
 
+/* A request retried after its worker was killed (its first strike),
+ * answered by the fresh worker while its owner does not wait: the
+ * supervisor's watch of that suspect must see the answer (it routes the
+ * rings first), not replace the healthy worker (until 2026-11-26 it did,
+ * after request_deadline_ms, and counted a fault). */
+static void test_suspect_answered_unrouted(void **state)
+{
+    (void)state;
+    char p[512];
+    path_of(p, sizeof p, "mod_slow");
+    const char *paths[] = {p};
+    rk_config cfg;
+    rk_config_init(&cfg);
+    cfg.backend = RK_BACKEND_CPU;
+    cfg.isolation = RK_ISOLATION_PROCESS;
+    cfg.modules = paths;
+    cfg.n_modules = 1;
+    cfg.request_deadline_ms = 400;
+    rk_runtime *rt = NULL;
+    assert_int_equal(rk_runtime_open(&rt, &cfg), 0);
+    uint16_t t_slow;
+    assert_non_null(rk_runtime_actor_find(rt, "slow", &t_slow));
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    unsigned char req[64];
+    const uint32_t ms = 150;
+    size_t lens[1] = {4};
+    void *at[1];
+    const size_t n = rk_fields_layout(req, sizeof req, 1, lens, at);
+    assert_true(n > 0);
+    memcpy(at[0], &ms, 4);
+    uint64_t id;
+    assert_int_equal(rk_actor_send(a, t_slow, req, n, 0, &id, 1000), 0);
+    usleep(50000); /* it runs */
+    rk_worker_info w;
+    rk_runtime_worker(rt, &w);
+    assert_int_equal(kill(w.pid, SIGKILL), 0);
+    for (int i = 0; i < 200; i++) {
+        rk_runtime_worker(rt, &w);
+        if (w.restarts >= 1 && w.state == RK_WORKER_RUNNING)
+            break;
+        usleep(10000);
+    }
+    assert_int_equal(w.faults, 1);
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(a, &r, 1), -RK_ETIMEDOUT); /* re-posts it: its retry */
+    usleep(1500 * 1000); /* answered after 150 ms; nobody routes it */
+    rk_runtime_worker(rt, &w);
+    if (w.faults != 1)
+        fail_msg("a healthy worker was replaced: %llu faults, last: %s", (unsigned long long)w.faults,
+                 w.last_fault.detail);
+    assert_int_equal(rk_actor_recv(a, &r, 2000), 0);
+    assert_true(r.id == id);
+    assert_int_equal(r.status, 0);
+    rk_reply_release(a, &r);
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -247,6 +308,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_worker_process),
         cmocka_unit_test(test_directory),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_suspect_answered_unrouted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
