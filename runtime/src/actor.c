@@ -109,6 +109,16 @@ void rk__actor_reap(rk_actor *a)
     rk__actor_free(a);
 }
 
+/* Gives back a SENT record whose reply will not come, and the suspect
+ * token it may hold. Caller holds its ring's lock. */
+static void rk__drop_sent(rk_actor *a, uint32_t tag)
+{
+    const rk__pending *p = &a->pend[tag];
+    if (p->strikes)
+        rk__suspect_release(a->rt, RK__RUN_WORD(a->index, tag, p->id));
+    rk__pending_put(a, (uint16_t)tag);
+}
+
 void rk_actor_close(rk_actor *a)
 {
     if (!a)
@@ -132,9 +142,7 @@ void rk_actor_close(rk_actor *a)
         if (rk__ld_relaxed(&p->state) != RK__P_SENT ||
             !(atomic_load(&rt->closing) || (lagging && p->gen != atomic_load(&rt->gen))))
             continue;
-        if (p->strikes)
-            rk__suspect_release(rt, RK__RUN_WORD(a->index, i, p->id));
-        rk__pending_put(a, (uint16_t)i);
+        rk__drop_sent(a, i);
     }
     if (a->n_free == a->window)
         rk__actor_reap(a);
@@ -148,14 +156,9 @@ void rk__reap_closed_locked(rk_runtime *rt)
         rk_actor *a = rk__actor_at(rt, i);
         if (!a || !a->closing) /* (closing and reaping both hold a ring's lock: we hold them all) */
             continue;
-        for (uint32_t t = 0; t < a->window; t++) {
-            rk__pending *p = &a->pend[t];
-            if (rk__ld_relaxed(&p->state) != RK__P_SENT)
-                continue;
-            if (p->strikes)
-                rk__suspect_release(rt, RK__RUN_WORD(a->index, t, p->id));
-            rk__pending_put(a, (uint16_t)t);
-        }
+        for (uint32_t t = 0; t < a->window; t++)
+            if (rk__ld_relaxed(&a->pend[t].state) == RK__P_SENT)
+                rk__drop_sent(a, t);
         if (a->n_free == a->window)
             rk__actor_reap(a);
     }
