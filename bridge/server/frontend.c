@@ -84,16 +84,22 @@ static rkb_item *rkb__slot(rkb_front *f, int *wout)
 {
     rkb_shared *sh = f->sh;
     int nw = sh->n_loops, w = f->fill;
+    /* a ring also counts as full once the bodies in it reach its share of
+     * --queue-bytes (its slots alone would hold 1 024 frames of any size:
+     * a stalled worker let one client park gigabytes here) */
+    const size_t share = sh->cfg->queue_bytes / (size_t)nw + 1;
     rkb_item *it = NULL;
     for (int k = 0; k < nw && !it; k++) {
-        rkb_spsc *q = sh->loops[w]->reqq;
-        if (rkb_spsc_sp_pending(q, RKB_FILL) < RKB_FILL && (it = rkb_spsc_sp_slot(q)))
+        rkb_loop *l = sh->loops[w];
+        if (rkb_spsc_sp_pending(l->reqq, RKB_FILL) < RKB_FILL &&
+            __atomic_load_n(&l->req_bytes, __ATOMIC_RELAXED) < share && (it = rkb_spsc_sp_slot(l->reqq)))
             break;
         w = w + 1 == nw ? 0 : w + 1;
     }
     for (int k = 0; k < nw && !it; k++) {
         /* every worker has RKB_FILL or more waiting: any with room */
-        if ((it = rkb_spsc_sp_slot(sh->loops[w]->reqq)))
+        rkb_loop *l = sh->loops[w];
+        if (__atomic_load_n(&l->req_bytes, __ATOMIC_RELAXED) < share && (it = rkb_spsc_sp_slot(l->reqq)))
             break;
         w = w + 1 == nw ? 0 : w + 1;
     }
@@ -121,6 +127,7 @@ static int rkb__requests(rkb_front *f, bool *room)
         if (r < 0)
             continue; /* dropped and counted; the slot was not used */
         rkb_spsc *q = sh->loops[w]->reqq;
+        __atomic_add_fetch(&sh->loops[w]->req_bytes, it->n_body ? zmq_msg_size(&it->body) : 0, __ATOMIC_RELAXED);
         rkb_spsc_sp_push(q, RKB_PUBLISH_EVERY);
         const rkb_item *next = rkb_spsc_sp_next(q);
         RKB__PREFETCH_ITEM(next, 1);

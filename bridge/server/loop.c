@@ -353,6 +353,7 @@ static int rkb__read_one(rkb_loop *l)
         rkb_item *it = rkb_spsc_sc_peek(l->reqq);
         if (!it)
             return 0;
+        __atomic_sub_fetch(&l->req_bytes, it->n_body ? zmq_msg_size(&it->body) : 0, __ATOMIC_RELAXED);
         /* move the frames out; the slot goes back to the frontend (the
          * burst's last at the latest: rkb_loop_run) */
         rkb_env_move(&e->env, &it->env);

@@ -298,6 +298,8 @@ typedef struct rkb_loop {
     pthread_t thread;
     rkb_port *port;         /* --io-threads 1: the socket; NULL in a worker */
     rkb_spsc *reqq, *repq;  /* a worker: fed by and replying to the frontend */
+    size_t req_bytes;       /* atomic (relaxed): body bytes in reqq not taken yet; the
+                             * frontend stops filling a ring past its share of --queue-bytes */
     bool owe_wake;          /* a worker pushed replies since it last woke the frontend */
     rk_actor *act;
     rk_info info;

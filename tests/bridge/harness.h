@@ -145,6 +145,7 @@ void test_flood(void **state);
 void test_startup(void **state);
 void test_large(void **state);
 void test_cap(void **state);
+void test_stall(void **state);
 void test_proxies(void **state);
 void test_sigterm(void **state);
 void test_logflood(void **state);

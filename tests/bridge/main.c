@@ -32,6 +32,7 @@ int main(int argc, char **argv)
         {"startup", cmocka_unit_test(test_startup)},
         {"large", cmocka_unit_test(test_large)},
         {"cap", cmocka_unit_test(test_cap)},
+        {"stall", cmocka_unit_test(test_stall)},
         {"proxies", cmocka_unit_test(test_proxies)},
         {"sigterm", cmocka_unit_test(test_sigterm)},
         {"logflood", cmocka_unit_test(test_logflood)},

@@ -137,6 +137,48 @@ void test_cap(void **state)
     assert_int_equal(bridge_stop(&b), 0);
 }
 
+/* ---- a stalled runtime and one client's large frames ---------------------- */
+
+/* The runtime is stalled (a `hang` runs until its deadline) while one
+ * client pipelines 300 echoes of 1 MB: the bridge holds at most its
+ * --rcvhwm and --queue-bytes worth of them (and a few frames in hand), also
+ * with --io-threads 3, whose frontend's rings counted slots, not bytes
+ * (until 2026-11-26 they took 1 024 frames each: 1.4 GB here). */
+void test_stall(void **state)
+{
+    (void)state;
+    bridge b;
+    bridge_start(&b, "--test-faults", "--rcvhwm", "2", "--max-message-bytes", "1M", "--queue-bytes", "4M",
+                 "--arena-bytes", "16M", "--request-deadline-ms", "4000", "--admission-ms", "60000", NULL);
+    rkc *h = client(&b);
+    buf fb = {0};
+    put_head(&fb, 3, 1, 1, 1, "hang");
+    assert_int_equal(rkc_send_raw(h, fb.p, fb.n, TMO), 0);
+    usleep(300 * 1000); /* it runs: nothing else is served */
+    long rss0 = proc_kb(b.pid, "VmRSS:");
+    rkc *c = client(&b);
+    fb.n = 0;
+    put_echo(&fb, 2, 1000000);
+    enum { N = 300 };
+    int sent = 0; /* into the client's queue (no wait: the bridge pushes back) */
+    for (int i = 0; i < N; i++)
+        sent += rkc_send_raw(c, fb.p, fb.n, 0) == 0;
+    assert_true(sent >= 64);
+    usleep(1500 * 1000);
+    long hwm = proc_kb(b.pid, "VmHWM:");
+    const uint64_t held = status_counter(&b, "requests");
+    fprintf(stderr, "  stalled, %d frames of 1 MB sent: bridge RSS %ld KiB before, peak %ld KiB; %llu requests read\n",
+            sent, rss0, hwm, (unsigned long long)held);
+    /* io 3: per worker its --queue-bytes and a share of it in its ring */
+    if (!RKBT_SANITIZER)
+        assert_true(hwm - rss0 < 48 * 1024);
+    assert_true(held < 64);
+    free(fb.p);
+    rkc_close(c);
+    rkc_close(h);
+    assert_int_equal(bridge_stop(&b), 0);
+}
+
 /* ---- envelopes of proxy chains ---------------------------------------------- */
 
 typedef struct proxy {
