@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -298,9 +299,32 @@ static void test_user_actor_and_timeouts(void **state)
     assert_int_equal(r.id, id);
     rk_reply_release(a, &r);
     assert_int_equal(rk_actor_recv(a, &r, 0), -RK_EAGAIN);
+    /* two failed replies reaped together: each one's own detail names its
+     * request (rk_last_detail() names the last one only) */
+    uint64_t ids[2];
+    assert_int_equal(rk_actor_send(a, RK_OP_USER + 1, v, 6, 0, &ids[0], 1000), 0);
+    assert_int_equal(rk_actor_send(a, RK_OP_USER + 1, v, 10, 0, &ids[1], 1000), 0);
+    rk_reply rb[2];
+    int got = 0;
+    while (got < 2) {
+        const int k = rk_actor_recv_batch(a, rb + got, 2 - got, 5000);
+        assert_true(k > 0);
+        got += k;
+    }
+    for (int i = 0; i < 2; i++) {
+        char why[256], want_id[64];
+        assert_int_equal(rk_reply_detail(a, &rb[i], why, sizeof why), 0);
+        snprintf(want_id, sizeof want_id, "request %llu ", (unsigned long long)rb[i].id);
+        assert_non_null(strstr(why, want_id));
+        assert_non_null(strstr(why, "RK_EINVAL"));
+    }
+    assert_true(rb[0].id != rb[1].id);
+    rk_reply_release_batch(a, rb, 2);
+    char why[64];
+    assert_int_equal(rk_reply_detail(a, &rb[0], why, sizeof why), -RK_EINVAL); /* released */
     rk_stats st;
     rk_runtime_stats(rt, &st);
-    assert_int_equal(st.errors, 1);
+    assert_int_equal(st.errors, 3);
     rk_runtime_close(rt);
 }
 

@@ -218,8 +218,11 @@ static void rkb__on_reply(rkb_loop *l, rk_reply *r)
         rkb_answer_actor(l, e, r);
     } else if (r->status) {
         int st = r->status;
+        char why[512]; /* its own: rk_last_detail() is the batch's last failed reply's */
+        if (rk_reply_detail(l->act, r, why, sizeof why))
+            snprintf(why, sizeof why, "%s", rk_strerror(st));
         rk_reply_release(l->act, r);
-        rkb_answer_rk_error(l, e, st, rk_last_detail()); /* set by the receive */
+        rkb_answer_rk_error(l, e, st, why);
     } else {
         rkb_answer_data(l, e, r);
     }

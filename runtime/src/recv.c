@@ -4,6 +4,7 @@
  * queue or straight from the ring; a backend that died answers what is
  * still owed with its fault. */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "actor.h"
 #include "barrier.h"
@@ -20,6 +21,24 @@ static bool rk__ready_pop(rk_actor *a, uint16_t *tag)
     return true;
 }
 
+/* Why the reply in record tag failed, into buf (empty when it did not). */
+static void rk__reply_why(const rk_actor *a, uint16_t tag, char *buf, size_t cap)
+{
+    const rk__pending *p = &a->pend[tag];
+    const void *data = p->arena_len ? (const void *)(a->rt->arena.base + p->out_off) : p->inline_buf;
+    buf[0] = '\0';
+    if (p->status == -RK_EDEVICE && p->strikes >= 2)
+        snprintf(buf, cap, "request %llu (type %u) of actor %u faulted its worker twice: answered "
+                 "RK_EDEVICE instead of being retried again",
+                 (unsigned long long)p->id, p->type, a->index);
+    else if (p->status == -RK_EACTOR)
+        snprintf(buf, cap, "request %llu (type %u) of actor %u: the actor failed: %.*s", (unsigned long long)p->id,
+                 p->type, a->index, (int)(p->len < 200 ? p->len : 200), (const char *)data);
+    else if (p->status)
+        snprintf(buf, cap, "request %llu (type %u) of actor %u answered %s: %s", (unsigned long long)p->id,
+                 p->type, a->index, rk_err_name(p->status), rk_strerror(p->status));
+}
+
 static void rk__fill_reply(rk_actor *a, uint16_t tag, rk_reply *out)
 {
     rk__pending *p = &a->pend[tag];
@@ -31,17 +50,22 @@ static void rk__fill_reply(rk_actor *a, uint16_t tag, rk_reply *out)
     out->tag_ = tag;
     /* The receiving thread's detail says why a failed reply failed (the
      * status alone cannot tell a poison request from a dead backend). */
-    if (p->status == -RK_EDEVICE && p->strikes >= 2)
-        rk__fail(RK_EDEVICE, "request %llu (type %u) of actor %u faulted its worker twice: answered "
-                 "RK_EDEVICE instead of being retried again",
-                 (unsigned long long)p->id, p->type, a->index);
-    else if (p->status == -RK_EACTOR)
-        rk__fail(RK_EACTOR, "request %llu (type %u) of actor %u: the actor failed: %.*s", (unsigned long long)p->id,
-                 p->type, a->index, (int)(out->len < 200 ? out->len : 200), (const char *)out->data);
-    else if (p->status)
-        rk__fail(p->status, "request %llu (type %u) of actor %u answered %s: %s",
-                 (unsigned long long)p->id, p->type, a->index, rk_err_name(p->status),
-                 rk_strerror(p->status));
+    if (p->status) {
+        char why[512];
+        rk__reply_why(a, tag, why, sizeof why);
+        rk__fail_str(-p->status, why);
+    }
+}
+
+int rk_reply_detail(const rk_actor *a, const rk_reply *r, char *buf, size_t cap)
+{
+    if (!a || !r || !buf || !cap)
+        return rk__fail(RK_EINVAL, "rk_reply_detail: a NULL argument or no room");
+    if (r->tag_ >= a->window || rk__ld_relaxed(&a->pend[r->tag_].state) != RK__P_DONE ||
+        a->pend[r->tag_].id != r->id)
+        return rk__fail(RK_EINVAL, "rk_reply_detail: reply %llu is not held (released?)", (unsigned long long)r->id);
+    rk__reply_why(a, (uint16_t)r->tag_, buf, cap);
+    return 0;
 }
 
 /* After a fatal backend fault, the owner answers its own unanswered

@@ -494,6 +494,14 @@ int rk_actor_recv_batch(rk_actor *a, rk_reply *out, int max, int timeout_ms);
 /* rk_reply_release on r[0..n): gives every reply's storage back. */
 void rk_reply_release_batch(rk_actor *a, rk_reply *r, int n);
 
+/* Why reply r (held: not yet released) failed, as one sentence into
+ * buf[0..cap) (empty when its status is 0): what rk_last_detail() said
+ * right after r alone was received. For replies reaped many at a time,
+ * where rk_last_detail() explains only the last failed one. Returns 0, or
+ * -RK_EINVAL (a NULL argument, cap 0, or r not held by a). Same thread
+ * rules as rk_actor_recv. */
+int rk_reply_detail(const rk_actor *a, const rk_reply *r, char *buf, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif
