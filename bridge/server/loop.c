@@ -305,15 +305,16 @@ static inline __attribute__((always_inline)) void rkb__on_request(rkb_loop *l, i
     rkb_entry *e = &l->pool.e[idx];
     memset(&e->req, 0, sizeof e->req);
     e->body_open = n_body > 0;
-    if (n_body != 1) {
+    if (l->stopping) { /* every request read once stopping (PROTOCOL.md), as the frontend's */
+        if (n_body)
+            rkb_peek_into(&e->req, &e->body);
+        rkb_answer_error(l, e, RKB_E_SHUTTING_DOWN, "the bridge is shutting down");
+    } else if (n_body != 1) {
         if (n_body > 1)
             rkb_peek_into(&e->req, &e->body);
         rkb_answer_error(l, e, RKB_E_MALFORMED,
                         "the request has %u body frames; the protocol allows exactly one (behind a "
                         "proxy, send an empty delimiter frame before the body)", n_body);
-    } else if (l->stopping) {
-        rkb_peek_into(&e->req, &e->body);
-        rkb_answer_error(l, e, RKB_E_SHUTTING_DOWN, "the bridge is shutting down");
     } else {
         rkb_error err;
         int rc = rkb_decode_request(zmq_msg_data(&e->body), zmq_msg_size(&e->body), &l->lim,
