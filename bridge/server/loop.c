@@ -230,7 +230,9 @@ static void rkb__on_reply(rkb_loop *l, rk_reply *r)
 }
 
 /* The runtime failed and no reply will come for what it held: every
- * request still owed gets its error here, so each still gets one reply. */
+ * request still owed gets its error here, so each still gets one reply.
+ * rc 0: the drain time ran out; SHUTTING_DOWN (a late runtime reply is
+ * discarded with the actor). */
 static void rkb__fail_inflight(rkb_loop *l, int rc)
 {
     rkb_pool *p = &l->pool;
@@ -238,7 +240,12 @@ static void rkb__fail_inflight(rkb_loop *l, int rc)
         if (p->e[i].state == RKB_INFLIGHT) {
             rkb_pool_map_take(p, p->e[i].rk_id);
             RKB_SET(p->n_inflight, p->n_inflight - 1);
-            rkb_answer_rk_error(l, &p->e[i], rc, rk_last_detail());
+            if (rc)
+                rkb_answer_rk_error(l, &p->e[i], rc, rk_last_detail());
+            else /* (rkb__done: the drain time ran out) */
+                rkb_answer_error(l, &p->e[i], RKB_E_SHUTTING_DOWN,
+                                "the bridge is shutting down, and its drain time (--drain-ms %u) ran out "
+                                "before the runtime answered the request", l->cfg->drain_ms);
             rkb_pool_put(p, (int32_t)i);
         }
 }
@@ -393,9 +400,12 @@ static bool rkb__done(rkb_loop *l, int64_t now, int64_t last_read)
 {
     const rkb_config *c = l->cfg;
     if (now >= l->stop_at + (int64_t)c->drain_ms * 1000000) {
-        if (l->pool.n_inflight || l->pool.n_parked)
+        if (l->pool.n_inflight) {
+            /* every request read before the signal still gets a reply */
             rkb_log(RKB_LOG_WARN, "stopping: %u request(s) still in flight after --drain-ms %u; "
-                    "leaving without their replies", l->pool.n_inflight, c->drain_ms);
+                    "answering them SHUTTING_DOWN", l->pool.n_inflight, c->drain_ms);
+            rkb__fail_inflight(l, 0);
+        }
         return true;
     }
     if (l->pool.n_inflight || l->pool.n_parked)

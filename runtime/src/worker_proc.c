@@ -212,8 +212,11 @@ int rk__proc_await_draining(rk__proc *w, uint32_t kind, rk__wmsg *m, int timeout
     for (;;) {
         const int64_t left = (end - rk__now_ns()) / 1000000;
         const int rc = rk__proc_await(w, kind, m, left < 20 ? (left > 0 ? (int)left : 0) : 20);
-        if (rc != -RK_ETIMEDOUT || rk__now_ns() >= end)
-            return rc == -RK_ETIMEDOUT ? rk__proc_await(w, kind, m, 0) : rc; /* (its message names the wait) */
+        if (rc != -RK_ETIMEDOUT)
+            return rc;
+        if (rk__now_ns() >= end)
+            return rk__fail(RK_ETIMEDOUT, "worker %d (%s) did not answer within %d ms", (int)w->pid,
+                            w->kind == RK__WB_CUDA ? "cuda" : "cpu", timeout_ms);
         /* the worker's consumer finishes the message at hand first, and
          * its reply may wait for room on a ring nobody drains */
         rk__drain_all(rt);
@@ -336,8 +339,12 @@ void rk__proc_stop(rk__proc *w, int timeout_ms, rk_runtime *rt)
     rk__wmsg m = {.kind = RK__WM_STOP};
     if (w->live && rk__proc_send(w, &m) == 0) {
         int rc = rk__proc_await_draining(w, RK__WM_STOPPED, &m, timeout_ms, rt);
-        if (rc && w->pid > 0)
+        if (rc && w->pid > 0) {
             rk__log(RK__LOG_WARN, "worker %d did not stop cleanly: %s", (int)w->pid, rk_last_detail());
+            /* it had its time (a handler that runs on): not twice */
+            rk__proc_end(w, NULL, 0);
+            return;
+        }
     }
     if (w->pid <= 0)
         return;

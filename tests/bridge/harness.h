@@ -148,6 +148,7 @@ void test_cap(void **state);
 void test_stall(void **state);
 void test_proxies(void **state);
 void test_sigterm(void **state);
+void test_drain_deadline(void **state);
 void test_logflood(void **state);
 void test_counters(void **state);
 void test_ipc(void **state);

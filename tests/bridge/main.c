@@ -35,6 +35,7 @@ int main(int argc, char **argv)
         {"stall", cmocka_unit_test(test_stall)},
         {"proxies", cmocka_unit_test(test_proxies)},
         {"sigterm", cmocka_unit_test(test_sigterm)},
+        {"drain_deadline", cmocka_unit_test(test_drain_deadline)},
         {"logflood", cmocka_unit_test(test_logflood)},
         {"counters", cmocka_unit_test(test_counters)},
         {"ipc", cmocka_unit_test(test_ipc)},

@@ -154,6 +154,35 @@ void test_sigterm(void **state)
     assert_non_null(strstr(g_last_err, "clients read every reply ZeroMQ held"));
 }
 
+/* A request still running when the drain time runs out gets SHUTTING_DOWN
+ * then (PROTOCOL.md: every request sent before the signal gets a reply,
+ * and the bridge exits after its drain time); until 2026-11-26 it got
+ * nothing. */
+void test_drain_deadline(void **state)
+{
+    (void)state;
+    bridge b;
+    bridge_start(&b, "--test-faults", "--drain-ms", "500", "--log-level", "info", NULL);
+    rkc *c = client(&b);
+    buf fb = {0};
+    put_head(&fb, 3, 1, 1, 7, "hang");
+    assert_int_equal(rkc_send_raw(c, fb.p, fb.n, TMO), 0);
+    free(fb.p);
+    usleep(300 * 1000); /* it runs */
+    kill(b.pid, SIGTERM);
+    rkc_reply r;
+    assert_int_equal(rkc_recv(c, &r, 10000), 0);
+    assert_int_equal(r.id, 7);
+    assert_false(r.ok);
+    assert_string_equal(r.code, "SHUTTING_DOWN");
+    assert_non_null(strstr(r.message, "--drain-ms 500"));
+    rkc_reply_free(&r);
+    rkc_close(c);
+    assert_int_equal(bridge_reap(&b, 120000), 0);
+    assert_exit_line(g_last_err);
+    assert_non_null(strstr(g_last_err, " 0 unanswered"));
+}
+
 /* ---- log floods ------------------------------------------------------------ */
 
 /* Lines the bridge wrote for a kind, and the ones its summaries say it
