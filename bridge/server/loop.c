@@ -163,6 +163,7 @@ static int rkb__flush_admits(rkb_loop *l)
         rkb_pool_put(&l->pool, l->adm[done++]);
     }
     l->n_adm = 0;
+    l->adm_bytes = 0;
     return n;
 }
 
@@ -340,6 +341,7 @@ static inline __attribute__((always_inline)) void rkb__on_request(rkb_loop *l, i
             }
             e->state = RKB_STAGED;
             l->adm[l->n_adm++] = idx;
+            l->adm_bytes += zmq_msg_size(&e->body);
             if (l->n_adm == RKB_ADMIT_BATCH)
                 rkb__flush_admits(l);
             return;
@@ -378,11 +380,13 @@ static int rkb__read_one(rkb_loop *l)
     return 1;
 }
 
-/* A request has somewhere to go: a free entry and room to wait. */
+/* A request has somewhere to go: a free entry and room to wait (a burst's
+ * staged requests count: the flush parks them all when the runtime has no
+ * room, and a burst of large frames overshot --queue-bytes by up to 64). */
 static bool rkb__can_read(const rkb_loop *l)
 {
     return l->pool.n_free && l->pool.n_parked < l->cfg->queue &&
-           l->pool.parked_bytes < l->cfg->queue_bytes;
+           l->pool.parked_bytes + l->adm_bytes < l->cfg->queue_bytes;
 }
 
 /* ---- running and stopping ------------------------------------------------------- */

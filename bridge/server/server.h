@@ -313,6 +313,7 @@ typedef struct rkb_loop {
     int64_t stop_at;
     int32_t adm[RKB_ADMIT_BATCH]; /* entries a read burst admitted, posted together */
     int n_adm;
+    size_t adm_bytes;             /* their bodies' bytes: they wait too, until the flush */
 } rkb_loop;
 
 int rkb_loop_init(rkb_loop *l);
