@@ -169,10 +169,14 @@ void test_stall(void **state)
     const uint64_t held = status_counter(&b, "requests");
     fprintf(stderr, "  stalled, %d frames of 1 MB sent: bridge RSS %ld KiB before, peak %ld KiB; %llu requests read\n",
             sent, rss0, hwm, (unsigned long long)held);
-    /* io 3: per worker its --queue-bytes and a share of it in its ring */
+    /* What may be held: the runtime's arena (16 MiB of echoes in flight),
+     * per worker its --queue-bytes and its ring's share of it, a frame in
+     * hand each: ~48 frames at io 3 (72 MB RSS growth seen in CI, with
+     * MALLOC_PERTURB_ touching every buffer). Before the fix at io 3: 302
+     * frames read, 325 MB. */
     if (!RKBT_SANITIZER)
-        assert_true(hwm - rss0 < 48 * 1024);
-    assert_true(held < 64);
+        assert_true(hwm - rss0 < 160 * 1024);
+    assert_true(held < 80);
     free(fb.p);
     rkc_close(c);
     rkc_close(h);
