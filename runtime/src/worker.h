@@ -67,7 +67,7 @@ RK__HIDDEN void rk__proc_reap_deferred(int wait_ms);
  * after timeout_ms. rt (may be NULL): the runtime whose rings it serves,
  * drained meanwhile (rk__proc_await_draining). */
 RK__HIDDEN void rk__proc_stop(rk__proc *w, int timeout_ms, rk_runtime *rt);
-/* rk__proc_await that routes rt's replies every 20 ms while it waits: a
+/* rk__proc_await with an rk__drainer routing rt's replies meanwhile: a
  * worker told to stop or relaunch finishes the message at hand, whose
  * reply may wait for room on a reply ring that no actor drains (nobody
  * waits; a close). rt NULL: rk__proc_await. */

@@ -208,19 +208,14 @@ int rk__proc_await_draining(rk__proc *w, uint32_t kind, rk__wmsg *m, int timeout
 {
     if (!rt)
         return rk__proc_await(w, kind, m, timeout_ms);
-    const int64_t end = rk__now_ns() + (int64_t)timeout_ms * 1000000;
-    for (;;) {
-        const int64_t left = (end - rk__now_ns()) / 1000000;
-        const int rc = rk__proc_await(w, kind, m, left < 20 ? (left > 0 ? (int)left : 0) : 20);
-        if (rc != -RK_ETIMEDOUT)
-            return rc;
-        if (rk__now_ns() >= end)
-            return rk__fail(RK_ETIMEDOUT, "worker %d (%s) did not answer within %d ms", (int)w->pid,
-                            w->kind == RK__WB_CUDA ? "cuda" : "cpu", timeout_ms);
-        /* the worker's consumer finishes the message at hand first, and
-         * its reply may wait for room on a ring nobody drains */
-        rk__drain_all(rt);
-    }
+    rk__drainer d;
+    rk__drainer_start(&d, rt);
+    int rc = rk__proc_await(w, kind, m, timeout_ms);
+    rk__drainer_stop(&d);
+    if (rc == -RK_ETIMEDOUT) /* (rk__proc_await names the start-up's wait) */
+        rc = rk__fail(RK_ETIMEDOUT, "worker %d (%s) did not answer within %d ms", (int)w->pid,
+                      w->kind == RK__WB_CUDA ? "cuda" : "cpu", timeout_ms);
+    return rc;
 }
 
 static void rk__describe_exit(const rk__proc *w, int st, char *why, size_t cap)
