@@ -95,6 +95,20 @@ __device__ __forceinline__ bool warp_stop(shared0 &sh, uint32_t at_least)
 {
     return __any_sync(FULL, flag_ld(&sh.stop) >= at_least);
 }
+/* The stop's last resort (sh.stop 2, set by the host RK__STOP_WAIT_NS
+ * into a stop: device/engine.c): a wait on the host that has gone on that
+ * long (reply-ring room nobody makes, a request's lines never finished)
+ * ends the kernel with an error instead of writing past it. The host
+ * then sees a failed kernel, not a clean stop: its rings are reset and
+ * what it still owes is re-posted (runtime/src/supervisor.c), as after
+ * a fault. (Until 2026-11-27 the waits returned and the replies were
+ * written over unread ones; grid jobs' replies were dropped.) Call where
+ * the caller would otherwise wait again. */
+__device__ __forceinline__ void stop_abort_check(shared0 &sh)
+{
+    if (flag_ld(&sh.stop) >= 2)
+        __trap();
+}
 __device__ __forceinline__ uint32_t vol_ld(const uint32_t *p) { return *(const volatile uint32_t *)p; }
 __device__ __forceinline__ unsigned long long vol_ld(const unsigned long long *p)
 {

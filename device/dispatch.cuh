@@ -89,7 +89,6 @@ struct dispatch {
     uint32_t lane;
     uint64_t hpos;   /* next H2D position to consume */
     bool busy;       /* the last poll took two messages or more (or one, and saw a burst) */
-    bool stalled;    /* a request could not be taken now (aborting): stop polling */
     bool burst;      /* the idle poll saw the next slot filled too */
     uint32_t idle;   /* empty idle polls (back off after ~20 ms of them) */
     uint32_t ns;     /* ... the back-off */
@@ -138,7 +137,6 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.ns = 0;
     d.idle_wait = 0;
     d.busy = false;
-    d.stalled = false;
     d.burst = false;
     d.gen = ka.gen;
     d.nrings = ka.d2h_rings;

@@ -24,10 +24,9 @@ namespace rk {
 namespace dev {
 
 /* Serves a staged request (sh.words) with the warp; posts its reply or a
- * grid job. Returns false when it could not be taken now (aborting): the
- * request then stays in the ring. */
+ * grid job. */
 template <class... A>
-__device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch *ds, const ring_view &out,
+__device__ __noinline__ void serve_slow(const rk_kargs &ka, shared0 &sh, scratch *ds, const ring_view &out,
                                         bool has_workers, uint32_t lane, uint64_t &dpos, uint64_t &dhead,
                                         uint32_t &posted, uint32_t &replied)
 {
@@ -44,7 +43,7 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
     /* another generation's request: the host re-posts it if it still owes
      * it, so drop it (consumed, no reply) */
     if (len >= sizeof(rk_msg_hdr) && w[RK__W_STATUS] != ka.gen)
-        return true;
+        return;
     const uint64_t run = run_word(len, type, w[RK__W_ACTOR], w[RK__W_ID_LO]);
 
     if (len < sizeof(rk_msg_hdr)) {
@@ -65,7 +64,8 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
             } else if (has_workers && hlen > RK__WARP_ARENA_MAX) {
                 /* the whole grid: post a job (its reply follows when the
                  * workers are done; see post_job_replies) */
-                return post_job(ka, ds, sh, out, w, dpos, dhead, posted, replied, lane, run);
+                post_job(ka, ds, sh, out, w, dpos, dhead, posted, replied, lane, run);
+                return;
             } else {
                 /* acquire: pairs with the producer's release fence before
                  * its lines, so the arena payload is visible */
@@ -116,7 +116,6 @@ __device__ __noinline__ bool serve_slow(const rk_kargs &ka, shared0 &sh, scratch
     if (run && lane == 0) /* answered: no longer running */
         rk__st_relaxed_sys(&ka.region->running[0], 0ull);
     __syncwarp();
-    return true;
 }
 
 /* Busy, pipelined: the crew reads pipe_n slots (while this warp sets up
@@ -211,9 +210,8 @@ __device__ __forceinline__ void stage_words(const ring_view &in, shared0 &sh, ui
         sh.words[lane] = (uint32_t)L;
     for (uint32_t i = 32 + lane; i < nl; i += 32) {
         uint64_t x;
-        do {
-            x = rk__ld_relaxed_sys(ring_slot(in, pos) + i);
-        } while ((uint32_t)(x >> 32) != flag && flag_ld(&sh.stop) < 2);
+        while ((uint32_t)((x = rk__ld_relaxed_sys(ring_slot(in, pos) + i)) >> 32) != flag)
+            stop_abort_check(sh); /* (a producer that never finishes its lines) */
         sh.words[i] = (uint32_t)x;
     }
     __syncwarp();
@@ -267,11 +265,7 @@ __device__ __forceinline__ void serve_staged(dispatch &d, const dispatch_ref &p,
                 nfast = 0;
             }
             stage_words(p.in, sh, L, pos, flag, nl, len, w1, lane);
-            if (warp_stop(sh, 2) ||
-                !serve_slow<A...>(ka, sh, ds, p.out, has_workers, lane, p.dpos, p.dhead, p.posted, p.replied)) {
-                d.stalled = true;
-                break;
-            }
+            serve_slow<A...>(ka, sh, ds, p.out, has_workers, lane, p.dpos, p.dhead, p.posted, p.replied);
         }
         done++;
     }
@@ -280,12 +274,14 @@ __device__ __forceinline__ void serve_staged(dispatch &d, const dispatch_ref &p,
                                   * into the next poll made round trips 0.4 us slower) */
 }
 
-/* Stopping: finishes the grid jobs already posted, then hands over. */
+/* Stopping: finishes the grid jobs already posted (however long they run:
+ * the host's stop gives up on a kernel that does not stop, engine.c),
+ * then hands over. */
 __device__ __forceinline__ void dispatcher_stop(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
                                                 scratch *ds)
 {
     const uint32_t lane = d.lane;
-    while (p.posted != p.replied && !warp_stop(sh, 2)) {
+    while (p.posted != p.replied) {
         post_job_replies(ka, ds, sh, p.out, p.dpos, p.dhead, p.replied, lane);
         __nanosleep(1000);
     }
@@ -373,8 +369,6 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         }
         d.busy = done >= 2 || (done == 1 && d.burst);
         d.burst = false;
-        if (d.stalled)
-            break;
     }
     dispatcher_stop(d, p, ka, sh, ds);
 }

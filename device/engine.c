@@ -15,6 +15,10 @@
 #include "engine.h"
 #include "launch_check.h"
 
+/* A stop waits this long for the kernel, then tells it to abort (a wait
+ * on the host then ends the kernel with an error: stop_abort_check in
+ * block0.cuh), and gives up on it after twice this (a grid job that
+ * still runs: the kernel cannot end before its blocks do). */
 #define RK__STOP_WAIT_NS 3000000000ll
 #define RK__RUN_WAIT_NS 5000000000ll
 
@@ -275,13 +279,20 @@ static int rk__eng_halt_now(rk__engine *e)
         }
         if (dt > 2 * RK__STOP_WAIT_NS) {
             e->running = false;
-            return rk__fail(RK_EDEVICE, "the ring kernel on %s did not stop within %lld ms", e->lim.name,
-                            (long long)(dt / 1000000));
+            return rk__fail(RK_EDEVICE,
+                            "the ring kernel on %s did not stop within %lld ms: a grid job (a large request) still "
+                            "runs",
+                            e->lim.name, (long long)(dt / 1000000));
         }
         rk__sleep_ns(200000);
     }
     e->running = false;
     rk__st_relaxed(&e->region->stop, 0u);
+    if (ce != cudaSuccess && hard)
+        return rk__fail(RK_EDEVICE,
+                        "the ring kernel on %s was aborted %lld ms into its stop: its replies found no room (nobody "
+                        "drained the reply rings) or a request's lines were never finished (%s)",
+                        e->lim.name, (long long)((rk__now_ns() - t0) / 1000000), cudaGetErrorName(ce));
     if (ce != cudaSuccess)
         return rk__fail(RK_EDEVICE, "the ring kernel failed: %s (%s)", cudaGetErrorString(ce), cudaGetErrorName(ce));
     return 0;

@@ -84,9 +84,9 @@ __device__ __noinline__ void post_job_replies(const rk_kargs &ka, scratch *ds, s
 
 /* Posts the staged request w (words 0..12: its header and arena ref) as a
  * grid job, once the queue has room (posting the replies of finished jobs
- * meanwhile). Returns false when it could not be posted now (aborting).
- * Its reply follows when the workers are done (post_job_replies). */
-__device__ __forceinline__ bool post_job(const rk_kargs &ka, scratch *ds, shared0 &sh, const ring_view &out,
+ * meanwhile). Its reply follows when the workers are done
+ * (post_job_replies). */
+__device__ __forceinline__ void post_job(const rk_kargs &ka, scratch *ds, shared0 &sh, const ring_view &out,
                                          const uint32_t *w, uint64_t &dpos, uint64_t &dhead, uint32_t &posted,
                                          uint32_t &replied, uint32_t lane, uint64_t run)
 {
@@ -99,8 +99,6 @@ __device__ __forceinline__ bool post_job(const rk_kargs &ka, scratch *ds, shared
      * replied <= job_completed, so the workers are done with it too: their
      * release of job_completed was acquired by post_job_replies. */
     while (posted - replied >= NJ) {
-        if (warp_stop(sh, 2))
-            return false;
         post_job_replies(ka, ds, sh, out, dpos, dhead, replied, lane);
         if (posted - replied < NJ)
             break;
@@ -123,7 +121,6 @@ __device__ __forceinline__ bool post_job(const rk_kargs &ka, scratch *ds, shared
     }
     posted++;
     __syncwarp();
-    return true;
 }
 
 /* ---- worker blocks ---- */

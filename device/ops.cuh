@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "kernel_desc.h"
+#include "ring.cuh"
 #include "rk/error.h"
 #include "rk/msg.h"
 
@@ -153,7 +154,16 @@ __device__ __noinline__ int run_op(const rk_kargs &ka, uint16_t type, const gpu_
     case RK_OP_HANG:
         if (!(ka.flags & RK_KF_TEST_FAULTS))
             return -RK_ENOTSUP;
-        /* test only: an endless loop (the stop word never takes this value) */
+        /* test only: an endless loop (the stop word never takes this
+         * value), or a nap of the milliseconds in[0..3] (rk/msg.h) */
+        if (in_len >= 4) {
+            uint32_t ms;
+            memcpy(&ms, in, sizeof ms);
+            const uint64_t end = rk__globaltimer() + (uint64_t)ms * 1000000ull;
+            while (rk__globaltimer() < end)
+                __nanosleep(100000);
+            return 0;
+        }
         while (*(volatile uint32_t *)&ka.region->stop != 0xdeadbeefu)
             __nanosleep(100000);
         return 0;

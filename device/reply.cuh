@@ -55,8 +55,9 @@ __device__ __forceinline__ void d2h_wait(const ring_view &out, uint64_t dpos, ui
         if (lane == 0)
             h = rk__ld_acquire_sys(out.cons_head);
         dhead = __shfl_sync(FULL, h, 0);
-        if (dpos - dhead < out.slots || warp_stop(sh, 2))
-            return; /* (abort: the host no longer drains) */
+        if (dpos - dhead < out.slots)
+            return;
+        stop_abort_check(sh);
         __nanosleep(ns);
         ns = ns < 8192 ? ns * 2 + 32 : ns;
     }
@@ -106,8 +107,9 @@ __device__ __forceinline__ void d2h_wait_all(const rk_kargs &ka, const ring_view
     for (;;) {
         if (mine && dpos + n - 1 - dhead >= out0.slots)
             dhead = rk__ld_acquire_sys(head);
-        if (__all_sync(FULL, !mine || dpos + n - 1 - dhead < out0.slots) || warp_stop(sh, 2))
-            return; /* (abort: the host no longer drains) */
+        if (__all_sync(FULL, !mine || dpos + n - 1 - dhead < out0.slots))
+            return;
+        stop_abort_check(sh);
         __nanosleep(ns);
         ns = ns < 8192 ? ns * 2 + 32 : ns;
     }

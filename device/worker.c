@@ -152,11 +152,13 @@ static int rk__serve_cuda_worker(const rk__view *v, const rk__wmsg *init)
     rk__reply(RK__WM_RUNNING, rc, err, &dev);
     if (rc)
         return 1;
+    char lost[600] = ""; /* why a failed relaunch left no kernel running */
     for (;;) {
         if (rk__next(&m, RK__POLL_MS)) {
             if (m.kind == RK__WM_RELAUNCH) {
                 rc = api->relaunch(e, m.grid, m.block, m.smem, &dev, err, sizeof err);
                 rk__reply(RK__WM_RELAUNCHED, rc, err, &dev);
+                snprintf(lost, sizeof lost, "%s%s", rc ? "relaunch failed: " : "", rc ? err : "");
             } else if (m.kind == RK__WM_STOP) {
                 rc = api->halt(e, err, sizeof err);
                 rk__reply(RK__WM_STOPPED, rc, err, NULL);
@@ -169,7 +171,7 @@ static int rk__serve_cuda_worker(const rk__view *v, const rk__wmsg *init)
             /* a sticky error: say it, and let the process go (the context
              * is dead; only a new process gets a new one) */
             rk__reply(RK__WM_FAULT, rc < 0 ? rc : -RK_EDEVICE,
-                      rc < 0 ? err : "the ring kernel exited without being asked to", NULL);
+                      rc < 0 ? err : lost[0] ? lost : "the ring kernel exited without being asked to", NULL);
             return 3;
         }
     }

@@ -43,8 +43,9 @@ size_t rk__reply_cap(const rk_runtime *rt, uint16_t type, size_t len, size_t rep
     }
 }
 
-/* The test-only ops: what a buggy actor does to its worker process. */
-static int rk__test_op(uint16_t type, uint32_t flags)
+/* The test-only ops: what a buggy actor does to its worker process (and
+ * a slow one: RK_OP_HANG with a length, rk/msg.h). */
+static int rk__test_op(uint16_t type, uint32_t flags, const void *in, size_t in_len)
 {
     if (!(flags & RK__WF_TEST_FAULTS))
         return -RK_ENOTSUP;
@@ -53,6 +54,12 @@ static int rk__test_op(uint16_t type, uint32_t flags)
          * action (a sanitizer's handler would turn it into an abort) */
         signal(SIGSEGV, SIG_DFL);
         raise(SIGSEGV);
+    }
+    if (in_len >= 4) {
+        uint32_t ms;
+        memcpy(&ms, in, sizeof ms);
+        rk__sleep_ns((int64_t)ms * 1000000);
+        return 0;
     }
     for (;;) /* RK_OP_HANG: an endless loop (sleeping, so CI keeps its cores) */
         rk__sleep_ns(1000000);
@@ -89,7 +96,7 @@ int rk__ops_execute(const rk_actor_def *defs, size_t n_defs, uint32_t flags, uin
     if (flags & RK__WF_BUILTINS_ONLY)
         return -RK_EDEVICE;
     if (type == RK_OP_FAULT || type == RK_OP_HANG)
-        return rk__test_op(type, flags);
+        return rk__test_op(type, flags, in, in_len);
     const rk_actor_def *d = rk__find_def(defs, n_defs, type);
     if (!d || !d->cpu)
         return -RK_ENOTSUP;

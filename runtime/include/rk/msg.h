@@ -22,7 +22,9 @@ enum {
     RK_OP_VADD = 2,   /* request = a || b (float32, same length); reply = a + b */
     RK_OP_FAULT = 3,  /* test only (rk_config.test_faults): the worker faults on purpose:
                        * an illegal address on the GPU, SIGSEGV in a CPU worker */
-    RK_OP_HANG = 4,   /* test only (rk_config.test_faults): the handler never returns */
+    RK_OP_HANG = 4,   /* test only (rk_config.test_faults): the handler never returns; with a
+                       * payload of 4 bytes or more, it returns (an empty reply) after the
+                       * milliseconds its first 4 bytes say (host byte order) */
     RK_OP_USER = 256, /* first user-defined type; types are < 65536 */
     RK_OP_MAX = 65535
 };

@@ -1,0 +1,145 @@
+/* test_gpu_stop.c - stopping the ring kernel while a grid job runs, in both
+ * isolation modes. A stop (a relaunch, a close) waits for the grid jobs
+ * already posted: one that runs past the stop's first wait (3 s,
+ * RK__STOP_WAIT_NS) still gets its reply, and the relaunch succeeds (until
+ * 2026-11-27 the kernel "aborted" then and the job's reply never came). One
+ * that never ends makes the relaunch fail, saying so, and in the default
+ * mode the worker is replaced: the job is answered with an error, and
+ * everything else is served again. The jobs are RK_OP_HANG with a 64 KiB
+ * payload (the arena: a grid job) whose first word is the milliseconds to
+ * run (rk/msg.h). */
+#include <pthread.h>
+
+#include "gpu_common.h"
+
+enum { JOB_BYTES = 64 << 10, ECHOES = 8 };
+
+static rk_runtime *open_rt(rk_isolation iso)
+{
+    rk_config c;
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CUDA;
+    c.isolation = iso;
+    c.test_faults = 1;
+    c.arena_size = (size_t)16 << 20;
+    c.max_payload = (size_t)1 << 20;
+    return gpu_open_cfg(&c);
+}
+
+/* The reply's error detail (a static buffer). */
+static const char *detail(const rk_actor *a, const rk_reply *r)
+{
+    static char buf[512];
+    if (rk_reply_detail(a, r, buf, sizeof buf) < 0)
+        snprintf(buf, sizeof buf, "-");
+    return buf;
+}
+
+/* Sends a grid job that runs `ms` milliseconds (0xffffffff: for good). */
+static void send_job(rk_actor *a, uint32_t ms)
+{
+    static uint8_t job[JOB_BYTES];
+    memcpy(job, &ms, sizeof ms);
+    CHECK_RK(rk_actor_send(a, RK_OP_HANG, job, sizeof job, 0, NULL, 1000), "send the grid job");
+}
+
+/* ECHOES pipelined echoes on b, each answered once and right. */
+static void echoes(rk_actor *b, uint32_t base, int timeout_ms)
+{
+    for (uint32_t i = 0; i < ECHOES; i++) {
+        uint32_t m[2] = {base + i, ~(base + i)};
+        CHECK_RK(rk_actor_send(b, RK_OP_ECHO, m, sizeof m, 0, NULL, 1000), "echo send");
+    }
+    uint8_t seen[ECHOES] = {0};
+    for (uint32_t i = 0; i < ECHOES; i++) {
+        rk_reply r;
+        CHECK_RK(rk_actor_recv(b, &r, timeout_ms), "echo recv");
+        uint32_t m[2] = {0, 0};
+        CHECK(r.status == 0 && r.len == sizeof m, "echo: status %s, %zu bytes", rk_err_name(r.status), r.len);
+        memcpy(m, r.data, sizeof m);
+        CHECK(m[0] - base < ECHOES && m[1] == ~m[0] && !seen[m[0] - base]++, "echo %u", m[0]);
+        rk_reply_release(b, &r);
+    }
+}
+
+/* A 4.5 s grid job across a relaunch: the relaunch waits for it (past the
+ * stop's 3 s first wait), the job is answered RK_OK, echoes before and
+ * after are served. */
+static void long_job(rk_isolation iso)
+{
+    rk_runtime *rt = open_rt(iso);
+    rk_actor *a, *b;
+    CHECK_RK(rk_actor_open(rt, &a), "actor");
+    CHECK_RK(rk_actor_open(rt, &b), "actor");
+    echoes(b, 100, 10000);
+    const double t0 = gpu_now_s();
+    send_job(a, 4500);
+    struct timespec nap = {0, 300 * 1000000};
+    nanosleep(&nap, NULL); /* (the job is running) */
+    const int rc = rk_runtime_relaunch(rt, 0, 0, 0);
+    const double t_relaunch = gpu_now_s() - t0;
+    CHECK_RK(rc, "relaunch while a 4.5 s grid job runs");
+    rk_reply r;
+    CHECK_RK(rk_actor_recv(a, &r, 10000), "the grid job's reply");
+    CHECK(r.status == 0 && r.len == 0, "grid job: status %s (%s), %zu bytes", rk_err_name(r.status),
+          detail(a, &r), r.len);
+    rk_reply_release(a, &r);
+    const double t_job = gpu_now_s() - t0;
+    echoes(b, 200, 10000);
+    rk_info in;
+    rk_runtime_info(rt, &in);
+    printf("%s: a 4.5 s grid job across a relaunch: relaunched after %.2f s, the job answered RK_OK after %.2f s "
+           "(%s)\n",
+           iso == RK_ISOLATION_NONE ? "in process" : "worker process", t_relaunch, t_job, in.backend_name);
+    CHECK(t_relaunch > 4.0 && t_relaunch < 6.5, "the relaunch took %.2f s", t_relaunch);
+    CHECK(rk_runtime_health(rt) == 0, "health %d", rk_runtime_health(rt));
+    rk_actor_close(a);
+    rk_actor_close(b);
+    rk_runtime_close(rt);
+}
+
+/* A grid job that never ends, across a relaunch (default mode): the
+ * relaunch fails naming why, the worker is replaced, the job is answered
+ * with an error and the echoes are served again. */
+static void endless_job(void)
+{
+    rk_runtime *rt = open_rt(RK_ISOLATION_AUTO);
+    rk_actor *a, *b;
+    CHECK_RK(rk_actor_open(rt, &a), "actor");
+    CHECK_RK(rk_actor_open(rt, &b), "actor");
+    echoes(b, 100, 10000);
+    const double t0 = gpu_now_s();
+    send_job(a, 0xffffffffu);
+    struct timespec nap = {0, 300 * 1000000};
+    nanosleep(&nap, NULL);
+    const int rc = rk_runtime_relaunch(rt, 0, 0, 0);
+    const double t_relaunch = gpu_now_s() - t0;
+    printf("worker process: relaunch while a grid job never ends: %s after %.2f s: %s\n", rk_err_name(rc),
+           t_relaunch, rc ? rk_last_detail() : "");
+    CHECK(rc == -RK_EDEVICE && strstr(rk_last_detail(), "did not stop"), "relaunch: %s: %s", rk_err_name(rc),
+          rk_last_detail());
+    echoes(b, 200, 30000); /* served by the fresh worker */
+    rk_reply r;
+    CHECK_RK(rk_actor_recv(a, &r, 60000), "the endless job's reply");
+    const double t_job = gpu_now_s() - t0;
+    printf("  the endless job answered %s after %.2f s (%s)\n", rk_err_name(r.status), t_job, detail(a, &r));
+    CHECK(r.status == -RK_EDEVICE || r.status == -RK_ETIMEDOUT, "endless job: status %s", rk_err_name(r.status));
+    rk_reply_release(a, &r);
+    echoes(b, 300, 10000);
+    rk_worker_info w;
+    rk_runtime_worker(rt, &w);
+    CHECK(w.state == RK_WORKER_RUNNING, "worker %s (%s)", w.state_name, w.why);
+    rk_actor_close(a);
+    rk_actor_close(b);
+    rk_runtime_close(rt);
+}
+
+int main(void)
+{
+    gpu_require();
+    long_job(RK_ISOLATION_AUTO);
+    long_job(RK_ISOLATION_NONE);
+    endless_job();
+    printf("OK\n");
+    return 0;
+}
