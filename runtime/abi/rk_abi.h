@@ -61,8 +61,11 @@ typedef struct rk__region {
      * or wedged. Any monotonic nanosecond clock; only changes matter. */
     uint64_t heartbeat; /* offset 128 */
     uint8_t pad1[120];
-    /* Host -> consumer: 1 asks it to return at a message boundary, 2 to
-     * abort (the host no longer drains D2H). */
+    /* Host -> consumer: 1 asks it to return at a message boundary (the
+     * kernel finishes the grid jobs it posted first), 2 to give up a wait
+     * on the host (reply room nobody makes, a request's lines never
+     * finished): the kernel then ends with an error, never by writing
+     * past the host (device/block0.cuh, stop_abort_check). */
     uint32_t stop; /* offset 256 */
     uint8_t pad2[124];
     /* Consumer -> host: RK__STATE_*, or a negative RK_E* code on a fault. */

@@ -167,6 +167,9 @@ void test_stall(void **state)
     usleep(1500 * 1000);
     long hwm = proc_kb(b.pid, "VmHWM:");
     const uint64_t held = status_counter(&b, "requests");
+    { rkc_reply r; status_get(&b, &r); const msgpack_object *m = rkc_reply_get(&r, "counters");
+      fprintf(stderr, "DBG req %llu rep %llu inflight %llu queued %llu qbytes %llu\n",
+      (unsigned long long)map_uint(m,"requests"),(unsigned long long)map_uint(m,"replies"),(unsigned long long)map_uint(m,"in_flight"),(unsigned long long)map_uint(m,"queued"),(unsigned long long)map_uint(m,"queued_bytes")); rkc_reply_free(&r);}
     fprintf(stderr, "  stalled, %d frames of 1 MB sent: bridge RSS %ld KiB before, peak %ld KiB; %llu requests read\n",
             sent, rss0, hwm, (unsigned long long)held);
     /* What may be held: the runtime's arena (16 MiB of echoes in flight),
