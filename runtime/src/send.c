@@ -177,9 +177,13 @@ static bool rk__repost_locked(rk_actor *a, uint32_t g)
     rk__message m;
     for (uint32_t k = 0; k < n; k++) {
         rk__pending *p = &a->pend[a->order[k]];
-        if (p->strikes && !rk__suspect_take(rt, RK__RUN_WORD(a->index, a->order[k], p->id)))
+        const uint64_t word = RK__RUN_WORD(a->index, a->order[k], p->id);
+        if (p->strikes && !rk__suspect_take(rt, word))
             return false; /* another suspect is being retried: the rest waits, in order */
         int rc = rk__ring_mp_enqueue2(rt->h2d, rk__message_of(a, a->order[k], g, &m));
+        if (rc && p->strikes) /* not sent: nothing for the suspect watch to time (it would
+                               * give a request never retried its second strike) */
+            rk__suspect_release(rt, word);
         if (rc == -RK_EAGAIN)
             return false; /* ring full: later, from the same point */
         if (rc) {
