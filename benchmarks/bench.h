@@ -56,18 +56,8 @@ static inline int bench_has(double v)
     return v == v;
 }
 
-/* The clock of the timed rows, in ns (bench_clock.c): the TSC where it is
- * invariant, else CLOCK_MONOTONIC; bench_clock_init picks it (want: "tsc",
- * "clock" or NULL for the best there is; -1 and a message when the one
- * asked for cannot be had). Not thread-safe to init; reads are. */
+/* Monotonic clock in ns. */
 uint64_t bench_now_ns(void);
-uint64_t bench_clock_ns(void); /* CLOCK_MONOTONIC */
-int bench_clock_init(const char *want);
-const char *bench_clock_name(void);
-/* (TSC time - CLOCK_MONOTONIC time) / time since init: the scale's error */
-double bench_clock_drift(void);
-void bench_clock_json(FILE *f);
-void bench_clock_describe(char *buf, size_t cap);
 
 /* Sorts samples[0..n) in place and fills count/p50/p90/p99/p999/max/min/mean
  * of r. Keeps up to BENCH_SAMPLES_KEPT evenly spaced samples in r->samples

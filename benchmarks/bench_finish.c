@@ -113,9 +113,6 @@ int bench_finish(bench_report *rep, const bench_output *out, int rc)
         return rc;
     }
     bench_print_table(rep, stdout);
-    const double drift = bench_clock_drift();
-    if (drift > 1e-3 || drift < -1e-3) /* (the rows' times are off by as much) */
-        fprintf(stderr, "rk-bench: the TSC's rate drifted %.2e from CLOCK_MONOTONIC's over the run\n", drift);
     if (out->json && bench_write_json(rep, out->json, out->mode, out->samples) != 0) {
         fprintf(stderr, "rk-bench: cannot write %s: %s\n", out->json, strerror(errno));
         return 1;

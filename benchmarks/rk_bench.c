@@ -47,14 +47,13 @@ static void usage(FILE *f)
             "  -m, --messages N    messages for the throughput run (default 2000000)\n"
             "  -i, --idle-seconds S  measure CPU use of an idle runtime for S s (default 5; 0 skips)\n"
             "every mode:\n"
+            "  -h, --help          this text (also after a mode name)\n"
+            "      --version       rk-bench's and librk's versions\n"
             "  -j, --json FILE     write the JSON record to FILE\n"
             "  -s, --samples       include raw latency samples in the JSON (for CDF plots;\n"
             "                      on by default in gpu mode)\n"
             "  -h, --help          this help (after a mode name: that mode's options)\n"
             "  -V, --version       the version and commit of rk-bench\n"
-            "      --timer T       the clock of the timed rows: tsc (rdtscp, scaled; the\n"
-            "                      default where the TSC is invariant) or clock\n"
-            "                      (clock_gettime); the record says which and what a read costs\n"
             "Ctrl-C prints the rows measured so far (and writes them with --json,\n"
             "marked \"interrupted\": true) and exits 130.\n",
 #ifdef RK_BENCH_GPU
@@ -353,7 +352,6 @@ int main(int argc, char **argv)
     out.mode = mode;
     out.samples = !strcmp(mode, "gpu");
     int n = 0;
-    const char *timer = NULL;
     char **av = calloc((size_t)argc + 1, sizeof *av);
     if (!av)
         return 1;
@@ -362,10 +360,6 @@ int main(int argc, char **argv)
             out.json = argv[++i];
         else if (!strncmp(argv[i], "--json=", 7))
             out.json = argv[i] + 7;
-        else if (!strcmp(argv[i], "--timer") && i + 1 < argc)
-            timer = argv[++i];
-        else if (!strncmp(argv[i], "--timer=", 8))
-            timer = argv[i] + 8;
         else if (!strcmp(argv[i], "--samples") || !strcmp(argv[i], "-s"))
             out.samples = 1;
         else if (i > 1 && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
@@ -379,13 +373,6 @@ int main(int argc, char **argv)
         } else
             av[n++] = argv[i];
     }
-    if (bench_clock_init(timer) != 0) {
-        free(av);
-        return 2;
-    }
-    char clk[160];
-    bench_clock_describe(clk, sizeof clk);
-    printf("%s\n", clk);
     if (bench_finish_init(&rep, &out) != 0)
         perror("rk-bench: Ctrl-C reporter (a Ctrl-C will print no partial table)");
     int rc = run_mode(mode, n, av, &rep);
