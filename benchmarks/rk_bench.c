@@ -47,8 +47,6 @@ static void usage(FILE *f)
             "  -m, --messages N    messages for the throughput run (default 2000000)\n"
             "  -i, --idle-seconds S  measure CPU use of an idle runtime for S s (default 5; 0 skips)\n"
             "every mode:\n"
-            "  -h, --help          this text (also after a mode name)\n"
-            "      --version       rk-bench's and librk's versions\n"
             "  -j, --json FILE     write the JSON record to FILE\n"
             "  -s, --samples       include raw latency samples in the JSON (for CDF plots;\n"
             "                      on by default in gpu mode)\n"
