@@ -124,11 +124,15 @@ static void test_worker_basics(void **state)
     (void)state;
     int fds = count_fds();
     rk_config c = worker_config();
+    c.grid = 3, c.block = 96;
     rk_runtime *rt = open_rt(&c);
     rk_info in;
     rk_runtime_info(rt, &in);
     assert_string_equal(in.backend_name, "cpu");
     assert_non_null(strstr(in.why, "worker process"));
+    /* no kernel: the configured values, as in process (they were 0) */
+    assert_int_equal(in.grid, 3);
+    assert_int_equal(in.block, 96);
     rk_worker_info w = worker(rt);
     assert_int_equal(w.state, RK_WORKER_RUNNING);
     assert_string_equal(w.state_name, "running");

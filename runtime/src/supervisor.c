@@ -121,6 +121,10 @@ void rk__fill_info(rk__super *s, const rk__proc *w)
         in->backend = RK_BACKEND_CPU;
         strcpy(in->backend_name, "cpu");
         in->has_device = 0;
+        /* no kernel: what was configured, as the in-process CPU backend says */
+        in->grid = s->rt->cfg.grid;
+        in->block = s->rt->cfg.block;
+        in->smem = s->rt->cfg.smem;
         return;
     }
     in->backend = RK_BACKEND_CUDA;

@@ -159,7 +159,8 @@ typedef struct rk_info {
     char device_name[128];
     int sm_count;
     int cc_major, cc_minor;
-    uint32_t grid, block, smem;                /* the running kernel's configuration */
+    uint32_t grid, block, smem;                /* the running kernel's configuration (CPU
+                                                * backend: the configured values) */
     uint32_t max_grid, max_block, max_smem;    /* the device's limits for this kernel */
     uint32_t ring_slots, slot_size, msg_max;   /* msg_max: largest inline message */
     size_t arena_size, max_payload;
@@ -170,7 +171,8 @@ typedef struct rk_stats {
     uint64_t requests;   /* requests enqueued */
     uint64_t replies;    /* replies delivered to actors */
     uint64_t errors;     /* replies with a non-zero status, and failed sends */
-    uint64_t restarts;   /* relaunches: rk_runtime_relaunch, and each worker started after a fault */
+    uint64_t restarts;   /* relaunches: rk_runtime_relaunch, and each worker started after a fault
+                          * (a group of devices sums its devices': one relaunch of N counts N) */
     uint64_t arena_used; /* arena bytes allocated now */
     uint64_t arena_peak;
 } rk_stats;
