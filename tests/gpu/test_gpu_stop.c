@@ -62,6 +62,24 @@ static void echoes(rk_actor *b, uint32_t base, int timeout_ms)
     }
 }
 
+/* Opens actors a (the job's) and b (echoes, served before), sends a job
+ * of `ms` on a and relaunches while it runs (t0: the send; t_relaunch:
+ * the relaunch's return after it). Returns the relaunch's result. */
+static int relaunch_under_job(rk_runtime *rt, rk_actor **a, rk_actor **b, uint32_t ms, double *t0,
+                              double *t_relaunch)
+{
+    CHECK_RK(rk_actor_open(rt, a), "actor");
+    CHECK_RK(rk_actor_open(rt, b), "actor");
+    echoes(*b, 100, 10000);
+    *t0 = gpu_now_s();
+    send_job(*a, ms);
+    struct timespec nap = {0, 300 * 1000000};
+    nanosleep(&nap, NULL); /* (the job is running) */
+    const int rc = rk_runtime_relaunch(rt, 0, 0, 0);
+    *t_relaunch = gpu_now_s() - *t0;
+    return rc;
+}
+
 /* A 4.5 s grid job across a relaunch: the relaunch waits for it (past the
  * stop's 3 s first wait), the job is answered RK_OK, echoes before and
  * after are served. */
@@ -69,16 +87,8 @@ static void long_job(rk_isolation iso)
 {
     rk_runtime *rt = open_rt(iso);
     rk_actor *a, *b;
-    CHECK_RK(rk_actor_open(rt, &a), "actor");
-    CHECK_RK(rk_actor_open(rt, &b), "actor");
-    echoes(b, 100, 10000);
-    const double t0 = gpu_now_s();
-    send_job(a, 4500);
-    struct timespec nap = {0, 300 * 1000000};
-    nanosleep(&nap, NULL); /* (the job is running) */
-    const int rc = rk_runtime_relaunch(rt, 0, 0, 0);
-    const double t_relaunch = gpu_now_s() - t0;
-    CHECK_RK(rc, "relaunch while a 4.5 s grid job runs");
+    double t0, t_relaunch;
+    CHECK_RK(relaunch_under_job(rt, &a, &b, 4500, &t0, &t_relaunch), "relaunch while a 4.5 s grid job runs");
     rk_reply r;
     CHECK_RK(rk_actor_recv(a, &r, 10000), "the grid job's reply");
     CHECK(r.status == 0 && r.len == 0, "grid job: status %s (%s), %zu bytes", rk_err_name(r.status),
@@ -105,15 +115,8 @@ static void endless_job(void)
 {
     rk_runtime *rt = open_rt(RK_ISOLATION_AUTO);
     rk_actor *a, *b;
-    CHECK_RK(rk_actor_open(rt, &a), "actor");
-    CHECK_RK(rk_actor_open(rt, &b), "actor");
-    echoes(b, 100, 10000);
-    const double t0 = gpu_now_s();
-    send_job(a, 0xffffffffu);
-    struct timespec nap = {0, 300 * 1000000};
-    nanosleep(&nap, NULL);
-    const int rc = rk_runtime_relaunch(rt, 0, 0, 0);
-    const double t_relaunch = gpu_now_s() - t0;
+    double t0, t_relaunch;
+    const int rc = relaunch_under_job(rt, &a, &b, 0xffffffffu, &t0, &t_relaunch);
     printf("worker process: relaunch while a grid job never ends: %s after %.2f s: %s\n", rk_err_name(rc),
            t_relaunch, rc ? rk_last_detail() : "");
     CHECK(rc == -RK_EDEVICE && strstr(rk_last_detail(), "did not stop"), "relaunch: %s: %s", rk_err_name(rc),
