@@ -72,6 +72,29 @@ static bool rkb__replies_ready(rkb_front *f)
     return false;
 }
 
+/* How many of worker l's requests wait, and their bodies' bytes: in its
+ * ring, staged or parked (rkb_loop: pushed - left). Relaxed loads of the
+ * worker's once-a-pass stores (rkb__publish_left): no data hangs on them,
+ * and an older value is a smaller one, so the frontend may stop early for
+ * a pass but never lets more in than the bound. */
+static inline uint64_t rkb__waiting_bytes(const rkb_loop *l)
+{
+    return l->pushed_bytes - RKB_LD(l->left_bytes);
+}
+
+static inline uint64_t rkb__waiting_n(const rkb_loop *l)
+{
+    return l->pushed_n - RKB_LD(l->left_n);
+}
+
+/* Worker l may take another request: below its share of --queue-bytes and
+ * of --queue. The next frame is taken whatever its size, as with
+ * --io-threads 1, so a frame larger than the share gets in alone. */
+static inline bool rkb__has_room(const rkb_front *f, const rkb_loop *l)
+{
+    return rkb__waiting_bytes(l) < f->share_bytes && rkb__waiting_n(l) < f->share_n;
+}
+
 /* The ring of the worker that takes the next request, or NULL when every
  * ring is full. Fill-first, not round-robin: the current worker takes
  * requests until RKB_FILL of them wait in its ring, then the next one
@@ -79,27 +102,27 @@ static bool rkb__replies_ready(rkb_front *f)
  * then awake (spinning) when the next one comes; handed round the workers,
  * each request found its worker asleep past the spin window and paid an
  * eventfd wake-up (H200 host: bridge echo p50 8 us over raw ZeroMQ with 3
- * workers, 2 us with 1 thread). Under load the workers get runs of RKB_FILL. */
+ * workers, 2 us with 1 thread). Under load the workers get runs of RKB_FILL.
+ * A ring also counts as full once its worker holds its share of the
+ * waiting bound (its slots alone would hold 1 024 frames of any size: a
+ * stalled worker let one client park gigabytes here), so a stalled worker
+ * holds no more than that and the others go on. */
 static rkb_item *rkb__slot(rkb_front *f, int *wout)
 {
     rkb_shared *sh = f->sh;
     int nw = sh->n_loops, w = f->fill;
-    /* a ring also counts as full once the bodies in it reach its share of
-     * --queue-bytes (its slots alone would hold 1 024 frames of any size:
-     * a stalled worker let one client park gigabytes here) */
-    const size_t share = sh->cfg->queue_bytes / (size_t)nw + 1;
     rkb_item *it = NULL;
     for (int k = 0; k < nw && !it; k++) {
         rkb_loop *l = sh->loops[w];
-        if (rkb_spsc_sp_pending(l->reqq, RKB_FILL) < RKB_FILL &&
-            __atomic_load_n(&l->req_bytes, __ATOMIC_RELAXED) < share && (it = rkb_spsc_sp_slot(l->reqq)))
+        if (rkb_spsc_sp_pending(l->reqq, RKB_FILL) < RKB_FILL && rkb__has_room(f, l) &&
+            (it = rkb_spsc_sp_slot(l->reqq)))
             break;
         w = w + 1 == nw ? 0 : w + 1;
     }
     for (int k = 0; k < nw && !it; k++) {
         /* every worker has RKB_FILL or more waiting: any with room */
         rkb_loop *l = sh->loops[w];
-        if (__atomic_load_n(&l->req_bytes, __ATOMIC_RELAXED) < share && (it = rkb_spsc_sp_slot(l->reqq)))
+        if (rkb__has_room(f, l) && (it = rkb_spsc_sp_slot(l->reqq)))
             break;
         w = w + 1 == nw ? 0 : w + 1;
     }
@@ -108,14 +131,24 @@ static rkb_item *rkb__slot(rkb_front *f, int *wout)
 }
 
 /* Reads up to 256 requests into the workers' rings; *room = false when
- * every ring was full. */
+ * every ring was full, or the bridge holds --queue-bytes or --queue of
+ * waiting requests (all workers together: the shares round up, and a
+ * worker's frame may pass its share). */
 static int rkb__requests(rkb_front *f, bool *room)
 {
     rkb_shared *sh = f->sh;
+    const rkb_config *c = sh->cfg;
+    /* the whole bridge's, once per burst (nw loads), then counted up here:
+     * only ever more than what waits (the workers take some meanwhile) */
+    uint64_t held_bytes = 0, held_n = 0;
+    for (int i = 0; i < sh->n_loops; i++) {
+        held_bytes += rkb__waiting_bytes(sh->loops[i]);
+        held_n += rkb__waiting_n(sh->loops[i]);
+    }
     int n = 0;
     while (n < 256) {
         int w;
-        rkb_item *it = rkb__slot(f, &w);
+        rkb_item *it = held_bytes < c->queue_bytes && held_n < c->queue ? rkb__slot(f, &w) : NULL;
         if (!it) {
             *room = false; /* back-pressure: leave the rest in the ROUTER */
             break;
@@ -126,8 +159,13 @@ static int rkb__requests(rkb_front *f, bool *room)
         n++;
         if (r < 0)
             continue; /* dropped and counted; the slot was not used */
-        rkb_spsc *q = sh->loops[w]->reqq;
-        __atomic_add_fetch(&sh->loops[w]->req_bytes, it->n_body ? zmq_msg_size(&it->body) : 0, __ATOMIC_RELAXED);
+        rkb_loop *l = sh->loops[w];
+        rkb_spsc *q = l->reqq;
+        const uint64_t len = it->n_body ? zmq_msg_size(&it->body) : 0;
+        l->pushed_bytes += len; /* (the worker counts the same when it pops it) */
+        l->pushed_n++;
+        held_bytes += len;
+        held_n++;
         rkb_spsc_sp_push(q, RKB_PUBLISH_EVERY);
         const rkb_item *next = rkb_spsc_sp_next(q);
         RKB__PREFETCH_ITEM(next, 1);
@@ -242,6 +280,11 @@ static void rkb__block(rkb_front *f, bool room, int64_t now)
 void rkb_front_run(rkb_front *f)
 {
     rkb_port *p = &f->sh->port;
+    /* each worker's share of the waiting bound, rounded up (at least one
+     * request: --queue 2 with 3 workers must not stop them all) */
+    const uint64_t nw = (uint64_t)f->sh->n_loops, qb = f->sh->cfg->queue_bytes, qn = f->sh->cfg->queue;
+    f->share_bytes = qb / nw + (qb % nw != 0);
+    f->share_n = qn / nw + (qn % nw != 0);
     int64_t spin_ns = rkb_spin_ns();
     int64_t last_progress = rkb_now_ns(), last_read = 0;
     for (;;) {

@@ -366,7 +366,9 @@ static int rkb__read_one(rkb_loop *l)
         rkb_item *it = rkb_spsc_sc_peek(l->reqq);
         if (!it)
             return 0;
-        __atomic_sub_fetch(&l->req_bytes, it->n_body ? zmq_msg_size(&it->body) : 0, __ATOMIC_RELAXED);
+        /* what the frontend counted when it pushed it (rkb__publish_left) */
+        l->taken_bytes += it->n_body ? zmq_msg_size(&it->body) : 0;
+        l->taken_n++;
         /* move the frames out; the slot goes back to the frontend (the
          * burst's last at the latest: rkb_loop_run) */
         rkb_env_move(&e->env, &it->env);
@@ -380,13 +382,36 @@ static int rkb__read_one(rkb_loop *l)
     return 1;
 }
 
-/* A request has somewhere to go: a free entry and room to wait (a burst's
- * staged requests count: the flush parks them all when the runtime has no
- * room, and a burst of large frames overshot --queue-bytes by up to 64). */
+/* A request has somewhere to go: a free entry, and room to wait. With
+ * --io-threads 1 that is --queue and --queue-bytes, a burst's staged
+ * requests included (the flush parks them all when the runtime has no
+ * room: a burst of large frames overshot --queue-bytes by up to 64); the
+ * next frame is taken below the bound whatever its size, so one larger
+ * than --queue-bytes still gets in, alone. A worker's requests were
+ * counted when the frontend pushed them (frontend.c, rkb__slot): taking
+ * one from its ring adds nothing. */
 static bool rkb__can_read(const rkb_loop *l)
 {
-    return l->pool.n_free && l->pool.n_parked < l->cfg->queue &&
+    if (!l->port)
+        return l->pool.n_free != 0;
+    return l->pool.n_free && l->pool.n_parked + (uint32_t)l->n_adm < l->cfg->queue &&
            l->pool.parked_bytes + l->adm_bytes < l->cfg->queue_bytes;
+}
+
+/* A worker tells the frontend which of the requests it popped wait no
+ * longer: all but those parked (none is staged here, after the flush), so
+ * their part of the bound is free again. Once per pass, and only when it
+ * changed (the frontend reads the line for every request it pushes).
+ * Relaxed: it carries no data, only a count that grows; the frontend's
+ * relaxed load may see an older, smaller one, which makes it stop early
+ * for a pass, never go past the bound. */
+static void rkb__publish_left(rkb_loop *l)
+{
+    uint64_t b = l->taken_bytes - l->pool.parked_bytes, n = l->taken_n - l->pool.n_parked;
+    if (b != l->left_bytes)
+        RKB_SET(l->left_bytes, b);
+    if (n != l->left_n)
+        RKB_SET(l->left_n, n);
 }
 
 /* ---- running and stopping ------------------------------------------------------- */
@@ -518,6 +543,8 @@ void rkb_loop_run(rkb_loop *l)
             rkb_spsc_sc_publish(l->reqq); /* the slots of the burst's requests */
         if (l->n_adm)
             rkb__flush_admits(l);
+        if (!l->port)
+            rkb__publish_left(l);
         progress += reads;
         int64_t now = rkb_now_ns();
         if (reads)

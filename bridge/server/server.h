@@ -196,8 +196,9 @@ uint64_t rkb_listener_count(void);
  * A request lives in an entry from the moment it is read until its reply is
  * sent: envelope and body frame. Entries in flight are found by the
  * runtime's request id (an open addressing table); entries waiting for
- * admission form a FIFO. Memory: window + queue entries per loop, and at
- * most queue_bytes of waiting frames. */
+ * admission form a FIFO. Memory: window + queue entries per loop; the
+ * bridge holds at most queue entries and queue_bytes of waiting frames
+ * (plus the frame that reaches the bound), in all its loops together. */
 /* STAGED: read and admitted, waiting in the loop's batch (rkb_loop.adm)
  * to be posted at the end of the read burst */
 enum { RKB_FREE = 0, RKB_PARKED = 1, RKB_INFLIGHT = 2, RKB_STAGED = 3 };
@@ -298,8 +299,7 @@ typedef struct rkb_loop {
     pthread_t thread;
     rkb_port *port;         /* --io-threads 1: the socket; NULL in a worker */
     rkb_spsc *reqq, *repq;  /* a worker: fed by and replying to the frontend */
-    size_t req_bytes;       /* atomic (relaxed): body bytes in reqq not taken yet; the
-                             * frontend stops filling a ring past its share of --queue-bytes */
+    uint64_t taken_bytes, taken_n; /* a worker: body bytes and requests it popped from reqq */
     bool owe_wake;          /* a worker pushed replies since it last woke the frontend */
     rk_actor *act;
     rk_info info;
@@ -314,6 +314,15 @@ typedef struct rkb_loop {
     int32_t adm[RKB_ADMIT_BATCH]; /* entries a read burst admitted, posted together */
     int n_adm;
     size_t adm_bytes;             /* their bodies' bytes: they wait too, until the flush */
+    /* A worker's part of the bound on waiting requests (--queue-bytes,
+     * --queue): body bytes and requests the frontend pushed into reqq, and
+     * how many of them wait no longer (answered, or in the runtime); each
+     * only grows, and pushed - left is what waits in reqq, staged or
+     * parked. pushed: the frontend's alone, on a line of its own. */
+    _Alignas(RKB_SPSC_ALIGN) uint64_t pushed_bytes, pushed_n;
+    /* left: the worker's, stored once per pass (rkb__publish_left, relaxed),
+     * read by the frontend; last in the struct, so the line is its own */
+    _Alignas(RKB_SPSC_ALIGN) uint64_t left_bytes, left_n;
 } rkb_loop;
 
 int rkb_loop_init(rkb_loop *l);
@@ -349,6 +358,7 @@ typedef struct rkb_front {
     struct rkb_shared *sh;
     uint64_t wake_mask;     /* workers that got requests in this burst */
     int fill;               /* the worker being filled */
+    uint64_t share_bytes, share_n; /* a worker's share of --queue-bytes and --queue (rkb__slot) */
     rkb_encoder enc;        /* SHUTTING_DOWN replies after a stop signal */
     rkb_counters n;
     bool stopping;
