@@ -34,6 +34,7 @@ struct rk__engine {
     rk_kargs args;
     uint32_t grid, block, smem;
     bool running; /* a kernel was launched and not yet seen to end */
+    bool stuck;   /* a stop gave up on it: it may still run (rk__eng_free) */
     char uuid[48];
 };
 
@@ -64,11 +65,16 @@ static void rk__eng_dev(const rk__engine *e, rk__wdev *dev)
 
 static void rk__eng_free(rk__engine *e)
 {
-    if (e->scratch)
+    /* a kernel a stop gave up on may still run (a grid job that never
+     * ends): cudaFree would wait for it for good, and the region must stay
+     * registered (pinned) while it reads it. Left to the process's exit,
+     * which ends the kernel (in a worker: at once; in process: the
+     * documented cost of running the backend here) */
+    if (e->scratch && !e->stuck)
         cudaFree(e->scratch);
     if (e->stream)
         cudaStreamDestroy(e->stream);
-    if (e->registered)
+    if (e->registered && !e->stuck)
         cudaHostUnregister(e->region);
     cudaGetLastError();
     free(e);
@@ -279,6 +285,7 @@ static int rk__eng_halt_now(rk__engine *e)
         }
         if (dt > 2 * RK__STOP_WAIT_NS) {
             e->running = false;
+            e->stuck = true;
             return rk__fail(RK_EDEVICE,
                             "the ring kernel on %s did not stop within %lld ms: a grid job (a large request) still "
                             "runs",
