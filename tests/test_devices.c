@@ -377,6 +377,47 @@ static void test_split(void **state)
 }
 
 /* The bad configurations name the value and the limit. */
+/* Each device's running configuration. */
+static void expect_config(rk_runtime *rt, uint32_t grid, uint32_t block)
+{
+    for (int i = 0; i < rk_runtime_device_count(rt); i++) {
+        rk_info in;
+        rk_runtime_info(rk_runtime_device(rt, i), &in);
+        if (in.grid != grid || in.block != block)
+            fail_msg("device %d: grid %u block %u, want %u %u", i, in.grid, in.block, grid, block);
+    }
+}
+
+/* A relaunch of several devices is all or none: device 1 refuses (as one
+ * with other limits would; RK_TEST_REFUSE_RELAUNCH), and device 0, which
+ * took the new configuration first, goes back to its own (until
+ * 2026-11-27 it kept the new one). Each kernel start counts a restart. */
+static void test_relaunch_all_or_none(void **state)
+{
+    (void)state;
+    rk_runtime *rt = open_devices(N_DEV);
+    assert_int_equal(rk_runtime_relaunch(rt, 2, 128, 0), 0);
+    expect_config(rt, 2, 128);
+    setenv("RK_TEST_REFUSE_RELAUNCH", "1", 1);
+    assert_int_equal(rk_runtime_relaunch(rt, 3, 256, 0), -RK_EINVAL);
+    unsetenv("RK_TEST_REFUSE_RELAUNCH");
+    print_message("refused: %s\n", rk_last_detail());
+    assert_non_null(strstr(rk_last_detail(), "device 1 (2 of 3) refused grid 3, block 256"));
+    assert_non_null(strstr(rk_last_detail(), "went back"));
+    expect_config(rt, 2, 128);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open_on(rt, 0, &a), 0);
+    echo_ok(a, 7);
+    assert_int_equal(rk_runtime_relaunch(rt, 3, 256, 0), 0);
+    expect_config(rt, 3, 256);
+    echo_ok(a, 8);
+    rk_stats st;
+    rk_runtime_stats(rt, &st);
+    assert_int_equal(st.restarts, 3 + 2 + 3); /* device 0 twice in the refused one */
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
 static void test_bad_config(void **state)
 {
     (void)state;
@@ -415,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_fault_one),
         cmocka_unit_test(test_degraded_out),
         cmocka_unit_test(test_split),
+        cmocka_unit_test(test_relaunch_all_or_none),
         cmocka_unit_test(test_bad_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,6 +115,38 @@ void rk__group_stats(const rk_runtime *rt, rk_stats *out)
     }
 }
 
+int rk__group_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem)
+{
+    /* one configuration on every device, or none: a device that refuses
+     * it (devices of other kinds have other limits) sends the devices
+     * relaunched before it back to what they ran (until 2026-11-27 they
+     * kept the new one) */
+    rk_info was[RK_MAX_DEVICES];
+    for (int i = 0; i < rt->n_lanes; i++)
+        rk_runtime_info(rt->lanes[i], &was[i]);
+    for (int i = 0; i < rt->n_lanes; i++) {
+        const int rc = rk_runtime_relaunch(rt->lanes[i], grid, block, smem);
+        if (rc == 0)
+            continue;
+        char why[512];
+        snprintf(why, sizeof why, "%s", rk_last_detail());
+        int stuck = -1; /* a device that could not go back (the first) */
+        for (int j = 0; j < i; j++)
+            if (rk_runtime_relaunch(rt->lanes[j], was[j].grid, was[j].block, was[j].smem) && stuck < 0)
+                stuck = j;
+        if (stuck >= 0)
+            return rk__fail(rc, "device %d (%d of %d) refused grid %u, block %u, smem %u: %s; device %d did not go "
+                            "back to grid %u, block %u, smem %u: %s",
+                            rt->lanes[i]->cfg.device, i + 1, rt->n_lanes, grid, block, smem, why,
+                            rt->lanes[stuck]->cfg.device, was[stuck].grid, was[stuck].block, was[stuck].smem,
+                            rk_last_detail());
+        return rk__fail(rc, "device %d (%d of %d) refused grid %u, block %u, smem %u: %s%s",
+                        rt->lanes[i]->cfg.device, i + 1, rt->n_lanes, grid, block, smem, why,
+                        i ? "; the devices before it went back to their configuration" : "");
+    }
+    return 0;
+}
+
 int rk__group_health(rk_runtime *rt)
 {
     int first = 0;

@@ -414,6 +414,7 @@ RK__HIDDEN int rk__group_open(rk_runtime **out, const rk_config *cfg);
 RK__HIDDEN void rk__group_close(rk_runtime *rt);
 RK__HIDDEN void rk__group_stats(const rk_runtime *rt, rk_stats *out);
 RK__HIDDEN int rk__group_health(rk_runtime *rt);
+RK__HIDDEN int rk__group_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem);
 RK__HIDDEN rk_runtime *rk__group_place(rk_runtime *rt);
 static inline rk_runtime *rk__lane0(const rk_runtime *rt)
 {

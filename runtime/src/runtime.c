@@ -313,11 +313,13 @@ int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t 
 {
     if (!rt)
         return rk__fail(RK_EINVAL, "rk_runtime_relaunch: runtime is NULL");
-    for (int i = 0; i < rt->n_lanes; i++) { /* a group: every device */
-        int rc = rk_runtime_relaunch(rt->lanes[i], grid, block, smem);
-        if (rc || i == rt->n_lanes - 1)
-            return rc;
-    }
+    if (rt->lanes)
+        return rk__group_relaunch(rt, grid, block, smem);
+    /* tests (test_devices): this device refuses every configuration, as a
+     * device whose limits it exceeds would */
+    const char *refuse = getenv("RK_TEST_REFUSE_RELAUNCH");
+    if (refuse && *refuse && atoi(refuse) == rt->cfg.device)
+        return rk__fail(RK_EINVAL, "device %d refuses every configuration (RK_TEST_REFUSE_RELAUNCH)", rt->cfg.device);
     if (rt->backend->relaunch) {
         int rc = rt->backend->relaunch(rt, grid, block, smem);
         if (rc == 0)

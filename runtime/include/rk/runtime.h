@@ -292,7 +292,9 @@ int rk_runtime_device_count(const rk_runtime *rt);
  * when i is out of range. On a runtime of several devices, rk_runtime_info,
  * _worker, _recoveries and the actor list answer for device 0, _stats sums
  * them, _health is 0 while any device serves, and _relaunch and _retry_gpu
- * act on each. Thread-safe. */
+ * act on each (_relaunch on all or none: a device that refuses the
+ * configuration sends those relaunched before it back to theirs).
+ * Thread-safe. */
 rk_runtime *rk_runtime_device(rk_runtime *rt, int i);
 
 /* ---- the actors a runtime serves, by name (rk/module.h) ---- */
