@@ -48,14 +48,19 @@ static void rk__log_to_supervisor(rk_log_level level, const char *line, void *us
     rk__say(&m);
 }
 
-static void rk__reply(uint32_t kind, int rc, const char *text, const rk__wdev *dev)
+static void rk__reply_flags(uint32_t kind, int rc, const char *text, const rk__wdev *dev, uint32_t flags)
 {
-    rk__wmsg m = {.kind = kind, .rc = rc};
+    rk__wmsg m = {.kind = kind, .rc = rc, .flags = flags};
     if (text)
         snprintf(m.text, sizeof m.text, "%s", text);
     if (dev)
         m.dev = *dev;
     rk__say(&m);
+}
+
+static void rk__reply(uint32_t kind, int rc, const char *text, const rk__wdev *dev)
+{
+    rk__reply_flags(kind, rc, text, dev, 0);
 }
 
 /* Waits for the next command; EOF (the supervisor exited) ends us. */
@@ -158,7 +163,10 @@ static int rk__serve_cuda_worker(const rk__view *v, const rk__wmsg *init)
             if (m.kind == RK__WM_RELAUNCH) {
                 rc = api->relaunch(e, m.grid, m.block, m.smem, &dev, err, sizeof err);
                 rk__reply(RK__WM_RELAUNCHED, rc, err, &dev);
-                snprintf(lost, sizeof lost, "%s%s", rc ? "relaunch failed: " : "", rc ? err : "");
+                char ignored[8];
+                /* (a refused configuration leaves the kernel running) */
+                if (rc && api->poll(e, ignored, sizeof ignored) != 0)
+                    snprintf(lost, sizeof lost, "relaunch failed: %s", err);
             } else if (m.kind == RK__WM_STOP) {
                 rc = api->halt(e, err, sizeof err);
                 rk__reply(RK__WM_STOPPED, rc, err, NULL);
@@ -170,8 +178,9 @@ static int rk__serve_cuda_worker(const rk__view *v, const rk__wmsg *init)
         if (rc != 0) {
             /* a sticky error: say it, and let the process go (the context
              * is dead; only a new process gets a new one) */
-            rk__reply(RK__WM_FAULT, rc < 0 ? rc : -RK_EDEVICE,
-                      rc < 0 ? err : lost[0] ? lost : "the ring kernel exited without being asked to", NULL);
+            rk__reply_flags(RK__WM_FAULT, rc < 0 ? rc : -RK_EDEVICE,
+                            rc < 0 ? err : lost[0] ? lost : "the ring kernel exited without being asked to", NULL,
+                            rc > 0 && lost[0] ? RK__WF_MAY_RUN : 0u);
             return 3;
         }
     }

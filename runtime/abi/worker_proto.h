@@ -54,6 +54,10 @@ enum rk__wbackend { RK__WB_CPU = 1, RK__WB_CUDA = 2 };
 enum {
     RK__WF_TEST_FAULTS = 1u << 0, /* serve RK_OP_FAULT / RK_OP_HANG (tests only) */
     RK__WF_BUILTINS_ONLY = 1u << 1, /* CPU: answer every non-built-in op with -RK_EDEVICE */
+    /* FAULT: the kernel may still run (a stop gave up on it): the worker is
+     * ended and waited for, not abandoned, so that nothing of its kernel
+     * runs beside a fresh one (runtime/src/supervisor.c, rk__bury) */
+    RK__WF_MAY_RUN = 1u << 2,
 };
 
 /* What a CUDA worker learned about its device (HELLO, RUNNING, RELAUNCHED). */

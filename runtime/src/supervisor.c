@@ -492,7 +492,9 @@ static void rk__on_active(rk__super *s)
     if (rc == -RK_ETIMEDOUT)
         return;
     if (rc == 0 && m.kind == RK__WM_FAULT) {
-        rk__recover(s, m.rc ? m.rc : -RK_EDEVICE, m.text, true, 0);
+        /* dead: a sticky error ended its kernel; else (a stop that gave
+         * up on it) the worker is ended and waited for */
+        rk__recover(s, m.rc ? m.rc : -RK_EDEVICE, m.text, !(m.flags & RK__WF_MAY_RUN), 0);
     } else if (rc == 0) {
         rk__log(RK__LOG_WARN, "worker %d: unexpected control message %u", (int)s->active.pid, m.kind);
     } else {
