@@ -5,8 +5,10 @@
  * 2026-11-27 the kernel "aborted" then and the job's reply never came). One
  * that never ends makes the relaunch fail, saying so, and in the default
  * mode the worker is replaced: the job is answered with an error, and
- * everything else is served again; in process the runtime fails (as for a
- * fault) and closes without waiting for the kernel. The jobs are
+ * everything else is served again. (In process the runtime fails, as for
+ * a fault; its close returns, but the process cannot exit normally: the
+ * CUDA runtime's teardown waits for the kernel. Not run here: it would
+ * hang the suite; device/README.md, "Faults".) The jobs are
  * RK_OP_HANG with a 64 KiB payload (the arena: a grid job) whose first
  * word is the milliseconds to run (rk/msg.h). */
 #include <pthread.h>
@@ -138,41 +140,12 @@ static void endless_job(void)
     rk_runtime_close(rt);
 }
 
-/* The same in process: the relaunch fails, the runtime is faulted (as for
- * any fault there), the job is answered with an error, and closing does
- * not wait for the kernel that still runs (it did for good: cudaFree
- * waits for every kernel). Last: the kernel runs until this process ends. */
-static void endless_job_in_process(void)
-{
-    rk_runtime *rt = open_rt(RK_ISOLATION_NONE);
-    rk_actor *a, *b;
-    double t0, t_relaunch;
-    const int rc = relaunch_under_job(rt, &a, &b, 0xffffffffu, &t0, &t_relaunch);
-    printf("in process: relaunch while a grid job never ends: %s after %.2f s: %s\n", rk_err_name(rc), t_relaunch,
-           rc ? rk_last_detail() : "");
-    CHECK(rc == -RK_EDEVICE && strstr(rk_last_detail(), "did not stop"), "relaunch: %s: %s", rk_err_name(rc),
-          rk_last_detail());
-    CHECK(rk_runtime_health(rt) != 0, "the runtime should be faulted");
-    rk_reply r;
-    const int got = rk_actor_recv(a, &r, 10000);
-    CHECK(got == -RK_EDEVICE || (got == 0 && r.status == -RK_EDEVICE), "the endless job: %s, status %s",
-          rk_err_name(got), got ? "-" : rk_err_name(r.status));
-    if (got == 0)
-        rk_reply_release(a, &r);
-    const double t1 = gpu_now_s();
-    rk_runtime_close(rt);
-    const double t_close = gpu_now_s() - t1;
-    printf("  closed in %.2f s, the kernel left running\n", t_close);
-    CHECK(t_close < 10, "close took %.2f s", t_close);
-}
-
 int main(void)
 {
     gpu_require();
     long_job(RK_ISOLATION_AUTO);
     long_job(RK_ISOLATION_NONE);
     endless_job();
-    endless_job_in_process();
     printf("OK\n");
     return 0;
 }
