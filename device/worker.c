@@ -97,7 +97,9 @@ static int rk__serve_cpu_worker(const rk__view *v, const rk__wmsg *init)
     rk__wmsg m;
     while (!rk__next(&m, -1) || m.kind != RK__WM_GO) {
     }
-    rk__wcpu c = {.s = {.v = *v, .defs = rk__mods.defs, .n_defs = rk__mods.n, .flags = init->flags}};
+    uint32_t in_handler = 0;
+    rk__wcpu c = {.s = {.v = *v, .defs = rk__mods.defs, .n_defs = rk__mods.n, .flags = init->flags,
+                        .in_handler = &in_handler}};
     rk__st_relaxed(&v->hdr->stop, 0u);
     if (pthread_create(&c.thread, NULL, rk__cpu_main, &c.s) != 0) {
         rk__reply(RK__WM_RUNNING, -RK_ESYS, "the CPU worker could not start its thread", NULL);
@@ -109,6 +111,13 @@ static int rk__serve_cpu_worker(const rk__view *v, const rk__wmsg *init)
     rk__reply(RK__WM_RUNNING, 0, NULL, NULL);
     for (;;) {
         if (!rk__next(&m, 100)) {
+            /* a handler that runs long (a slow actor) is watched by its
+             * deadline (request_deadline_ms), not by the heartbeat, as on
+             * the GPU, whose housekeeper stamps while an actor runs. Until
+             * 2026-11-27 a CPU actor slower than heartbeat_ms cost its
+             * worker and was poisoned. relaxed: the flag carries no data */
+            if (rk__ld_relaxed(&in_handler))
+                rk__st_relaxed(&v->hdr->heartbeat, (uint64_t)rk__now_ns());
             int st = rk__ld_acquire(&v->hdr->state);
             if (st < 0) {
                 rk__reply(RK__WM_FAULT, st, "the CPU consumer stopped on a corrupt ring slot", NULL);

@@ -518,6 +518,41 @@ static void test_endless_loop_deadline(void **state)
     assert_no_children();
 }
 
+/* ---- a CPU actor slower than the heartbeat period ---- */
+
+/* A request that runs longer than heartbeat_ms (a slow CPU actor, here a
+ * 1.5 s nap), and two of 0.7 s back to back, are under their deadline
+ * (request_deadline_ms): answered RK_OK, no fault. Until 2026-11-27 the CPU
+ * consumer stamped no heartbeat while a handler ran, so the worker was
+ * killed for a silent heartbeat and the request poisoned: a CPU worker's
+ * actors had 1 s (heartbeat_ms), not their deadline. */
+static void test_slow_cpu_actor(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.test_faults = 1;
+    c.heartbeat_ms = 1000;
+    c.request_deadline_ms = 5000;
+    rk_runtime *rt = open_rt(&c);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    const uint32_t naps[3] = {1500, 700, 700};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(rk_actor_send(a, RK_OP_HANG, &naps[i], sizeof naps[i], 0, NULL, 1000), 0);
+    for (int i = 0; i < 3; i++) {
+        rk_reply r;
+        assert_int_equal(rk_actor_recv(a, &r, 20000), 0);
+        if (r.status)
+            print_message("nap %d: %s (%s)\n", i, rk_err_name(r.status), worker(rt).last_fault.detail);
+        assert_int_equal(r.status, 0);
+        rk_reply_release(a, &r);
+    }
+    rk_worker_info w = worker(rt);
+    assert_int_equal(w.faults, 0);
+    rk_runtime_close(rt);
+    assert_no_children();
+}
+
 /* ---- an actor closed with a request in flight, then a worker change ---- */
 
 /* Actor a is closed while its 64 KiB echo (arena space) waits behind an
@@ -708,6 +743,7 @@ int main(void)
         cmocka_unit_test(test_poison_and_crash_loop),
         cmocka_unit_test(test_poison_meets_warm_standby),
         cmocka_unit_test(test_endless_loop_deadline),
+        cmocka_unit_test(test_slow_cpu_actor),
         cmocka_unit_test(test_closed_actor_across_restart),
         cmocka_unit_test(test_lost_retry),
         cmocka_unit_test(test_silent_heartbeat),

@@ -239,6 +239,10 @@ typedef struct rk__serve_cpu {
     const rk_actor_def *defs; /* user actors with CPU handlers (in-process only) */
     size_t n_defs;
     uint32_t flags;           /* RK__WF_* */
+    /* where the consumer says a handler runs (1) or not (0), relaxed, for
+     * its worker process's control thread, which keeps the heartbeat going
+     * meanwhile (a slow actor is its deadline's business); NULL: nobody */
+    uint32_t *in_handler;
 } rk__serve_cpu;
 RK__HIDDEN void rk__serve_cpu_run(const rk__serve_cpu *s);
 

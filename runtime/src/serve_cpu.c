@@ -17,7 +17,8 @@
 
 /* Heartbeat period: the consumer stamps hdr->heartbeat at least this often
  * while idle (its sleep is bounded by it) and every RK__HB_MSGS messages
- * while busy. */
+ * while busy; while one handler runs, a worker process's control thread
+ * stamps it (in_handler, device/worker.c). */
 #define RK__CPU_HB_NS 20000000 /* 20 ms */
 #define RK__HB_MSGS 1024u
 
@@ -129,7 +130,11 @@ void rk__serve_cpu_run(const rk__serve_cpu *s)
              * until the reply is released, so the slot can go back now */
             rk_ring_sc_release(s->v.h2d);
             bool marked = false;
+            if (s->in_handler) /* relaxed: a stale view costs one 100-ms stamp at most */
+                rk__st_relaxed(s->in_handler, 1u);
             uint32_t rlen = rk__serve_one(s, gen, msg, len, reply, &marked);
+            if (s->in_handler)
+                rk__st_relaxed(s->in_handler, 0u);
             /* the handler is done: the wait for reply-ring room below is
              * not its (a fault or a deadline then blames nobody) */
             if (marked)

@@ -123,7 +123,9 @@ typedef struct rk_config {
                                 * loop): its worker is replaced. 0 = no deadline;
                                 * default 10000 */
     uint32_t heartbeat_ms;     /* a worker whose consumer stamps no heartbeat this long
-                                * is dead or wedged; default 1000 (env RK_HEARTBEAT_MS) */
+                                * is dead or wedged; default 1000 (env RK_HEARTBEAT_MS).
+                                * An actor that runs long is request_deadline_ms's
+                                * business: the heartbeat goes on meanwhile */
     uint32_t fault_limit;      /* crash loop: after this many faults within
                                 * fault_window_ms, stop restarting the GPU worker and
                                 * serve built-ins on the CPU (rk_runtime_retry_gpu tries
