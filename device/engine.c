@@ -67,9 +67,9 @@ static void rk__eng_free(rk__engine *e)
 {
     /* a kernel a stop gave up on may still run (a grid job that never
      * ends): cudaFree would wait for it for good, and the region must stay
-     * registered (pinned) while it reads it. Left to the process's exit,
-     * which ends the kernel (in a worker: at once; in process: the
-     * documented cost of running the backend here) */
+     * registered (pinned) while it reads it. Left to the process's end: a
+     * worker's supervisor kills it (RK__WF_MAY_RUN); in process the exit
+     * waits for the kernel (device/README.md, "Faults") */
     if (e->scratch && !e->stuck)
         cudaFree(e->scratch);
     if (e->stream)
