@@ -553,6 +553,56 @@ static void test_slow_cpu_actor(void **state)
     assert_no_children();
 }
 
+/* ---- a suspect's retry queued behind slow requests ---- */
+
+/* Actor a's nap is running when its worker is killed: a suspect, retried
+ * alone. Its retry then waits in H2D behind d's naps (five of 0.7 s: 3.5
+ * s, each under the deadline, the consumer taking one every 0.7 s) longer
+ * than the suspect watch's limit (request_deadline_ms, 1 s). Its time
+ * starts when the consumer takes it: until 2026-11-27 the watch timed it
+ * from its send, gave the waiting retry its second strike (answered with
+ * an error) and replaced the healthy worker. The kill is the only fault. */
+static void test_suspect_behind_slow_requests(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.test_faults = 1;
+    c.request_deadline_ms = 1000;
+    rk_runtime *rt = open_rt(&c);
+    rk_actor *a, *d;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    assert_int_equal(rk_actor_open(rt, &d), 0);
+    const uint32_t nap_a = 600, nap_d = 700; /* each under the deadline */
+    uint64_t id;
+    assert_int_equal(rk_actor_send(a, RK_OP_HANG, &nap_a, sizeof nap_a, 0, &id, 1000), 0);
+    usleep(200 * 1000); /* it runs */
+    rk_worker_info w = worker(rt);
+    assert_int_equal(kill(w.pid, SIGKILL), 0);
+    wait_replaced(rt, w.pid, 10.0);
+    for (int i = 0; i < 5; i++) /* sent before a's retry: it waits behind them */
+        assert_int_equal(rk_actor_send(d, RK_OP_HANG, &nap_d, sizeof nap_d, 0, NULL, 1000), 0);
+    const double t0 = now_s();
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(a, &r, 20000), 0); /* re-posts it */
+    char why[300] = "";
+    rk_reply_detail(a, &r, why, sizeof why);
+    print_message("a suspect's retry behind 3.5 s of requests: answered %s after %.2f s %s\n",
+                  rk_err_name(r.status), now_s() - t0, why);
+    assert_true(r.id == id);
+    assert_int_equal(r.status, 0);
+    rk_reply_release(a, &r);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(rk_actor_recv(d, &r, 10000), 0);
+        assert_int_equal(r.status, 0);
+        rk_reply_release(d, &r);
+    }
+    w = worker(rt);
+    assert_int_equal(w.faults, 1);
+    assert_int_equal(w.state, RK_WORKER_RUNNING);
+    rk_runtime_close(rt);
+    assert_no_children();
+}
+
 /* ---- an actor closed with a request in flight, then a worker change ---- */
 
 /* Actor a is closed while its 64 KiB echo (arena space) waits behind an
@@ -744,6 +794,7 @@ int main(void)
         cmocka_unit_test(test_poison_meets_warm_standby),
         cmocka_unit_test(test_endless_loop_deadline),
         cmocka_unit_test(test_slow_cpu_actor),
+        cmocka_unit_test(test_suspect_behind_slow_requests),
         cmocka_unit_test(test_closed_actor_across_restart),
         cmocka_unit_test(test_lost_retry),
         cmocka_unit_test(test_silent_heartbeat),

@@ -215,8 +215,9 @@ static inline void rk__ring_prefetch_r(rk_ring *r, uint64_t pos, uint32_t len)
     for (uint32_t k = 64; k < end && k < r->slot_size; k += 64)
         __builtin_prefetch(s + k, 0, 3);
 }
-/* rk_ring_mp_enqueue of a message in parts: the three steps for one */
-RK__HIDDEN int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m);
+/* rk_ring_mp_enqueue of a message in parts: the three steps for one; *at
+ * (when not NULL): the position it took */
+RK__HIDDEN int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m, uint64_t *at);
 
 /* ---- operations as the host runs them (ops.c) ---- */
 /* Reference vadd: c[i] = a[i] + b[i] in float32 (IEEE; no FMA, no
@@ -379,7 +380,8 @@ struct rk_runtime {
     _Atomic uint64_t suspect;
     _Atomic int64_t recover_t0;      /* detection time of the fault being recovered, 0 when none */
     _Atomic int64_t suspect_hold;    /* suspects are not retried before this time (0: no hold) */
-    _Atomic int64_t suspect_since;   /* when the suspect now retried took the token */
+    _Atomic int64_t suspect_since;   /* when the suspect's retry started to count (supervisor.c) */
+    _Atomic uint64_t suspect_pos;    /* its retry's H2D position; UINT64_MAX until it is sent */
     _Atomic int64_t last_recovery_ns; /* detection -> first routed reply of the last recovery */
     /* that first reply, for the history: written by the one router that
      * ends the recovery's clock (at, then t0 with release); read by the

@@ -132,10 +132,10 @@ static void rk__ring_prefetch_w(rk_ring *r, uint64_t pos)
 int rk_ring_mp_enqueue(rk_ring *r, const void *msg, uint32_t len)
 {
     const rk__ring_msg m = {.head = msg, .hlen = len};
-    return rk__ring_mp_enqueue2(r, &m);
+    return rk__ring_mp_enqueue2(r, &m, NULL);
 }
 
-int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m)
+int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m, uint64_t *at)
 {
     const uint32_t len = m->hlen + m->blen;
     if (len > rk_ring_msg_max(r))
@@ -147,6 +147,8 @@ int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m)
     rk__ring_write2(r, pos, m);
     rk__ring_doorbell(r);
     rk__ring_prefetch_w(r, pos + 1);
+    if (at)
+        *at = pos;
     return 0;
 }
 

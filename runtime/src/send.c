@@ -139,11 +139,13 @@ static bool rk__suspect_take(rk_runtime *rt, uint64_t word)
         return false;
     uint64_t w = 0;
     if (atomic_compare_exchange_strong(&rt->suspect, &w, word)) {
+        atomic_store(&rt->suspect_pos, UINT64_MAX); /* (sent: rk__repost_locked) */
         atomic_store(&rt->suspect_since, rk__now_ns());
         return true;
     }
     if (w != word)
         return false;
+    atomic_store(&rt->suspect_pos, UINT64_MAX);
     /* ours already: retried again after a recovery. Its watch (supervisor
      * rk__watch) starts over, as it did for the first retry */
     int64_t zero = 0;
@@ -180,10 +182,13 @@ static bool rk__repost_locked(rk_actor *a, uint32_t g)
         const uint64_t word = RK__RUN_WORD(a->index, a->order[k], p->id);
         if (p->strikes && !rk__suspect_take(rt, word))
             return false; /* another suspect is being retried: the rest waits, in order */
-        int rc = rk__ring_mp_enqueue2(rt->h2d, rk__message_of(a, a->order[k], g, &m));
+        uint64_t at;
+        int rc = rk__ring_mp_enqueue2(rt->h2d, rk__message_of(a, a->order[k], g, &m), &at);
         if (rc && p->strikes) /* not sent: nothing for the suspect watch to time (it would
                                * give a request never retried its second strike) */
             rk__suspect_release(rt, word);
+        if (rc == 0 && p->strikes) /* where the watch sees it taken (supervisor.c) */
+            atomic_store(&rt->suspect_pos, at);
         if (rc == -RK_EAGAIN)
             return false; /* ring full: later, from the same point */
         if (rc) {
@@ -257,7 +262,7 @@ static int rk__post(rk_actor *a, uint16_t tag, int64_t *deadline, uint64_t *id_o
         rk__backoff b;
         rk__backoff_reset(&b);
         int rc;
-        while ((rc = rk__ring_mp_enqueue2(rt->h2d, m)) == -RK_EAGAIN)
+        while ((rc = rk__ring_mp_enqueue2(rt->h2d, m, NULL)) == -RK_EAGAIN)
             if ((rc = rk__ring_full_wait(a, rk__deadline_at(deadline), &b)))
                 break;
         if (rc) {

@@ -421,6 +421,28 @@ void rk__note_first_reply(rk__super *s)
 
 /* ---- watching ---- */
 
+/* Whether the suspect's retry is still to be taken by the consumer while
+ * the consumer moves on (its time restarts: a retry queued behind slow
+ * requests is not late; until 2026-11-27 it was timed from its send and
+ * poisoned there), or not sent yet. A consumer that stops short of it
+ * does not restart its time: a wedged ring, or a retry that vanished,
+ * still gets its second strike. */
+static int64_t rk__suspect_start(rk__super *s, int64_t now, int64_t since)
+{
+    rk_runtime *rt = s->rt;
+    const uint64_t pos = atomic_load(&rt->suspect_pos);
+    /* relaxed: an older head only makes it look stopped one tick longer */
+    const uint64_t head = rk__ld_relaxed(&rt->h2d->cons_head);
+    if (pos != UINT64_MAX && head > pos)
+        return since; /* taken: its answer is due */
+    if (pos != UINT64_MAX && head == s->sus_head)
+        return since; /* the consumer stopped short of it */
+    s->sus_head = head;
+    /* (a CAS: a suspect taken meanwhile keeps its own start) */
+    atomic_compare_exchange_strong(&rt->suspect_since, &since, now);
+    return now;
+}
+
 /* Heartbeat and deadlines; returns true (after recovering) when it acted. */
 static bool rk__watch(rk__super *s, int64_t now)
 {
@@ -457,7 +479,7 @@ static bool rk__watch(rk__super *s, int64_t now)
      * seen once per ~40 retries of a faulting actor on an H100, cause not
      * found); either way it gets its second strike and one answer */
     const uint64_t sw = atomic_load(&rt->suspect);
-    const int64_t since = atomic_load(&rt->suspect_since);
+    int64_t since = atomic_load(&rt->suspect_since);
     const int64_t limit = (int64_t)(rt->cfg.request_deadline_ms ? rt->cfg.request_deadline_ms : 10000) * 1000000;
     bool running = false; /* then the request deadline above is its watch */
     for (uint32_t i = 0; sw && i < RK__RUNNING_SLOTS; i++)
@@ -467,6 +489,8 @@ static bool rk__watch(rk__super *s, int64_t now)
      * the release never came) */
     const int64_t hold = atomic_load(&rt->suspect_hold);
     const bool held = hold && now < hold;
+    if (sw && since && !running && !held)
+        since = rk__suspect_start(s, now, since);
     if (sw && since && !running && !held && now - since > limit) {
         /* its reply may be in a ring that nobody drains (its owner does
          * not wait): routing it releases the token. Before 2026-11-26 a

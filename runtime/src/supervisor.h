@@ -30,6 +30,7 @@ typedef struct rk__super {
     uint32_t standby_fails;
     uint64_t hb_seen;
     int64_t hb_change;
+    uint64_t sus_head; /* H2D cons_head at the last look while a suspect's retry waited in it */
     uint64_t run_word[RK__RUNNING_SLOTS];
     int64_t run_since[RK__RUNNING_SLOTS];
     rk_recovery hist[RK__HIST]; /* the last recoveries, a ring */
