@@ -82,7 +82,8 @@ static rkb_status_actor *rkb__actors(rk_runtime *rt, size_t *n_out)
 }
 
 /* Every thread's counters and gauges into c. */
-static void rkb__sum(const rkb_shared *sh, rkb_status_counters *c)
+/* Sums every thread's counters (self: the loop answering `status`). */
+static void rkb__sum(const rkb_shared *sh, const rkb_loop *self, rkb_status_counters *c)
 {
     for (int i = 0; i <= sh->n_loops; i++) {
         const rkb_counters *t = i < sh->n_loops ? &sh->loops[i]->n : sh->front ? &sh->front->n : NULL;
@@ -92,10 +93,24 @@ static void rkb__sum(const rkb_shared *sh, rkb_status_counters *c)
         RKB_THREAD_COUNTERS(RKB__TC_SUM)
 #undef RKB__TC_SUM
         if (i < sh->n_loops) {
-            const rkb_pool *p = &sh->loops[i]->pool;
-            c->in_flight += RKB_LD(p->n_inflight);
-            c->queued += RKB_LD(p->n_parked);
-            c->queued_bytes += RKB_LD(p->parked_bytes);
+            const rkb_loop *l = sh->loops[i];
+            c->in_flight += RKB_LD(l->pool.n_inflight);
+            if (sh->front) {
+                /* a worker's waiting requests are those in its ring too,
+                 * as the bound counts them (frontend.c): pushed - left.
+                 * Another worker's left is published once a pass (a pass
+                 * late); this one's is its own, now (this status request
+                 * left its ring) */
+                const bool me = l == self;
+                const uint64_t n = RKB_LD(l->pushed_n), b = RKB_LD(l->pushed_bytes);
+                const uint64_t left = me ? l->taken_n - l->pool.n_parked : RKB_LD(l->left_n);
+                const uint64_t left_b = me ? l->taken_bytes - l->pool.parked_bytes : RKB_LD(l->left_bytes);
+                c->queued += n > left ? n - left : 0;
+                c->queued_bytes += b > left_b ? b - left_b : 0;
+            } else {
+                c->queued += RKB_LD(l->pool.n_parked);
+                c->queued_bytes += RKB_LD(l->pool.parked_bytes);
+            }
         }
     }
     c->connections = c->accepted > c->disconnects ? c->accepted - c->disconnects : 0;
@@ -106,7 +121,7 @@ static void rkb__counters(const rkb_loop *l, rkb_status_counters *c)
     const rkb_shared *sh = l->sh;
     rk_stats st;
     rk_runtime_stats(sh->rt, &st);
-    rkb__sum(sh, c);
+    rkb__sum(sh, l, c);
     c->restarts = st.restarts;
     c->log_suppressed = rkb_log_suppressed();
     c->ring_requests = st.requests;

@@ -162,8 +162,10 @@ static int rkb__requests(rkb_front *f, bool *room)
         rkb_loop *l = sh->loops[w];
         rkb_spsc *q = l->reqq;
         const uint64_t len = it->n_body ? zmq_msg_size(&it->body) : 0;
-        l->pushed_bytes += len; /* (the worker counts the same when it pops it) */
-        l->pushed_n++;
+        /* (the worker counts the same when it pops it). The frontend's alone:
+         * relaxed stores only for `status` (admin.c), which reads them */
+        RKB_SET(l->pushed_bytes, l->pushed_bytes + len);
+        RKB_SET(l->pushed_n, l->pushed_n + 1);
         held_bytes += len;
         held_n++;
         rkb_spsc_sp_push(q, RKB_PUBLISH_EVERY);
