@@ -520,6 +520,19 @@ static void test_endless_loop_deadline(void **state)
 
 /* ---- a CPU actor slower than the heartbeat period ---- */
 
+/* n replies on a, each RK_OK (a failure names the worker's last fault). */
+static void recv_ok(rk_runtime *rt, rk_actor *a, int n)
+{
+    for (int i = 0; i < n; i++) {
+        rk_reply r;
+        assert_int_equal(rk_actor_recv(a, &r, 20000), 0);
+        if (r.status)
+            print_message("reply %d: %s (%s)\n", i, rk_err_name(r.status), worker(rt).last_fault.detail);
+        assert_int_equal(r.status, 0);
+        rk_reply_release(a, &r);
+    }
+}
+
 /* A request that runs longer than heartbeat_ms (a slow CPU actor, here a
  * 1.5 s nap), and two of 0.7 s back to back, are under their deadline
  * (request_deadline_ms): answered RK_OK, no fault. Until 2026-11-27 the CPU
@@ -539,14 +552,7 @@ static void test_slow_cpu_actor(void **state)
     const uint32_t naps[3] = {1500, 700, 700};
     for (int i = 0; i < 3; i++)
         assert_int_equal(rk_actor_send(a, RK_OP_HANG, &naps[i], sizeof naps[i], 0, NULL, 1000), 0);
-    for (int i = 0; i < 3; i++) {
-        rk_reply r;
-        assert_int_equal(rk_actor_recv(a, &r, 20000), 0);
-        if (r.status)
-            print_message("nap %d: %s (%s)\n", i, rk_err_name(r.status), worker(rt).last_fault.detail);
-        assert_int_equal(r.status, 0);
-        rk_reply_release(a, &r);
-    }
+    recv_ok(rt, a, 3);
     rk_worker_info w = worker(rt);
     assert_int_equal(w.faults, 0);
     rk_runtime_close(rt);
@@ -591,11 +597,7 @@ static void test_suspect_behind_slow_requests(void **state)
     assert_true(r.id == id);
     assert_int_equal(r.status, 0);
     rk_reply_release(a, &r);
-    for (int i = 0; i < 5; i++) {
-        assert_int_equal(rk_actor_recv(d, &r, 10000), 0);
-        assert_int_equal(r.status, 0);
-        rk_reply_release(d, &r);
-    }
+    recv_ok(rt, d, 5);
     w = worker(rt);
     assert_int_equal(w.faults, 1);
     assert_int_equal(w.state, RK_WORKER_RUNNING);
