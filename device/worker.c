@@ -109,8 +109,13 @@ static int rk__serve_cpu_worker(const rk__view *v, const rk__wmsg *init)
     while (rk__ld_acquire(&v->hdr->state) == RK__STATE_INIT)
         rk__sleep_ns(20000);
     rk__reply(RK__WM_RUNNING, 0, NULL, NULL);
+    /* how often to look: often enough to keep a heartbeat_ms as short as
+     * 50 going (INIT says, in us), at most every 100 ms */
+    const int look_ms = init->hb_period_us / 1000 < 1     ? 1
+                        : init->hb_period_us / 1000 > 100 ? 100
+                                                          : (int)(init->hb_period_us / 1000);
     for (;;) {
-        if (!rk__next(&m, 100)) {
+        if (!rk__next(&m, look_ms)) {
             /* a handler that runs long (a slow actor) is watched by its
              * deadline (request_deadline_ms), not by the heartbeat, as on
              * the GPU, whose housekeeper stamps while an actor runs. Until

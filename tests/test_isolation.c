@@ -556,6 +556,16 @@ static void test_slow_cpu_actor(void **state)
     rk_worker_info w = worker(rt);
     assert_int_equal(w.faults, 0);
     rk_runtime_close(rt);
+    /* heartbeat_ms near its floor (50): the control thread looks often
+     * enough (INIT's hb_period_us) */
+    c.heartbeat_ms = 80;
+    rt = open_rt(&c);
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    const uint32_t nap = 400;
+    assert_int_equal(rk_actor_send(a, RK_OP_HANG, &nap, sizeof nap, 0, NULL, 1000), 0);
+    recv_ok(rt, a, 1);
+    assert_int_equal(worker(rt).faults, 0);
+    rk_runtime_close(rt);
     assert_no_children();
 }
 
@@ -601,6 +611,95 @@ static void test_suspect_behind_slow_requests(void **state)
     w = worker(rt);
     assert_int_equal(w.faults, 1);
     assert_int_equal(w.state, RK_WORKER_RUNNING);
+    rk_runtime_close(rt);
+    assert_no_children();
+}
+
+/* A suspect's retry that an unrelated fault drops (it waited in H2D behind
+ * d's naps when the worker was killed again) is re-posted by its owner,
+ * and its time starts over then: its owner, busy elsewhere for longer than
+ * the deadline, finds it answered RK_OK. Until 2026-11-27 the token and
+ * its clock outlived the recovery, and the dropped retry got its second
+ * strike (found by a review). */
+static void test_suspect_retry_dropped(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.test_faults = 1;
+    c.request_deadline_ms = 1000;
+    rk_runtime *rt = open_rt(&c);
+    rk_actor *a, *d;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    assert_int_equal(rk_actor_open(rt, &d), 0);
+    const uint32_t nap_a = 600, nap_d = 700;
+    uint64_t id;
+    assert_int_equal(rk_actor_send(a, RK_OP_HANG, &nap_a, sizeof nap_a, 0, &id, 1000), 0);
+    usleep(200 * 1000);
+    rk_worker_info w = worker(rt);
+    assert_int_equal(kill(w.pid, SIGKILL), 0); /* a: strike 1 */
+    w = wait_replaced(rt, w.pid, 10.0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(rk_actor_send(d, RK_OP_HANG, &nap_d, sizeof nap_d, 0, NULL, 1000), 0);
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(a, &r, 20), -RK_ETIMEDOUT); /* re-posts a's retry, behind d's */
+    usleep(300 * 1000);
+    assert_int_equal(kill(w.pid, SIGKILL), 0); /* during d's nap: a's retry never ran */
+    w = wait_replaced(rt, w.pid, 10.0);
+    usleep(1500 * 1000); /* a's owner is elsewhere */
+    assert_int_equal(rk_actor_recv(a, &r, 20000), 0);
+    char why[300] = "";
+    rk_reply_detail(a, &r, why, sizeof why);
+    print_message("a retry dropped by another fault: answered %s %s\n", rk_err_name(r.status), why);
+    assert_true(r.id == id);
+    assert_int_equal(r.status, 0);
+    rk_reply_release(a, &r);
+    recv_ok(rt, d, 3); /* (the killed nap's retry among them) */
+    w = worker(rt);
+    assert_int_equal(w.poisoned, 0);
+    rk_runtime_close(rt);
+    assert_no_children();
+}
+
+/* A suspect's retry behind a consumer that waits for reply-ring room
+ * (nobody reads d's replies for 1.5 s) is not late: the consumer stopped
+ * short of it for want of room, which the watch's drain makes. Until
+ * 2026-11-27 it got its second strike there (found by a review). */
+static void test_suspect_behind_full_reply_ring(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.test_faults = 1;
+    c.request_deadline_ms = 1000;
+    c.ring_slots = 64;
+    c.reply_rings = 2; /* a's replies and d's on rings of their own */
+    rk_runtime *rt = open_rt(&c);
+    rk_actor *a, *d;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    assert_int_equal(rk_actor_open(rt, &d), 0);
+    const uint32_t nap_a = 600;
+    uint64_t id;
+    assert_int_equal(rk_actor_send(a, RK_OP_HANG, &nap_a, sizeof nap_a, 0, &id, 1000), 0);
+    usleep(200 * 1000);
+    rk_worker_info w = worker(rt);
+    assert_int_equal(kill(w.pid, SIGKILL), 0); /* a: strike 1 */
+    wait_replaced(rt, w.pid, 10.0);
+    int x = 5;
+    for (int i = 0; i < 100; i++) /* more than d's reply ring holds */
+        assert_int_equal(rk_actor_send(d, RK_OP_ECHO, &x, sizeof x, 0, NULL, 1000), 0);
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(a, &r, 0), -RK_ETIMEDOUT); /* re-posts a's retry */
+    usleep(1500 * 1000);
+    assert_int_equal(rk_actor_recv(a, &r, 20000), 0);
+    char why[300] = "";
+    rk_reply_detail(a, &r, why, sizeof why);
+    print_message("a retry behind a full reply ring: answered %s %s\n", rk_err_name(r.status), why);
+    assert_true(r.id == id);
+    assert_int_equal(r.status, 0);
+    rk_reply_release(a, &r);
+    recv_ok(rt, d, 100);
+    w = worker(rt);
+    assert_int_equal(w.faults, 1);
+    assert_int_equal(w.poisoned, 0);
     rk_runtime_close(rt);
     assert_no_children();
 }
@@ -797,6 +896,8 @@ int main(void)
         cmocka_unit_test(test_endless_loop_deadline),
         cmocka_unit_test(test_slow_cpu_actor),
         cmocka_unit_test(test_suspect_behind_slow_requests),
+        cmocka_unit_test(test_suspect_retry_dropped),
+        cmocka_unit_test(test_suspect_behind_full_reply_ring),
         cmocka_unit_test(test_closed_actor_across_restart),
         cmocka_unit_test(test_lost_retry),
         cmocka_unit_test(test_silent_heartbeat),

@@ -75,6 +75,7 @@ int rk__group_open(rk_runtime **out, const rk_config *cfg)
     g->cfg = *cfg;
     g->lanes = lanes;
     g->region_fd = -1;
+    pthread_mutex_init(&g->relaunch_lock, NULL);
     for (int i = 0; i < n; i++) {
         one.device = dev[i];
         rc = rk_runtime_open(&lanes[i], &one);
@@ -96,6 +97,7 @@ void rk__group_close(rk_runtime *rt)
 {
     for (int i = 0; i < rt->n_lanes; i++)
         rk_runtime_close(rt->lanes[i]);
+    pthread_mutex_destroy(&rt->relaunch_lock);
     free(rt->lanes);
     free(rt);
 }
@@ -115,7 +117,9 @@ void rk__group_stats(const rk_runtime *rt, rk_stats *out)
     }
 }
 
-int rk__group_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem)
+/* rk__group_relaunch's work, under the group's relaunch lock (two at once
+ * could leave the devices with a mix of both configurations). */
+static int rk__group_relaunch_locked(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem)
 {
     /* one configuration on every device, or none: a device that refuses
      * it (devices of other kinds have other limits) sends the devices
@@ -145,6 +149,14 @@ int rk__group_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t s
                         i ? "; the devices before it went back to their configuration" : "");
     }
     return 0;
+}
+
+int rk__group_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem)
+{
+    pthread_mutex_lock(&rt->relaunch_lock);
+    const int rc = rk__group_relaunch_locked(rt, grid, block, smem);
+    pthread_mutex_unlock(&rt->relaunch_lock);
+    return rc;
 }
 
 int rk__group_health(rk_runtime *rt)

@@ -405,6 +405,7 @@ struct rk_runtime {
     struct rk_runtime **lanes;
     int n_lanes, lane;
     _Atomic uint32_t next_lane; /* placement ties go in turn */
+    pthread_mutex_t relaunch_lock; /* a group: one relaunch at a time (all or none) */
 };
 
 /* n zeroed objects of `size` bytes, 64-byte aligned (calloc promises

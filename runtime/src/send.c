@@ -124,8 +124,12 @@ static const rk__ring_msg *rk__message_of(const rk_actor *a, uint16_t tag, uint3
 
 void rk__suspect_release(rk_runtime *rt, uint64_t word)
 {
+    /* its clock goes too (a CAS: a next holder's start stays), so that the
+     * watch never reads a next holder's word with this one's start */
+    int64_t since = atomic_load(&rt->suspect_since);
     uint64_t w = word;
-    atomic_compare_exchange_strong(&rt->suspect, &w, 0ull);
+    if (atomic_compare_exchange_strong(&rt->suspect, &w, 0ull))
+        atomic_compare_exchange_strong(&rt->suspect_since, &since, 0);
 }
 
 /* Suspects are retried one at a time (runtime-wide): true when this one

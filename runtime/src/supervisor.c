@@ -54,6 +54,9 @@ static rk__wmsg rk__init_msg(const rk__super *s, uint32_t kind)
     m.smem = s->rt->info.smem ? s->rt->info.smem : c->smem;
     m.flags = s->rt->wflags;
     m.level = (int32_t)rk_log_get_level(); /* the worker logs what we would */
+    /* a CPU worker's control thread stamps the heartbeat while a handler
+     * runs (device/worker.c): four times a period */
+    m.hb_period_us = c->heartbeat_ms * 250u;
     return m;
 }
 
@@ -316,6 +319,14 @@ static uint32_t rk__bury(rk__super *s, uint32_t kind, int code, const char *what
     uint32_t blamed = rk__blame_locked(s, kind, blame);
     if (blamed) /* a request's fault, not the worker's: no back-off for it */
         s->no_progress = 0;
+    /* a suspect that still holds the token was not running (else it had
+     * its second strike above and was answered): its retry went with this
+     * worker (the generation moves on); its owner re-posts it and takes
+     * the token again, its time starting over. (Until 2026-11-27 the token
+     * and the clock stayed, and the dropped retry got its second strike.) */
+    atomic_store(&rt->suspect, 0ull);
+    atomic_store(&rt->suspect_since, 0);
+    atomic_store(&rt->suspect_pos, UINT64_MAX);
     rk__reap_closed_locked(rt); /* (until 2026-11-26 they stayed open for good) */
     snprintf(s->last.detail, sizeof s->last.detail, "%.120s%s%.120s%s", what, how[0] ? " (" : "", how, how[0] ? ")" : "");
     rk__rings_reset_locked(rt);
@@ -494,10 +505,19 @@ static bool rk__watch(rk__super *s, int64_t now)
     if (sw && since && !running && !held && now - since > limit) {
         /* its reply may be in a ring that nobody drains (its owner does
          * not wait): routing it releases the token. Before 2026-11-26 a
-         * healthy worker was replaced for that. */
+         * healthy worker was replaced for that. A full reply ring also
+         * stops the consumer short of the retry (it waits for room): its
+         * time starts over once the drain made room */
+        bool full = false;
+        for (uint32_t i = 0; i < rt->n_d2h; i++)
+            full |= rk_ring_count(rt->d2h[i].ring) >= rt->d2h[i].ring->slots;
         rk__drain_all(rt);
         if (atomic_load(&rt->suspect) != sw)
             return false;
+        if (full) {
+            atomic_compare_exchange_strong(&rt->suspect_since, &since, now);
+            return false;
+        }
         char what[160];
         snprintf(what, sizeof what, "suspect request %u of actor %u was not answered within %lld ms of its retry",
                  RK__RUN_ID31(sw), RK__RUN_ACTOR(sw), (long long)(limit / 1000000));
