@@ -177,9 +177,15 @@ static int rk__serve_cuda_worker(const rk__view *v, const rk__wmsg *init)
             if (m.kind == RK__WM_RELAUNCH) {
                 rc = api->relaunch(e, m.grid, m.block, m.smem, &dev, err, sizeof err);
                 rk__reply(RK__WM_RELAUNCHED, rc, err, &dev);
-                char ignored[8];
-                /* (a refused configuration leaves the kernel running) */
-                if (rc && api->poll(e, ignored, sizeof ignored) != 0)
+                /* (a refused configuration leaves the kernel running; a
+                 * sticky error is a fault of its own) */
+                char perr[512] = "";
+                const int prc = rc ? api->poll(e, perr, sizeof perr) : 0;
+                if (prc < 0) {
+                    rk__reply(RK__WM_FAULT, prc, perr, NULL);
+                    return 3;
+                }
+                if (prc > 0)
                     snprintf(lost, sizeof lost, "relaunch failed: %s", err);
             } else if (m.kind == RK__WM_STOP) {
                 rc = api->halt(e, err, sizeof err);
