@@ -518,6 +518,51 @@ static void test_endless_loop_deadline(void **state)
     assert_no_children();
 }
 
+/* ---- rk_runtime_info while the runtime relaunches ---- */
+
+typedef struct info_reader {
+    rk_runtime *rt;
+    atomic_int stop;
+    long reads, torn;
+} info_reader;
+
+static void *read_info(void *arg)
+{
+    info_reader *ir = arg;
+    while (!atomic_load(&ir->stop)) {
+        rk_info in;
+        rk_runtime_info(ir->rt, &in);
+        /* only whole configurations: 2 x 128 or 3 x 256 */
+        if (!((in.grid == 2 && in.block == 128) || (in.grid == 3 && in.block == 256)))
+            ir->torn++;
+        ir->reads++;
+    }
+    return NULL;
+}
+
+/* rk_runtime_info is thread-safe: a copy taken while relaunches rewrite
+ * the configuration is one of them, never a mix (and TSan sees no race;
+ * until 2026-11-27 it was a plain copy of what a relaunch wrote). */
+static void test_info_during_relaunch(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.grid = 2, c.block = 128;
+    rk_runtime *rt = open_rt(&c);
+    info_reader ir = {.rt = rt};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, read_info, &ir), 0);
+    for (int i = 0; i < 2000; i++)
+        assert_int_equal(rk_runtime_relaunch(rt, i % 2 ? 2 : 3, i % 2 ? 128 : 256, 0), 0);
+    atomic_store(&ir.stop, 1);
+    pthread_join(t, NULL);
+    print_message("%ld reads during 2000 relaunches, %ld torn\n", ir.reads, ir.torn);
+    assert_true(ir.reads > 0);
+    assert_int_equal(ir.torn, 0);
+    rk_runtime_close(rt);
+    assert_no_children();
+}
+
 /* ---- a CPU actor slower than the heartbeat period ---- */
 
 /* n replies on a, each RK_OK (a failure names the worker's last fault). */
@@ -894,6 +939,7 @@ int main(void)
         cmocka_unit_test(test_poison_and_crash_loop),
         cmocka_unit_test(test_poison_meets_warm_standby),
         cmocka_unit_test(test_endless_loop_deadline),
+        cmocka_unit_test(test_info_during_relaunch),
         cmocka_unit_test(test_slow_cpu_actor),
         cmocka_unit_test(test_suspect_behind_slow_requests),
         cmocka_unit_test(test_suspect_retry_dropped),

@@ -157,6 +157,7 @@ static int rk__inproc_alive(void *arg)
 
 static void rk__inproc_info(rk_runtime *rt, const rk__wdev *d)
 {
+    rk__info_lock(rt);
     rk_info *in = &rt->info;
     in->backend = RK_BACKEND_CUDA;
     strcpy(in->backend_name, "cuda");
@@ -171,6 +172,7 @@ static void rk__inproc_info(rk_runtime *rt, const rk__wdev *d)
     in->max_grid = d->max_grid;
     in->max_block = d->max_block;
     in->max_smem = d->max_smem;
+    rk__info_unlock(rt);
 }
 
 static int rk__inproc_start(rk_runtime *rt)

@@ -98,6 +98,7 @@ void rk__group_close(rk_runtime *rt)
     for (int i = 0; i < rt->n_lanes; i++)
         rk_runtime_close(rt->lanes[i]);
     pthread_mutex_destroy(&rt->relaunch_lock);
+    pthread_mutex_destroy(&rt->info_lock);
     free(rt->lanes);
     free(rt);
 }

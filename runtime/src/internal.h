@@ -406,6 +406,9 @@ struct rk_runtime {
     int n_lanes, lane;
     _Atomic uint32_t next_lane; /* placement ties go in turn */
     pthread_mutex_t relaunch_lock; /* a group: one relaunch at a time (all or none) */
+    /* info after open: rk_runtime_info copies it, a relaunch rewrites it
+     * (rk__info_lock); a leaf lock, nothing is taken under it */
+    pthread_mutex_t info_lock;
 };
 
 /* n zeroed objects of `size` bytes, 64-byte aligned (calloc promises
@@ -414,6 +417,9 @@ struct rk_runtime {
 RK__HIDDEN void *rk__zalloc_lines(size_t n, size_t size);
 /* A zeroed rk_runtime, as aligned as its members ask (free() it). */
 RK__HIDDEN rk_runtime *rk__runtime_alloc(void);
+/* Around a rewrite of rt->info after open (a relaunch). */
+RK__HIDDEN void rk__info_lock(rk_runtime *rt);
+RK__HIDDEN void rk__info_unlock(rk_runtime *rt);
 
 /* group.c. rk__group_open: rk_runtime_open for n_devices > 1 or ALL.
  * rk__lane0: the runtime answering for a group (itself when single). */

@@ -128,6 +128,7 @@ static void rk__free(rk_runtime *rt)
     if (rt->region_fd >= 0)
         close(rt->region_fd);
     pthread_mutex_destroy(&rt->actors_lock);
+    pthread_mutex_destroy(&rt->info_lock);
     free(rt);
 }
 
@@ -199,7 +200,16 @@ void rk__rings_clean(rk_runtime *rt)
 }
 
 /* its hot fields are aligned to cache lines (internal.h) */
-rk_runtime *rk__runtime_alloc(void) { return rk__zalloc_lines(1, sizeof(rk_runtime)); }
+rk_runtime *rk__runtime_alloc(void)
+{
+    rk_runtime *rt = rk__zalloc_lines(1, sizeof(rk_runtime));
+    if (rt)
+        pthread_mutex_init(&rt->info_lock, NULL);
+    return rt;
+}
+
+void rk__info_lock(rk_runtime *rt) { pthread_mutex_lock(&rt->info_lock); }
+void rk__info_unlock(rk_runtime *rt) { pthread_mutex_unlock(&rt->info_lock); }
 
 int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
 {
@@ -280,7 +290,13 @@ void rk_runtime_close(rk_runtime *rt)
     rk__free(rt);
 }
 
-void rk_runtime_info(const rk_runtime *rt, rk_info *out) { *out = rk__lane0(rt)->info; }
+void rk_runtime_info(const rk_runtime *rt, rk_info *out)
+{
+    rk_runtime *r = rk__lane0(rt); /* (the lock is internal state) */
+    rk__info_lock(r);
+    *out = r->info;
+    rk__info_unlock(r);
+}
 
 void rk_runtime_stats(const rk_runtime *rt, rk_stats *out)
 {
@@ -328,9 +344,11 @@ int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t 
     }
     /* CPU backend: nothing GPU-specific to validate; record what was asked
      * (and count it, as every backend counts a relaunch) */
+    rk__info_lock(rt);
     rt->info.grid = rt->cfg.grid = grid;
     rt->info.block = rt->cfg.block = block;
     rt->info.smem = rt->cfg.smem = smem;
+    rk__info_unlock(rt);
     atomic_fetch_add(&rt->n_restarts, 1);
     return 0;
 }

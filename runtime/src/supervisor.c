@@ -117,7 +117,7 @@ int rk__go(rk__super *s, rk__proc *w, bool *served)
     return 0;
 }
 
-void rk__fill_info(rk__super *s, const rk__proc *w)
+static void rk__fill_info_locked(rk__super *s, const rk__proc *w)
 {
     rk_info *in = &s->rt->info;
     if (w->kind != RK__WB_CUDA) {
@@ -143,6 +143,13 @@ void rk__fill_info(rk__super *s, const rk__proc *w)
     in->max_grid = w->dev.max_grid;
     in->max_block = w->dev.max_block;
     in->max_smem = w->dev.max_smem;
+}
+
+void rk__fill_info(rk__super *s, const rk__proc *w)
+{
+    rk__info_lock(s->rt);
+    rk__fill_info_locked(s, w);
+    rk__info_unlock(s->rt);
 }
 
 /* A fresh active worker: the standby if one waits, else a cold start.

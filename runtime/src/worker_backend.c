@@ -140,9 +140,11 @@ static int rk__super_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uin
     int rc = 0;
     if (s->state != RK_WORKER_RUNNING || s->active.kind != RK__WB_CUDA) {
         /* a CPU consumer has no kernel: record what was asked */
+        rk__info_lock(rt);
         rt->info.grid = rt->cfg.grid = grid;
         rt->info.block = rt->cfg.block = block;
         rt->info.smem = rt->cfg.smem = smem;
+        rk__info_unlock(rt);
     } else {
         rk__wmsg m = {.kind = RK__WM_RELAUNCH, .grid = grid, .block = block, .smem = smem};
         rc = rk__proc_send(&s->active, &m);
