@@ -142,14 +142,14 @@ static bool rk__suspect_take(rk_runtime *rt, uint64_t word)
     if (hold && rk__now_ns() < hold)
         return false;
     uint64_t w = 0;
-    if (atomic_compare_exchange_strong(&rt->suspect, &w, word)) {
-        atomic_store(&rt->suspect_pos, UINT64_MAX); /* (sent: rk__repost_locked) */
+    const bool fresh = atomic_compare_exchange_strong(&rt->suspect, &w, word);
+    if (!fresh && w != word)
+        return false;
+    atomic_store(&rt->suspect_pos, UINT64_MAX); /* not sent yet (rk__repost_locked) */
+    if (fresh) {
         atomic_store(&rt->suspect_since, rk__now_ns());
         return true;
     }
-    if (w != word)
-        return false;
-    atomic_store(&rt->suspect_pos, UINT64_MAX);
     /* ours already: retried again after a recovery. Its watch (supervisor
      * rk__watch) starts over, as it did for the first retry */
     int64_t zero = 0;

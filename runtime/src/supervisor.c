@@ -439,12 +439,12 @@ void rk__note_first_reply(rk__super *s)
 
 /* ---- watching ---- */
 
-/* Whether the suspect's retry is still to be taken by the consumer while
- * the consumer moves on (its time restarts: a retry queued behind slow
- * requests is not late; until 2026-11-27 it was timed from its send and
- * poisoned there), or not sent yet. A consumer that stops short of it
- * does not restart its time: a wedged ring, or a retry that vanished,
- * still gets its second strike. */
+/* When the suspect's retry started to count (since, or now): its time
+ * restarts while it is not sent yet, or waits in H2D while the consumer
+ * moves on (a retry queued behind slow requests is not late; until
+ * 2026-11-27 it was timed from its send and poisoned there). A consumer
+ * that stops short of it does not restart its time: a wedged ring, or a
+ * retry that vanished, still gets its second strike. */
 static int64_t rk__suspect_start(rk__super *s, int64_t now, int64_t since)
 {
     rk_runtime *rt = s->rt;
