@@ -140,12 +140,45 @@ static void endless_job(void)
     rk_runtime_close(rt);
 }
 
+/* A burst of 40 grid jobs of 0.2 s each (8 s of work), then a relaunch:
+ * the stop waits for the jobs already posted (the queue holds 16: 3.2 s),
+ * not for the whole burst; the rest wait in the ring for the next kernel,
+ * and all 40 are answered RK_OK. A stop that served the rest of what it
+ * had read would take past 4.5 s (and past 6 s fail the relaunch).
+ * (Measured on an H200, d972012: 3.32 s.) */
+static void burst_of_jobs(rk_isolation iso)
+{
+    rk_runtime *rt = open_rt(iso);
+    rk_actor *a;
+    CHECK_RK(rk_actor_open(rt, &a), "actor");
+    for (int i = 0; i < 40; i++)
+        send_job(a, 200);
+    struct timespec nap = {0, 300 * 1000000};
+    nanosleep(&nap, NULL);
+    const double t0 = gpu_now_s();
+    const int rc = rk_runtime_relaunch(rt, 0, 0, 0);
+    const double t_relaunch = gpu_now_s() - t0;
+    printf("%s: relaunch under a burst of 40 grid jobs of 0.2 s: %s after %.2f s\n",
+           iso == RK_ISOLATION_NONE ? "in process" : "worker process", rk_err_name(rc), t_relaunch);
+    CHECK_RK(rc, "relaunch under a burst of grid jobs");
+    CHECK(t_relaunch < 4.5, "the relaunch took %.2f s", t_relaunch);
+    for (int i = 0; i < 40; i++) {
+        rk_reply r;
+        CHECK_RK(rk_actor_recv(a, &r, 20000), "a grid job's reply");
+        CHECK(r.status == 0, "grid job: status %s (%s)", rk_err_name(r.status), detail(a, &r));
+        rk_reply_release(a, &r);
+    }
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
 int main(void)
 {
     gpu_require();
     long_job(RK_ISOLATION_AUTO);
     long_job(RK_ISOLATION_NONE);
     endless_job();
+    burst_of_jobs(RK_ISOLATION_AUTO);
     printf("OK\n");
     return 0;
 }
