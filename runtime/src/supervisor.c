@@ -60,10 +60,10 @@ static rk__wmsg rk__init_msg(const rk__super *s, uint32_t kind)
     return m;
 }
 
-/* Spawns a worker and waits for its HELLO (validated, region registered). */
-int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind)
+/* Spawns a worker with INIT m and waits for its HELLO (validated, region
+ * registered). */
+static int rk__spawn_hello(rk__super *s, rk__proc *w, rk__wmsg m)
 {
-    rk__wmsg m = rk__init_msg(s, kind);
     int rc = rk__proc_spawn(w, s->rt->region_fd, &m, s->rt->mods);
     if (rc)
         return rc;
@@ -79,6 +79,26 @@ int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind)
     }
     w->ready = true;
     w->dev = m.dev;
+    return 0;
+}
+
+int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind)
+{
+    return rk__spawn_hello(s, w, rk__init_msg(s, kind));
+}
+
+int rk__check_launch(rk__super *s, uint32_t grid, uint32_t block, uint32_t smem, rk__wdev *dev)
+{
+    rk__wmsg m = rk__init_msg(s, RK__WB_CUDA);
+    m.grid = grid;
+    m.block = block;
+    m.smem = smem;
+    rk__proc w = RK__PROC_NONE;
+    const int rc = rk__spawn_hello(s, &w, m);
+    if (rc)
+        return rc;
+    *dev = w.dev;
+    rk__proc_end(&w, NULL, 0);
     return 0;
 }
 

@@ -42,6 +42,13 @@ static inline const char *rk__kind_name(uint32_t kind) { return kind == RK__WB_C
 
 /* supervisor.c */
 RK__HIDDEN int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind);
+/* Whether the GPU would run grid/block/smem: a CUDA worker spawned with
+ * them checks them against its device as any worker's start does (its
+ * HELLO), and is ended; *dev: what it would run (grid 0 and block 0
+ * resolved). For a lane with no kernel to relaunch (degraded, failed):
+ * the configuration it records is then checked as a running one's is.
+ * Takes as long as a cold start. s->lock held. */
+RK__HIDDEN int rk__check_launch(rk__super *s, uint32_t grid, uint32_t block, uint32_t smem, rk__wdev *dev);
 RK__HIDDEN int rk__go(rk__super *s, rk__proc *w, bool *served);
 RK__HIDDEN void rk__fill_info(rk__super *s, const rk__proc *w);
 RK__HIDDEN int rk__take_over(rk__super *s, uint32_t kind, bool *served, bool *warm);

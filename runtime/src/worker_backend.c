@@ -138,7 +138,22 @@ static int rk__super_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uin
     rk__super *s = rt->backend_state;
     pthread_mutex_lock(&s->lock);
     int rc = 0;
-    if (s->state != RK_WORKER_RUNNING || s->active.kind != RK__WB_CUDA) {
+    if (s->state != RK_WORKER_RUNNING && rt->worker_kind == RK__WB_CUDA) {
+        /* no kernel to relaunch (degraded: the CPU stands in; failed):
+         * the GPU's next worker runs what is recorded, so it is checked
+         * first, by a worker that checks it and exits. (Until 2026-11-27
+         * any configuration was recorded; rk_runtime_retry_gpu then
+         * failed on it, and a group relaunch was not all or none.) */
+        rk__wdev dev;
+        rc = rk__check_launch(s, grid, block, smem, &dev);
+        if (rc == 0) {
+            rk__info_lock(rt);
+            rt->info.grid = rt->cfg.grid = dev.grid;
+            rt->info.block = rt->cfg.block = dev.block;
+            rt->info.smem = rt->cfg.smem = dev.smem;
+            rk__info_unlock(rt);
+        }
+    } else if (s->state != RK_WORKER_RUNNING || s->active.kind != RK__WB_CUDA) {
         /* a CPU consumer has no kernel: record what was asked */
         rk__info_lock(rt);
         rt->info.grid = rt->cfg.grid = grid;

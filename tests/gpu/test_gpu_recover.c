@@ -3,7 +3,8 @@
  * the kernel) among 8 actors pipelining echoes and, every 16th request, a
  * 64 KiB vadd (a grid job): exactly one RK_EDEVICE per poison, every echo
  * and vadd answered once and correctly; an endless loop past its
- * deadline; the per-GPU lock against a second runtime (refused naming this
+ * deadline; a relaunch while degraded (crash loop) checked as on a running
+ * GPU; the per-GPU lock against a second runtime (refused naming this
  * process, auto falls back to the CPU saying why, share_gpu opens it). */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -196,11 +197,68 @@ static void gpu_lock(void)
     rk_runtime_close(first);
 }
 
+/* A GPU in a crash loop (degraded: the CPU serves the built-ins) has no
+ * kernel to relaunch; a relaunch there is checked against the device as
+ * on a running GPU: a block over the limit is refused naming it and
+ * nothing changes; a valid one is what rk_runtime_retry_gpu's worker runs.
+ * (Until 2026-11-27 both were recorded unchecked.) */
+static void degraded_relaunch(void)
+{
+    rk_config c;
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CUDA;
+    c.test_faults = 1;
+    c.fault_limit = 2; /* a poison's two faults make the crash loop */
+    rk_runtime *rt = NULL;
+    CHECK_RK(rk_runtime_open(&rt, &c), "open");
+    rk_actor *a;
+    CHECK_RK(rk_actor_open(rt, &a), "actor");
+    rk_reply r;
+    CHECK_RK(rk_actor_call(a, RK_OP_FAULT, NULL, 0, 0, &r, 60000), "poison");
+    CHECK(r.status == -RK_EDEVICE, "poison: status %s", rk_err_name(r.status));
+    rk_reply_release(a, &r);
+    rk_worker_info w;
+    rk_runtime_worker(rt, &w);
+    CHECK(w.state == RK_WORKER_DEGRADED, "state %s after a crash loop", w.state_name);
+    rk_info was, in;
+    rk_runtime_info(rt, &was);
+    double t0 = gpu_now_s();
+    int rc = rk_runtime_relaunch(rt, 0, 4096, 0);
+    printf("degraded: relaunch with block 4096: %s after %.0f ms: %s\n", rk_err_name(rc), (gpu_now_s() - t0) * 1e3,
+           rk_last_detail());
+    CHECK(rc == -RK_EBLOCK && strstr(rk_last_detail(), "4096"), "block 4096 while degraded: %s (%s)",
+          rk_err_name(rc), rk_last_detail());
+    rk_runtime_info(rt, &in);
+    CHECK(in.grid == was.grid && in.block == was.block && in.smem == was.smem,
+          "a refused relaunch changed the configuration: block %u -> %u", was.block, in.block);
+    CHECK_RK(rk_runtime_relaunch(rt, 0, 128, 0), "relaunch with block 128 while degraded");
+    rk_runtime_info(rt, &in);
+    CHECK(in.block == 128 && in.grid > 0, "recorded: grid %u block %u", in.grid, in.block);
+    int x = 7;
+    CHECK_RK(rk_actor_call(a, RK_OP_ECHO, &x, sizeof x, 0, &r, 10000), "echo on the CPU");
+    CHECK(r.status == 0 && *(const int *)r.data == 7, "echo on the CPU: status %d", r.status);
+    rk_reply_release(a, &r);
+    rk_runtime_worker(rt, &w);
+    CHECK(w.state == RK_WORKER_DEGRADED, "state %s: the check started no GPU worker", w.state_name);
+    CHECK_RK(rk_runtime_retry_gpu(rt), "retry_gpu");
+    rk_runtime_info(rt, &in);
+    rk_runtime_worker(rt, &w);
+    CHECK(w.state == RK_WORKER_RUNNING && in.backend == RK_BACKEND_CUDA && in.block == 128,
+          "after retry_gpu: %s, %s, block %u", w.state_name, in.backend_name, in.block);
+    CHECK_RK(rk_actor_call(a, RK_OP_ECHO, &x, sizeof x, 0, &r, 10000), "echo on the GPU");
+    CHECK(r.status == 0 && *(const int *)r.data == 7, "echo on the GPU: status %d", r.status);
+    rk_reply_release(a, &r);
+    printf("degraded: relaunch with block 128 recorded; retry_gpu runs grid %u, block %u\n", in.grid, in.block);
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
 int main(void)
 {
     gpu_require();
     gpu_lock();
     endless_loop();
+    degraded_relaunch();
     poison_under_load(gpu_quick() ? 2 : 5);
     printf("PASS\n");
     return 0;

@@ -203,7 +203,11 @@ int rk_runtime_health(rk_runtime *rt);
 /* Relaunches the backend with a new kernel configuration (validated first:
  * on an invalid configuration nothing changes and the launch error is
  * returned). Queued requests are kept. On the CPU backend the values are
- * recorded but nothing GPU-specific is validated. Thread-safe. */
+ * recorded but nothing GPU-specific is validated. With a GPU worker that
+ * is not running (RK_WORKER_DEGRADED or _FAILED below) there is no kernel
+ * to relaunch: a worker started for it checks the configuration against
+ * the device (as long as a cold start) and it is recorded for the GPU's
+ * next worker (rk_runtime_retry_gpu). Thread-safe. */
 int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem);
 
 /* ---- the worker process (isolation AUTO with CUDA, or PROCESS) ---- */
