@@ -10,7 +10,8 @@
  * CUDA runtime's teardown waits for the kernel. Not run here: it would
  * hang the suite; device/README.md, "Faults".) The jobs are
  * RK_OP_HANG with a 64 KiB payload (the arena: a grid job) whose first
- * word is the milliseconds to run (rk/msg.h). */
+ * word is the milliseconds to run (rk/msg.h). And the stop's abort, with
+ * the reply ring full and nobody draining it. */
 #include <pthread.h>
 
 #include "gpu_common.h"
@@ -172,6 +173,62 @@ static void burst_of_jobs(rk_isolation iso)
     rk_runtime_close(rt);
 }
 
+/* The abort: a relaunch while the reply ring is full and the host does
+ * not drain it (RK_TEST_NO_DRAIN: the drainer that runs while a kernel
+ * stops is off). The dispatcher waits for room; after 3 s the stop tells
+ * it to abort (stop 2), its wait ends the kernel with a trap, and the
+ * relaunch fails saying so. The worker (its context dead) is replaced, and
+ * every request is answered once and right: the posted replies are
+ * delivered, the rest re-posted. */
+static void abort_on_full_ring(void)
+{
+    rk_config c;
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CUDA;
+    c.ring_slots = 64;
+    rk_runtime *rt = gpu_open_cfg(&c);
+    rk_actor *a;
+    CHECK_RK(rk_actor_open(rt, &a), "actor");
+    enum { N = 120 }; /* 64 replies fill the reply ring, 56 wait in H2D (64 slots too) */
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t m[2] = {i, ~i};
+        CHECK_RK(rk_actor_send(a, RK_OP_ECHO, m, sizeof m, 0, NULL, 1000), "echo send");
+    }
+    struct timespec nap = {0, 200 * 1000000};
+    nanosleep(&nap, NULL);
+    setenv("RK_TEST_NO_DRAIN", "1", 1);
+    const double t0 = gpu_now_s();
+    const int rc = rk_runtime_relaunch(rt, 0, 0, 0);
+    const double dt = gpu_now_s() - t0;
+    unsetenv("RK_TEST_NO_DRAIN");
+    printf("relaunch with the reply ring full, not drained: %s after %.2f s: %s\n", rk_err_name(rc), dt,
+           rc ? rk_last_detail() : "");
+    CHECK(rc == -RK_EDEVICE && strstr(rk_last_detail(), "aborted"), "relaunch: %s (%s)", rk_err_name(rc),
+          rk_last_detail());
+    CHECK(dt > 2.9 && dt < 6.0, "the abort took %.2f s", dt);
+    uint8_t seen[N] = {0};
+    for (uint32_t i = 0; i < N; i++) {
+        rk_reply r;
+        CHECK_RK(rk_actor_recv(a, &r, 30000), "echo recv after the abort");
+        uint32_t m[2] = {0, 0};
+        if (r.status == 0 && r.len == sizeof m)
+            memcpy(m, r.data, sizeof m);
+        CHECK(r.status == 0 && m[0] < N && m[1] == ~m[0] && !seen[m[0]], "echo %u: status %s, len %zu", m[0],
+              rk_err_name(r.status), (size_t)r.len);
+        seen[m[0]] = 1;
+        rk_reply_release(a, &r);
+    }
+    rk_worker_info w;
+    rk_runtime_worker(rt, &w);
+    printf("  all %d echoes answered once; worker %s, %llu fault(s): %s\n", N, w.state_name,
+           (unsigned long long)w.faults, w.last_fault.detail);
+    CHECK(w.state == RK_WORKER_RUNNING && w.faults >= 1, "worker %s, %llu faults", w.state_name,
+          (unsigned long long)w.faults);
+    echoes(a, 1000, 10000);
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
 int main(void)
 {
     gpu_require();
@@ -179,6 +236,7 @@ int main(void)
     long_job(RK_ISOLATION_NONE);
     endless_job();
     burst_of_jobs(RK_ISOLATION_AUTO);
+    abort_on_full_ring();
     printf("OK\n");
     return 0;
 }
