@@ -90,6 +90,10 @@ typedef struct rkb_limits {
      * their declared input fields; borrowed, may be NULL */
     const struct rkb_actor *actors;
     size_t n_actors;
+    /* the status endpoint (rk-bridge --status-bind): `status` is the only
+     * operation; any other op, however valid elsewhere, is UNKNOWN_OP
+     * naming it (before its arguments are looked at) */
+    bool status_only;
 } rkb_limits;
 
 /* A module actor the codec knows by name. */
@@ -106,7 +110,7 @@ typedef struct rkb_actor {
 #define RKB_MAX_DEPTH_CAP 32u
 #define RKB_LIMITS_DEFAULT                                                     \
     ((rkb_limits){RKB_DEFAULT_MAX_DEPTH, RKB_DEFAULT_MAX_ELEMENTS,             \
-                  RKB_DEFAULT_MAX_FRAME, false, NULL, 0})
+                  RKB_DEFAULT_MAX_FRAME, false, NULL, 0, false})
 
 /* Operations: wire name, and whether only an admin may call it. FAULT and
  * HANG are test-only (rkb_limits.test_ops). */

@@ -196,9 +196,32 @@ static int rkb__id(const msgpack_object_map *m, rkb_error *err)
 
 #define RKB__KNOWN_OPS "ping, echo, vadd, status, launch, retry_gpu"
 
+/* The status endpoint's op: `status`, and nothing else (rkb_limits). */
+static int rkb__status_only(const msgpack_object *op, rkb_request *req, rkb_error *err)
+{
+    if (!op)
+        return rkb_error_set(err, RKB_E_UNKNOWN_OP,
+                             "field `op` is missing; the status endpoint serves only `status`");
+    if (op->type != MSGPACK_OBJECT_STR)
+        return rkb_error_set(err, RKB_E_UNKNOWN_OP,
+                             "field `op` is %s; the status endpoint serves only the str `status`",
+                             rkb__type_name(op));
+    if (op->via.str.size == 6 && memcmp(op->via.str.ptr, "status", 6) == 0) {
+        req->op = RKB_OP_STATUS;
+        return RKB_OK;
+    }
+    char q[48];
+    rkb__quote(q, sizeof q, op->via.str.ptr, op->via.str.size);
+    return rkb_error_set(err, RKB_E_UNKNOWN_OP,
+                         "op \"%s\" is not served here: the status endpoint serves only `status` "
+                         "(send other operations to the bridge's main endpoint)", q);
+}
+
 static int rkb__op(const msgpack_object_map *m, const rkb_limits *lim, rkb_request *req, rkb_error *err)
 {
     const msgpack_object *op = rkb__get(m, "op");
+    if (lim->status_only)
+        return rkb__status_only(op, req, err);
     if (!op)
         return rkb_error_set(err, RKB_E_UNKNOWN_OP,
                              "field `op` is missing; it must name an operation (" RKB__KNOWN_OPS ")");

@@ -268,6 +268,11 @@ static int rkb__put_endpoints(msgpack_packer *pk, const rkb_status *st)
     return rkb_pack_key(pk, st->endpoints);
 }
 
+static int rkb__put_status_endpoint(msgpack_packer *pk, const rkb_status *st)
+{
+    return st->status_endpoint ? rkb_pack_key(pk, st->status_endpoint) : msgpack_pack_nil(pk);
+}
+
 static int rkb__put_ring(msgpack_packer *pk, const rkb_status *st)
 {
     return msgpack_pack_map(pk, 3) | rkb__kv_uint(pk, "p50_ns", st->ring_p50_ns) |

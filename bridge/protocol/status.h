@@ -103,6 +103,7 @@ typedef struct rkb_status {
     uint64_t grid, block, smem;       /* `kernel` */
     uint64_t max_grid, max_block, max_smem; /* `limits` */
     const char *endpoints;
+    const char *status_endpoint;     /* --status-bind as bound, or NULL (nil) */
     uint64_t ring_p50_ns, ring_p99_ns, ring_count;
     const rkb_status_actor *actors;
     size_t n_actors;
@@ -123,6 +124,7 @@ typedef struct rkb_status {
     X(kernel, rkb__put_kernel)                                                 \
     X(limits, rkb__put_limits)                                                 \
     X(endpoints, rkb__put_endpoints)                                           \
+    X(status_endpoint, rkb__put_status_endpoint)                               \
     X(ring, rkb__put_ring)                                                     \
     X(actors, rkb__put_actors)                                                 \
     X(warnings, rkb__put_warnings)                                             \

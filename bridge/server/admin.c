@@ -1,6 +1,6 @@
 /* bridge/server/admin.c - the operations about the bridge itself: `status`
- * (anyone) and `launch` (an admin operation: it changes the kernel every
- * client shares). Who is an admin: with --allow-admin-ops every client;
+ * (anyone, on the main endpoint and on the status endpoint) and `launch`
+ * (an admin operation: it changes the kernel every client shares). Who is an admin: with --allow-admin-ops every client;
  * with CURVE, the clients whose key is in --curve-admin-dir (curve.c marks
  * their connection "admin"); nobody else. */
 #include "server.h"
@@ -81,8 +81,8 @@ static rkb_status_actor *rkb__actors(rk_runtime *rt, size_t *n_out)
     return a;
 }
 
-/* Every thread's counters and gauges into c. */
-/* Sums every thread's counters (self: the loop answering `status`). */
+/* Sums every thread's counters (self: the loop answering `status`, or
+ * NULL: the status endpoint's thread, which holds no request loop's). */
 static void rkb__sum(const rkb_shared *sh, const rkb_loop *self, rkb_status_counters *c)
 {
     for (int i = 0; i <= sh->n_loops; i++) {
@@ -116,12 +116,12 @@ static void rkb__sum(const rkb_shared *sh, const rkb_loop *self, rkb_status_coun
     c->connections = c->accepted > c->disconnects ? c->accepted - c->disconnects : 0;
 }
 
-static void rkb__counters(const rkb_loop *l, rkb_status_counters *c)
+static void rkb__counters(const rkb_shared *sh, const rkb_loop *self, rkb_status_counters *c)
 {
-    const rkb_shared *sh = l->sh;
+    const rkb_config *cfg = sh->cfg;
     rk_stats st;
     rk_runtime_stats(sh->rt, &st);
-    rkb__sum(sh, l, c);
+    rkb__sum(sh, self, c);
     c->restarts = st.restarts;
     c->log_suppressed = rkb_log_suppressed();
     c->ring_requests = st.requests;
@@ -129,11 +129,11 @@ static void rkb__counters(const rkb_loop *l, rkb_status_counters *c)
     c->ring_errors = st.errors;
     c->arena_used = st.arena_used;
     c->arena_peak = st.arena_peak;
-    c->max_message_bytes = l->cfg->max_message_bytes;
-    c->transport_cap_bytes = (uint64_t)l->cfg->max_message_bytes * 4;
-    c->window = l->cfg->rk.actor_window;
+    c->max_message_bytes = cfg->max_message_bytes;
+    c->transport_cap_bytes = (uint64_t)cfg->max_message_bytes * 4;
+    c->window = cfg->rk.actor_window;
     c->io_threads = (uint64_t)sh->n_loops;
-    c->zmq_io_threads = (uint64_t)l->cfg->zmq_io_threads;
+    c->zmq_io_threads = (uint64_t)cfg->zmq_io_threads;
     c->fd_limit = sh->fd_limit;
     /* the whole process (I/O threads, ZeroMQ's threads, the CPU backend's
      * worker): rk-bench bridge divides its growth by the messages */
@@ -208,11 +208,11 @@ void rkb_do_retry_gpu(rkb_loop *l, rkb_entry *e)
     rkb_answer_encoded(l, e);
 }
 
-void rkb_do_status(rkb_loop *l, rkb_entry *e)
+int rkb_status_encode(rkb_shared *sh, const rkb_loop *self, rk_info *info, rkb_encoder *enc,
+                      bool has_id, uint64_t id)
 {
-    const rkb_shared *sh = l->sh;
-    rk_runtime_info(sh->rt, &l->info); /* another thread may have relaunched the kernel */
-    const rk_info *in = &l->info;
+    rk_runtime_info(sh->rt, info); /* another thread may have relaunched the kernel */
+    const rk_info *in = info;
     rkb_status s = {
         .backend = in->backend_name, .backend_why = in->why,
         .has_device = in->has_device, .device_name = in->device_name,
@@ -220,24 +220,30 @@ void rkb_do_status(rkb_loop *l, rkb_entry *e)
         .grid = in->grid, .block = in->block, .smem = in->smem,
         .max_grid = in->max_grid, .max_block = in->max_block, .max_smem = in->max_smem,
         .endpoints = sh->endpoints,
+        .status_endpoint = sh->status_endpoint[0] ? sh->status_endpoint : NULL,
         .ring_p50_ns = sh->ring_p50_ns, .ring_p99_ns = sh->ring_p99_ns, .ring_count = sh->ring_count,
         .warnings = sh->warnings, .n_warnings = (size_t)sh->n_warnings,
     };
     rk_worker_info w;
-    rkb__worker((rkb_shared *)sh, &w, &s);
-    rkb__counters(l, &s.counters);
+    rkb__worker(sh, &w, &s);
+    rkb__counters(sh, self, &s.counters);
     rkb_status_actor *acts = rkb__actors(sh->rt, &s.n_actors);
     s.actors = acts;
     rk_info *dinfo = calloc(RK_MAX_DEVICES, sizeof *dinfo);
     rk_worker_info *dw = calloc(RK_MAX_DEVICES, sizeof *dw);
     rkb_status_device *devs = dinfo && dw ? rkb__devices(sh->rt, dinfo, dw, &s.n_devices) : NULL;
     s.devices = devs;
-    int rc = acts && devs ? rkb_encode_status(&l->enc, e->req.has_id, e->req.id, &s) : RKB_E_INTERNAL;
+    int rc = acts && devs ? rkb_encode_status(enc, has_id, id, &s) : RKB_E_INTERNAL;
     free(devs);
     free(dw);
     free(dinfo);
     free(acts);
-    if (rc != 0) {
+    return rc;
+}
+
+void rkb_do_status(rkb_loop *l, rkb_entry *e)
+{
+    if (rkb_status_encode(l->sh, l, &l->info, &l->enc, e->req.has_id, e->req.id) != 0) {
         rkb_answer_error(l, e, RKB_E_INTERNAL, "out of memory encoding the status");
         return;
     }

@@ -20,6 +20,7 @@
 typedef struct rkb_config {
     const char *binds[RKB_MAX_BINDS];
     int n_binds;
+    const char *status_bind;    /* --status-bind: an endpoint serving only `status`, or NULL */
     const char *actors[RKB_MAX_BINDS]; /* --actors: module files or directories (rk.modules) */
     int n_actors;
     rk_config rk;               /* runtime configuration (backend, kernel, rings, arena) */

@@ -66,21 +66,24 @@ int rkb_endpoints_check(rkb_shared *sh)
     const rkb_config *c = sh->cfg;
     if (c->curve_secret_file)
         return 0;
-    for (int i = 0; i < c->n_binds; i++) {
-        if (rkb__host_only(c->binds[i]))
+    /* every --bind, then --status-bind: the same rule for both */
+    for (int i = 0; i <= c->n_binds; i++) {
+        const char *ep = i < c->n_binds ? c->binds[i] : c->status_bind;
+        const char *opt = i < c->n_binds ? "--bind" : "--status-bind";
+        const char *what = i < c->n_binds ? "use the bridge" : "read the bridge's status";
+        if (!ep || rkb__host_only(ep))
             continue;
         if (!c->allow_insecure_remote) {
             fprintf(stderr,
-                    "rk-bridge: --bind %s can be reached from other hosts and CURVE is off: "
-                    "anyone who reaches it could use the bridge; serve it with "
+                    "rk-bridge: %s %s can be reached from other hosts and CURVE is off: "
+                    "anyone who reaches it could %s; serve it with "
                     "--curve-secret-key-file (see --gen-keys), bind a loopback address, or "
                     "accept that with --allow-insecure-remote\n",
-                    c->binds[i]);
+                    opt, ep, what);
             return RKB_EXIT_USAGE;
         }
         rkb_warn_operator(sh, "%s is reachable from other hosts without CURVE "
-                          "(--allow-insecure-remote): anyone who reaches it can use the bridge",
-                          c->binds[i]);
+                          "(--allow-insecure-remote): anyone who reaches it can %s", ep, what);
     }
     return 0;
 }
@@ -137,7 +140,7 @@ static int rkb__bind_ipc(rkb_port *p, rkb_endpoint *e, const char *ep, char *msg
     if (file && rkb__ipc_check(path, msg, cap))
         return -1;
     mode_t old = umask(077);
-    int rc = zmq_bind(p->router, ep);
+    int rc = zmq_bind(e->sock, ep);
     int err = errno;
     umask(old);
     if (rc != 0) {
@@ -145,7 +148,7 @@ static int rkb__bind_ipc(rkb_port *p, rkb_endpoint *e, const char *ep, char *msg
         return -1;
     }
     size_t sz = sizeof e->bound;
-    if (zmq_getsockopt(p->router, ZMQ_LAST_ENDPOINT, e->bound, &sz) != 0)
+    if (zmq_getsockopt(e->sock, ZMQ_LAST_ENDPOINT, e->bound, &sz) != 0)
         snprintf(e->bound, sizeof e->bound, "%s", ep);
     const char *real = e->bound + 6;
     struct stat st;
@@ -153,7 +156,7 @@ static int rkb__bind_ipc(rkb_port *p, rkb_endpoint *e, const char *ep, char *msg
         return 0;
     if (chmod(real, (mode_t)p->sh->cfg->ipc_mode) != 0) {
         snprintf(msg, cap, "chmod %04o %s: %s", p->sh->cfg->ipc_mode, real, strerror(errno));
-        zmq_unbind(p->router, e->bound);
+        zmq_unbind(e->sock, e->bound);
         return -1;
     }
     if (file) {
@@ -171,12 +174,12 @@ int rkb_endpoint_bind(rkb_port *p, rkb_endpoint *e, char *msg, size_t cap)
         if (rkb__bind_ipc(p, e, e->asked, msg, cap))
             return -1;
     } else {
-        if (zmq_bind(p->router, e->asked) != 0) {
+        if (zmq_bind(e->sock, e->asked) != 0) {
             snprintf(msg, cap, "%s", zmq_strerror(errno));
             return -1;
         }
         size_t sz = sizeof e->bound;
-        if (zmq_getsockopt(p->router, ZMQ_LAST_ENDPOINT, e->bound, &sz) != 0)
+        if (zmq_getsockopt(e->sock, ZMQ_LAST_ENDPOINT, e->bound, &sz) != 0)
             snprintf(e->bound, sizeof e->bound, "%s", e->asked);
     }
     e->listening = true;

@@ -4,8 +4,9 @@
  * slot of a worker's request ring, fill-first; when every ring is full it
  * stops reading its ROUTER, so back-pressure reaches the clients through
  * ZeroMQ's high-water marks. It sends every reply the workers push to
- * their reply rings (envelope, then body, ZMQ_DONTWAIT). Frames are moved,
- * never copied. It counts requests, replies, dropped_replies, unroutable
+ * their reply rings (envelope, then body, ZMQ_DONTWAIT), and answers the
+ * status endpoint (statusep.c) on every pass, full rings or not. Frames
+ * are moved, never copied. It counts requests, replies, dropped_replies, unroutable
  * and the socket's events; the workers count the rest.
  *
  * Stopping: on the signal the frontend stops feeding the workers (each
@@ -254,14 +255,13 @@ static void rkb__block(rkb_front *f, bool room, int64_t now)
         rkb_sleep_end(&f->wk, false);
         return;
     }
-    zmq_pollitem_t items[4];
+    zmq_pollitem_t items[2 + RKB_PORT_POLL_MAX];
     int ni = 0;
     if (room)
         items[ni++] = (zmq_pollitem_t){p->router, 0, ZMQ_POLLIN, 0};
     int ei = ni;
     items[ni++] = (zmq_pollitem_t){NULL, f->wk.efd, ZMQ_POLLIN, 0};
-    rkb_port_poll_items(p, items + ni);
-    ni += 2;
+    ni += rkb_port_poll_items(p, items + ni);
     /* stopping: look at `live` and the quiet time every 10 ms; every ring
      * full: look for room every 1 ms (taking a request wakes nobody) */
     long tmo = f->stopping ? 10 : room ? -1 : 1;
@@ -294,6 +294,8 @@ void rkb_front_run(rkb_front *f)
         int progress = rkb__replies(f);
         int reads = f->stopping ? rkb__refuse(f) : rkb__requests(f, &room);
         progress += reads;
+        if (p->st.router) /* whatever the rings hold; it does not count as a read */
+            progress += rkb_statusep_serve(p);
         if (f->wake_mask)
             rkb__wake_workers(f);
         int64_t now = rkb_now_ns();

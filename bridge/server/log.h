@@ -23,6 +23,7 @@ enum { RKB_LOG_ERROR = 0, RKB_LOG_WARN = 1, RKB_LOG_INFO = 2, RKB_LOG_DEBUG = 3 
     X(CURVE, "CURVE key refused")                                              \
     X(LAUNCH, "launch")                                                        \
     X(DENIED, "admin operation refused")                                       \
+    X(STATUS_OP, "request refused on the status endpoint")                     \
     X(INTERNAL, "internal error")                                              \
     X(RUNTIME, "runtime failure")                                              \
     X(LIBRK, "runtime message")                                                \

@@ -7,6 +7,8 @@
  *      echo/vadd into the runtime (rk_actor_send_batch, timeout 0);
  *   4. when nothing moved: spin, yield while replies are owed, then block
  *      (zmq_poll on the socket, or a worker's eventfd).
+ * The loop that owns the socket also answers the status endpoint
+ * (statusep.c) on every pass, whether or not step 3 may read.
  * Step 3 collects the burst's echo/vadd requests and posts them with one
  * rk_actor_send_batch (one ring reservation, one doorbell); step 1 reaps
  * replies RKB_ADMIT_BATCH at a time (rk_actor_recv_batch).
@@ -489,10 +491,11 @@ static void rkb__block(rkb_loop *l, long tmo, int64_t now)
     long ptmo = rkb_port_timeout(l->port, now);
     if (ptmo >= 0 && (tmo < 0 || ptmo < tmo))
         tmo = ptmo;
-    /* stop reading when the queue is full: poll only signals and events */
-    zmq_pollitem_t items[3] = {{l->port->router, 0, ZMQ_POLLIN, 0}};
-    rkb_port_poll_items(l->port, items + 1);
-    int np = zmq_poll(can_read ? items : items + 1, can_read ? 3 : 2, tmo);
+    /* stop reading when the queue is full: poll only signals, events and
+     * the status endpoint */
+    zmq_pollitem_t items[1 + RKB_PORT_POLL_MAX] = {{l->port->router, 0, ZMQ_POLLIN, 0}};
+    int ni = rkb_port_poll_items(l->port, items + 1);
+    int np = zmq_poll(can_read ? items : items + 1, can_read ? ni + 1 : ni, tmo);
     if (np < 0 && errno != EINTR)
         rkb_logk(RKB_LK_SYSTEM, RKB_LOG_ERROR, "zmq_poll: %s", zmq_strerror(errno));
     rkb__check_stop(l, rkb_now_ns(), true);
@@ -545,6 +548,8 @@ void rkb_loop_run(rkb_loop *l)
             rkb__flush_admits(l);
         if (!l->port)
             rkb__publish_left(l);
+        else if (l->port->st.router) /* whatever the bound (rkb__can_read) */
+            progress += rkb_statusep_serve(l->port);
         progress += reads;
         int64_t now = rkb_now_ns();
         if (reads)

@@ -26,6 +26,14 @@ static const char rkb__usage[] =
 "                             endpoints actually bound. An ipc:// path is never\n"
 "                             bound over a file that is not a socket, nor over a\n"
 "                             socket a live process answers on; it is removed at exit\n"
+"      --status-bind ENDPOINT  also bind an endpoint that serves only `status`\n"
+"                             (others get UNKNOWN_OP), read on every pass: it\n"
+"                             answers while --queue is full and the main endpoint\n"
+"                             is left unread (back-pressure, a stalled runtime).\n"
+"                             Not one of the --bind endpoints; the same rules for\n"
+"                             remote binds, ipc files and CURVE keys. Example:\n"
+"                             ipc:///run/rk-bridge.status, then\n"
+"                             rk-client -e ipc:///run/rk-bridge.status status\n"
 "      --ipc-mode MODE        permission bits of ipc:// socket files, octal\n"
 "                             (default 0600: only this user may connect)\n"
 "Actors\n"
@@ -132,11 +140,12 @@ enum {
     O_QUIET, O_DRAIN, O_LOG, O_CURVE_KEY, O_CURVE_ALLOW, O_CURVE_ADMIN, O_GEN_KEYS, O_FORCE,
     O_IO_THREADS, O_ZMQ_IO_THREADS, O_IPC_MODE, O_INSECURE_KEY, O_INSECURE_REMOTE, O_ADMIN_OPS,
     O_ISOLATION, O_STANDBY, O_FAULT_LIMIT, O_FAULT_WINDOW, O_DEADLINE, O_HEARTBEAT, O_SHARE_GPU,
-    O_TEST_FAULTS, O_ACTORS,
+    O_TEST_FAULTS, O_ACTORS, O_STATUS_BIND,
 };
 
 static const struct option rkb__opts[] = {
     {"bind", required_argument, 0, 'b'},
+    {"status-bind", required_argument, 0, O_STATUS_BIND},
     {"backend", required_argument, 0, O_BACKEND},
     {"device", required_argument, 0, O_DEVICE},
     {"devices", required_argument, 0, O_DEVICES},
@@ -340,6 +349,14 @@ static int rkb__option(rkb__cli *a, int id, const char *arg)
         }
         c->binds[c->n_binds++] = arg;
         return 0;
+    case O_STATUS_BIND:
+        if (c->status_bind) {
+            fprintf(stderr, "rk-bridge: --status-bind %s: one status endpoint only (--status-bind %s "
+                    "came first) " RKB_HINT "\n", arg, c->status_bind);
+            return -1;
+        }
+        c->status_bind = arg;
+        return 0;
     case O_ACTORS:
         if (c->n_actors == RKB_MAX_BINDS) {
             fprintf(stderr, "rk-bridge: at most %d --actors options (a directory holds many) " RKB_HINT "\n",
@@ -407,6 +424,25 @@ static int rkb__parse(rkb__cli *a, int argc, char **argv)
     return 0;
 }
 
+/* The status endpoint must be one of its own: on a --bind endpoint it
+ * would be read, or left unread, with the data requests. Two wildcard
+ * binds (a tcp port or an ipc name of "*") get two endpoints: allowed. */
+static int rkb__check_status_bind(const rkb_config *c, bool default_bind)
+{
+    const char *s = c->status_bind;
+    size_t n = s ? strlen(s) : 0;
+    if (!s || (n && s[n - 1] == '*'))
+        return 0;
+    for (int i = 0; i < c->n_binds; i++)
+        if (!strcmp(s, c->binds[i])) {
+            fprintf(stderr, "rk-bridge: --status-bind %s is also the main endpoint (%s); the status "
+                    "endpoint needs one of its own " RKB_HINT "\n", s,
+                    default_bind ? "the default --bind" : "a --bind");
+            return -1;
+        }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     rkb__cli a = {0};
@@ -423,8 +459,11 @@ int main(int argc, char **argv)
     }
     if (a.gen_keys)
         return rkb_keys_generate(a.gen_keys, a.force);
-    if (!a.c.n_binds)
+    bool default_bind = !a.c.n_binds;
+    if (default_bind)
         a.c.binds[a.c.n_binds++] = "tcp://127.0.0.1:5555";
+    if (rkb__check_status_bind(&a.c, default_bind))
+        return RKB_EXIT_USAGE;
     /* SIGINT/SIGTERM are blocked in every thread (threads inherit the
      * mask) and read from a signalfd by the thread that owns the socket. */
     sigset_t ss;

@@ -1,7 +1,8 @@
 /* bridge/server/port.c - the client ROUTER: opening it, reading one
- * request's frames, sending one reply's (see server.h). The thread that
- * owns the port (the single request loop, or the frontend) is the only one
- * that touches it. */
+ * request's frames, sending one reply's (see server.h); the status
+ * endpoint's ROUTER (statusep.c) is read and written the same way. The
+ * thread that owns the port (the single request loop, or the frontend) is
+ * the only one that touches it. */
 #include "server.h"
 
 #include <errno.h>
@@ -69,7 +70,7 @@ static int rkb__split(rkb_port *p, zmq_msg_t *fr, int nf, uint32_t total, bool l
 }
 
 /* The rest of a message longer than RKB_FRAMES_FAST frames. */
-static int rkb__recv_long(rkb_port *p, zmq_msg_t *fast, rkb_env *env, zmq_msg_t *body,
+static int rkb__recv_long(rkb_port *p, void *sock, zmq_msg_t *fast, rkb_env *env, zmq_msg_t *body,
                           uint32_t *n_body)
 {
     zmq_msg_t *fr = malloc(RKB_FRAMES_KEEP * sizeof *fr);
@@ -77,7 +78,7 @@ static int rkb__recv_long(rkb_port *p, zmq_msg_t *fast, rkb_env *env, zmq_msg_t 
         rkb__close_frames(fast, 0, RKB_FRAMES_FAST);
         zmq_msg_t m;
         zmq_msg_init(&m);
-        while (zmq_msg_recv(&m, p->router, 0) >= 0 && zmq_msg_more(&m))
+        while (zmq_msg_recv(&m, sock, 0) >= 0 && zmq_msg_more(&m))
             ;
         zmq_msg_close(&m);
         return rkb__drop(p, fast, 0, "no memory for its frames");
@@ -89,7 +90,7 @@ static int rkb__recv_long(rkb_port *p, zmq_msg_t *fast, rkb_env *env, zmq_msg_t 
     while (more) {
         zmq_msg_t m;
         zmq_msg_init(&m);
-        if (zmq_msg_recv(&m, p->router, 0) < 0) { /* parts of a message arrive together */
+        if (zmq_msg_recv(&m, sock, 0) < 0) { /* parts of a message arrive together */
             zmq_msg_close(&m);
             break;
         }
@@ -107,11 +108,11 @@ static int rkb__recv_long(rkb_port *p, zmq_msg_t *fast, rkb_env *env, zmq_msg_t 
     return r;
 }
 
-int rkb_port_recv(rkb_port *p, rkb_env *env, zmq_msg_t *body, uint32_t *n_body)
+int rkb_port_recv_on(rkb_port *p, void *sock, rkb_env *env, zmq_msg_t *body, uint32_t *n_body)
 {
     zmq_msg_t fr[RKB_FRAMES_FAST];
     zmq_msg_init(&fr[0]);
-    if (zmq_msg_recv(&fr[0], p->router, ZMQ_DONTWAIT) < 0) {
+    if (zmq_msg_recv(&fr[0], sock, ZMQ_DONTWAIT) < 0) {
         zmq_msg_close(&fr[0]);
         if (errno != EAGAIN && errno != EINTR)
             rkb_logk(RKB_LK_SYSTEM, RKB_LOG_ERROR, "zmq_msg_recv: %s", zmq_strerror(errno));
@@ -122,14 +123,14 @@ int rkb_port_recv(rkb_port *p, rkb_env *env, zmq_msg_t *body, uint32_t *n_body)
     int more = zmq_msg_more(&fr[0]);
     while (more && nf < RKB_FRAMES_FAST) {
         zmq_msg_init(&fr[nf]);
-        if (zmq_msg_recv(&fr[nf], p->router, 0) < 0) {
+        if (zmq_msg_recv(&fr[nf], sock, 0) < 0) {
             zmq_msg_close(&fr[nf]);
             break;
         }
         more = zmq_msg_more(&fr[nf++]);
     }
     if (more)
-        return rkb__recv_long(p, fr, env, body, n_body);
+        return rkb__recv_long(p, sock, fr, env, body, n_body);
     return rkb__split(p, fr, nf, (uint32_t)nf, false, env, body, n_body);
 }
 
@@ -148,11 +149,11 @@ static void rkb__count_refusal(rkb_port *p, int err)
     }
 }
 
-void rkb_port_send(rkb_port *p, rkb_env *env, zmq_msg_t *body)
+void rkb_port_send_on(rkb_port *p, void *sock, rkb_env *env, zmq_msg_t *body)
 {
     int rc = 0, k = 0, n = env->n;
     for (; k < n && rc >= 0; k++) {
-        rc = zmq_msg_send(rkb_env_at(env, k), p->router, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+        rc = zmq_msg_send(rkb_env_at(env, k), sock, ZMQ_SNDMORE | ZMQ_DONTWAIT);
         if (rc < 0 && k > 0) /* cannot happen: a ROUTER accepts or refuses at the first frame */
             rkb_logk(RKB_LK_INTERNAL, RKB_LOG_ERROR, "INTERNAL: envelope frame %d refused: %s", k,
                      zmq_strerror(errno));
@@ -168,7 +169,7 @@ void rkb_port_send(rkb_port *p, rkb_env *env, zmq_msg_t *body)
     }
     env->n = 0;
     if (rc >= 0) {
-        rc = zmq_msg_send(body, p->router, ZMQ_DONTWAIT);
+        rc = zmq_msg_send(body, sock, ZMQ_DONTWAIT);
         if (rc < 0)
             err = errno;
     }
@@ -190,9 +191,14 @@ static int rkb__curve(rkb_port *p)
         return RKB_EXIT_FAIL;
     if (rkb_zap_start(&p->zap, p->sh->ctx, c->curve_allow_dir, c->curve_admin_dir))
         return RKB_EXIT_FAIL;
-    int srv = 1;
-    zmq_setsockopt(p->router, ZMQ_CURVE_SERVER, &srv, sizeof srv);
-    int rc = zmq_setsockopt(p->router, ZMQ_CURVE_SECRETKEY, sec, 40);
+    /* the status endpoint too: the same key and the same allow-list (the
+     * ZAP handler answers for every socket of the context), no back door */
+    int srv = 1, rc = 0;
+    void *socks[2] = {p->router, p->st.router};
+    for (int i = 0; i < 2 && rc == 0 && socks[i]; i++) {
+        zmq_setsockopt(socks[i], ZMQ_CURVE_SERVER, &srv, sizeof srv);
+        rc = zmq_setsockopt(socks[i], ZMQ_CURVE_SECRETKEY, sec, 40);
+    }
     zmq_curve_public(pub, sec);
     explicit_bzero(sec, sizeof sec);
     if (rc != 0) {
@@ -205,21 +211,19 @@ static int rkb__curve(rkb_port *p)
 
 /* The monitor: accepted and failed connections, and closed ones (a frame
  * above the transport cap closes its connection; ZeroMQ does not say why). */
-static int rkb__monitor(rkb_port *p)
+int rkb_port_monitor(rkb_port *p, void *sock, const char *ep, void **out)
 {
-    const char *ep = "inproc://rkb-monitor";
     int ev = ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_ACCEPT_FAILED | ZMQ_EVENT_DISCONNECTED;
-    if (zmq_socket_monitor(p->router, ep, ev) != 0 ||
-        !(p->monitor = zmq_socket(p->sh->ctx, ZMQ_PAIR))) {
+    if (zmq_socket_monitor(sock, ep, ev) != 0 || !(*out = zmq_socket(p->sh->ctx, ZMQ_PAIR))) {
         fprintf(stderr, "rk-bridge: socket monitor: %s\n", zmq_strerror(errno));
         return RKB_EXIT_FAIL;
     }
     /* ZeroMQ's I/O thread waits when this queue is full: room for the
      * events of a burst of connections between two looks (rkb_port_watch) */
     int hwm = 20000, linger = 0;
-    zmq_setsockopt(p->monitor, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(p->monitor, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_connect(p->monitor, ep) != 0) {
+    zmq_setsockopt(*out, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(*out, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(*out, ep) != 0) {
         fprintf(stderr, "rk-bridge: socket monitor: %s\n", zmq_strerror(errno));
         return RKB_EXIT_FAIL;
     }
@@ -233,7 +237,7 @@ static int rkb__bind_all(rkb_port *p)
     for (int i = 0; i < c->n_binds; i++) {
         rkb_endpoint *e = &p->eps[p->n_eps];
         char msg[512];
-        *e = (rkb_endpoint){.asked = c->binds[i]};
+        *e = (rkb_endpoint){.sock = p->router, .asked = c->binds[i]};
         if (rkb_endpoint_bind(p, e, msg, sizeof msg)) {
             fprintf(stderr, "rk-bridge: cannot bind %s: %s\n", c->binds[i], msg);
             return RKB_EXIT_FAIL;
@@ -247,30 +251,40 @@ static int rkb__bind_all(rkb_port *p)
     return 0;
 }
 
+void *rkb_port_router(rkb_port *p, int64_t cap)
+{
+    const rkb_config *c = p->sh->cfg;
+    void *s = zmq_socket(p->sh->ctx, ZMQ_ROUTER);
+    if (!s) {
+        fprintf(stderr, "rk-bridge: zmq_socket: %s\n", zmq_strerror(errno));
+        return NULL;
+    }
+    int one = 1;
+    zmq_setsockopt(s, ZMQ_SNDHWM, &c->sndhwm, sizeof c->sndhwm);
+    zmq_setsockopt(s, ZMQ_RCVHWM, &c->rcvhwm, sizeof c->rcvhwm);
+    zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    /* the transport cap: ZeroMQ closes the connection of a larger frame as
+     * soon as its size is read, so it is never buffered; up to the cap a
+     * frame is read and answered (TOO_LARGE above the message limit) */
+    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &cap, sizeof cap);
+    return s;
+}
+
 int rkb_port_open(rkb_port *p, rkb_shared *sh, rkb_counters *n)
 {
     const rkb_config *c = sh->cfg;
     p->sh = sh;
     p->n = n;
     rkb_listener_open(p);
-    p->router = zmq_socket(sh->ctx, ZMQ_ROUTER);
-    if (!p->router) {
-        fprintf(stderr, "rk-bridge: zmq_socket: %s\n", zmq_strerror(errno));
+    if (!(p->router = rkb_port_router(p, (int64_t)c->max_message_bytes * 4)))
         return RKB_EXIT_FAIL;
-    }
-    int one = 1;
-    zmq_setsockopt(p->router, ZMQ_SNDHWM, &c->sndhwm, sizeof c->sndhwm);
-    zmq_setsockopt(p->router, ZMQ_RCVHWM, &c->rcvhwm, sizeof c->rcvhwm);
-    zmq_setsockopt(p->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
-    /* the transport cap: ZeroMQ closes the connection of a larger frame as
-     * soon as its size is read, so it is never buffered; up to the cap a
-     * frame is read and answered (TOO_LARGE above the message limit) */
-    int64_t cap = (int64_t)c->max_message_bytes * 4;
-    zmq_setsockopt(p->router, ZMQ_MAXMSGSIZE, &cap, sizeof cap);
     int rc;
+    if ((rc = rkb_statusep_open(p)))
+        return rc;
     if (c->curve_secret_file && (rc = rkb__curve(p)))
         return rc;
-    if ((rc = rkb__monitor(p)) || (rc = rkb__bind_all(p)))
+    if ((rc = rkb_port_monitor(p, p->router, "inproc://rkb-monitor", &p->monitor)) ||
+        (rc = rkb__bind_all(p)) || (rc = rkb_statusep_bind(p)))
         return rc;
     size_t sz = sizeof p->backlog;
     if (zmq_getsockopt(p->router, ZMQ_BACKLOG, &p->backlog, &sz) != 0)
@@ -294,6 +308,7 @@ void rkb_port_close(rkb_port *p, int linger_ms)
         zmq_close(p->router);
         p->router = NULL;
     }
+    rkb_statusep_close(p, linger_ms);
     for (int i = 0; i < p->n_eps; i++)
         rkb_endpoint_remove_file(&p->eps[i]);
     rkb_listener_close(p);

@@ -58,31 +58,36 @@ static void rkb__free_buf(void *data, void *hint)
     free(data);
 }
 
+void rkb_msg_encoded(rkb_encoder *enc, zmq_msg_t *m)
+{
+    size_t sz = rkb_encoder_size(enc);
+    if (sz > 4096) {
+        /* large (a status): hand the buffer to ZeroMQ without a copy */
+        zmq_msg_init_data(m, rkb_encoder_release(enc), sz, rkb__free_buf, NULL);
+    } else {
+        zmq_msg_init_size(m, sz);
+        memcpy(zmq_msg_data(m), rkb_encoder_data(enc), sz);
+    }
+}
+
 void rkb_answer_encoded(rkb_loop *l, rkb_entry *e)
 {
     zmq_msg_t m;
-    size_t sz = rkb_encoder_size(&l->enc);
-    if (sz > 4096) {
-        /* large (a status): hand the buffer to ZeroMQ without a copy */
-        zmq_msg_init_data(&m, rkb_encoder_release(&l->enc), sz, rkb__free_buf, NULL);
-    } else {
-        zmq_msg_init_size(&m, sz);
-        memcpy(zmq_msg_data(&m), rkb_encoder_data(&l->enc), sz);
-    }
+    rkb_msg_encoded(&l->enc, &m);
     rkb__deliver(l, e, &m);
 }
 
-static void rkb__count_error(rkb_loop *l, int code)
+void rkb_count_error(rkb_counters *n, int code)
 {
-    RKB_INC(&l->n, errors);
+    RKB_INC(n, errors);
     switch (code) {
-    case RKB_E_BUSY: RKB_INC(&l->n, busy); break;
-    case RKB_E_TOO_LARGE: RKB_INC(&l->n, too_large); break;
-    case RKB_E_MALFORMED: RKB_INC(&l->n, malformed); break;
-    case RKB_E_SHUTTING_DOWN: RKB_INC(&l->n, shutting_down); break;
-    case RKB_E_DEVICE_FAULT: RKB_INC(&l->n, device_fault); break;
-    case RKB_E_PERMISSION_DENIED: RKB_INC(&l->n, permission_denied); break;
-    case RKB_E_INTERNAL: RKB_INC(&l->n, internal); break;
+    case RKB_E_BUSY: RKB_INC(n, busy); break;
+    case RKB_E_TOO_LARGE: RKB_INC(n, too_large); break;
+    case RKB_E_MALFORMED: RKB_INC(n, malformed); break;
+    case RKB_E_SHUTTING_DOWN: RKB_INC(n, shutting_down); break;
+    case RKB_E_DEVICE_FAULT: RKB_INC(n, device_fault); break;
+    case RKB_E_PERMISSION_DENIED: RKB_INC(n, permission_denied); break;
+    case RKB_E_INTERNAL: RKB_INC(n, internal); break;
     default: break;
     }
 }
@@ -94,7 +99,7 @@ void rkb_answer_error(rkb_loop *l, rkb_entry *e, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    rkb__count_error(l, code);
+    rkb_count_error(&l->n, code);
     if (code == RKB_E_INTERNAL)
         rkb_logk(RKB_LK_INTERNAL, RKB_LOG_ERROR, "INTERNAL error answering id %" PRIu64 " (op %s): %s",
                  e->req.id, rkb_op_name(e->req.op), msg);

@@ -210,14 +210,19 @@ static void rkb__print_ready(const rkb_shared *sh, int nw)
     if (nw > 1 || c->zmq_io_threads > 1)
         snprintf(threads, sizeof threads, "; %d I/O threads%s, %d ZeroMQ I/O threads", nw,
                  nw > 1 ? " behind a frontend" : "", c->zmq_io_threads);
+    /* before "listening on", whose endpoint list ends the line (scripts
+     * take the first word after it) */
+    char status[300] = "";
+    if (sh->status_endpoint[0])
+        snprintf(status, sizeof status, "status endpoint %s; ", sh->status_endpoint);
     printf("rk-bridge %s: backend %s (%s); device %s; kernel grid %u block %u smem %u; "
            "rings %u x %u B, arena %zu B, window %u, max message %zu B (transport cap %zu B); "
-           "ring round trip p50 %.2f us, p99 %.2f us; %s%s; listening on %s\n",
+           "ring round trip p50 %.2f us, p99 %.2f us; %s%s; %slistening on %s\n",
            RKB_VERSION, info.backend_name, info.why, dev, info.grid, info.block, info.smem,
            info.ring_slots, info.slot_size, info.arena_size, c->rk.actor_window,
            c->max_message_bytes, c->max_message_bytes * 4, (double)sh->ring_p50_ns / 1e3,
            (double)sh->ring_p99_ns / 1e3, c->curve_secret_file ? "CURVE on" : "no encryption",
-           threads, sh->endpoints);
+           threads, status, sh->endpoints);
     fflush(stdout);
 }
 

@@ -4,7 +4,8 @@
  * One struct per role:
  *   rkb_port   the client-facing ROUTER socket: binding (endpoint.c),
  *              reading a request's frames and sending a reply's (port.c),
- *              its socket monitor, signals and start/stop (watch.c);
+ *              its socket monitor, signals and start/stop (watch.c), and
+ *              the status endpoint beside it (--status-bind, statusep.c);
  *   rkb_loop   a request loop: decode, answer or admit into its runtime
  *              actor, turn runtime replies into protocol replies (loop.c,
  *              reply.c, admin.c, pool.c); it talks to the port directly
@@ -90,7 +91,8 @@ struct rkb_shared;
 
 /* An endpoint as bound, and its listening state (endpoint.c, watch.c). */
 typedef struct rkb_endpoint {
-    const char *asked;    /* as given to --bind */
+    void *sock;           /* the ROUTER it is bound on (the main one, or the status one) */
+    const char *asked;    /* as given to --bind or --status-bind */
     char bound[256];      /* as ZeroMQ reports it (tcp://HOST:* -> the port) */
     bool ipc_file;        /* an ipc:// path this bridge created */
     bool hidden;          /* ... renamed to PATH.paused during a pause (listener.c) */
@@ -107,6 +109,29 @@ typedef struct rkb_endpoint {
 
 typedef struct rkb_zap rkb_zap;
 
+/* --status-bind (statusep.c): a second ROUTER that serves only `status`.
+ * The port's thread reads it on every pass, at most RKB_STATUS_BURST
+ * requests, whatever the queue bound: an operator's `status` is answered
+ * while the main socket is left unread (back-pressure, a stalled runtime).
+ * Same options, CURVE key and ZAP allow-list as the main ROUTER; its
+ * endpoint is one of the port's eps (pauses, ipc files); its connections
+ * and requests count in the port's counters. */
+#define RKB_STATUS_BURST 8
+/* its transport cap (or 4 x the message limit, when smaller): a status
+ * request is a few dozen bytes, so a flood of large frames costs little */
+#define RKB_STATUS_CAP ((int64_t)64 << 10)
+
+typedef struct rkb_statusep {
+    void *router;         /* NULL: no --status-bind */
+    void *monitor;        /* PAIR receiving its socket events */
+    rkb_endpoint *ep;     /* its entry in the port's eps */
+    rkb_limits lim;       /* status_only */
+    rkb_decode_state dec;
+    rkb_encoder enc;
+    rk_info info;
+    bool ready;           /* dec and enc initialised */
+} rkb_statusep;
+
 typedef struct rkb_port {
     struct rkb_shared *sh;
     void *router;
@@ -117,8 +142,9 @@ typedef struct rkb_port {
     int decoy_fd;         /* ... a listener nobody reaches, for pauses */
     int backlog;          /* ZMQ_BACKLOG */
     uint64_t base_fds;    /* descriptors open at start-up (before any client) */
-    rkb_endpoint eps[RKB_MAX_BINDS];
+    rkb_endpoint eps[RKB_MAX_BINDS + 1]; /* every --bind, then the status endpoint */
     int n_eps;
+    rkb_statusep st;
     rkb_counters *n;      /* the owning thread's counters */
     int64_t next_watch;   /* rkb_port_watch: next look at signals and events */
     int64_t next_flush;   /* ... and at the log's summaries */
@@ -140,23 +166,40 @@ bool rkb_port_settle(rkb_port *p, int64_t deadline_ns);
  * closes the socket, removes ipc files. Safe on a port never opened. */
 void rkb_port_close(rkb_port *p, int linger_ms);
 
-/* Reads one message without waiting: its envelope into *env, its first
- * body frame into *body, the number of body frames into *n_body (further
- * ones are closed). Returns 1 (a message), 0 (none ready) or -1 (a message
- * read and dropped, counted in unroutable: its envelope is deeper than
+/* Reads one message from sock (the port's router, or the status
+ * endpoint's) without waiting: its envelope into *env, its first body
+ * frame into *body, the number of body frames into *n_body (further ones
+ * are closed). Returns 1 (a message), 0 (none ready) or -1 (a message read
+ * and dropped, counted in unroutable: its envelope is deeper than
  * RKB_ENV_MAX). Counts requests. */
-int rkb_port_recv(rkb_port *p, rkb_env *env, zmq_msg_t *body, uint32_t *n_body);
-/* Sends env's frames then *body (ZMQ_DONTWAIT): every frame is moved into
- * ZeroMQ or closed, env->more freed. Counts replies, or why it was dropped. */
-void rkb_port_send(rkb_port *p, rkb_env *env, zmq_msg_t *body);
+int rkb_port_recv_on(rkb_port *p, void *sock, rkb_env *env, zmq_msg_t *body, uint32_t *n_body);
+/* Sends env's frames then *body on sock (ZMQ_DONTWAIT): every frame is
+ * moved into ZeroMQ or closed, env->more freed. Counts replies, or why it
+ * was dropped. */
+void rkb_port_send_on(rkb_port *p, void *sock, rkb_env *env, zmq_msg_t *body);
+static inline int rkb_port_recv(rkb_port *p, rkb_env *env, zmq_msg_t *body, uint32_t *n_body)
+{
+    return rkb_port_recv_on(p, p->router, env, body, n_body);
+}
+static inline void rkb_port_send(rkb_port *p, rkb_env *env, zmq_msg_t *body)
+{
+    rkb_port_send_on(p, p->router, env, body);
+}
+/* A ROUTER with the port's options and the transport cap `cap` (port.c). */
+void *rkb_port_router(rkb_port *p, int64_t cap);
+/* Its socket monitor, read by rkb_port_watch, into *out (via inproc ep). */
+int rkb_port_monitor(rkb_port *p, void *sock, const char *ep, void **out);
 
 /* watch.c: every millisecond or so while busy, and after every poll:
  * reads the signalfd (returns 1 when a stop signal arrived now), the
  * socket monitor (accept failures pause an endpoint, see RKB_PAUSE_*),
  * resumes paused endpoints, flushes the log's summaries. */
 int rkb_port_watch(rkb_port *p, int64_t now);
-/* Poll items for the port's signalfd and monitor (2 entries). */
-void rkb_port_poll_items(rkb_port *p, zmq_pollitem_t *it);
+/* Poll items for the port's signalfd and monitor, and for the status
+ * endpoint's ROUTER and monitor when there is one: returns how many (at
+ * most RKB_PORT_POLL_MAX). */
+#define RKB_PORT_POLL_MAX 4
+int rkb_port_poll_items(rkb_port *p, zmq_pollitem_t *it);
 /* When the next paused endpoint wants to listen again (ms, -1 none). */
 long rkb_port_timeout(const rkb_port *p, int64_t now);
 
@@ -191,6 +234,18 @@ uint64_t rkb_listener_shed(rkb_port *p, rkb_endpoint *e);
 void rkb_listener_open(rkb_port *p);
 void rkb_listener_close(rkb_port *p);
 uint64_t rkb_listener_count(void);
+
+/* statusep.c: the status endpoint (rkb_statusep). open: its ROUTER and
+ * codec (before CURVE is set up, which covers it too); bind: its endpoint
+ * and monitor, after the main ones. Each returns 0 or an exit status
+ * (message printed); both are no-ops without --status-bind. serve: reads
+ * and answers up to RKB_STATUS_BURST requests; returns how many it read.
+ * close: its monitor and socket (linger_ms for replies queued); safe when
+ * never opened. */
+int rkb_statusep_open(rkb_port *p);
+int rkb_statusep_bind(rkb_port *p);
+int rkb_statusep_serve(rkb_port *p);
+void rkb_statusep_close(rkb_port *p, int linger_ms);
 
 /* ---- the request pool (pool.c) --------------------------------------------
  * A request lives in an entry from the moment it is read until its reply is
@@ -338,6 +393,10 @@ void rkb_answer_error(rkb_loop *l, rkb_entry *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void rkb_answer_rk_error(rkb_loop *l, rkb_entry *e, int rc, const char *detail);
 void rkb_answer_data(rkb_loop *l, rkb_entry *e, rk_reply *r); /* releases r */
+/* The reply enc holds, as a frame to send (large ones take enc's buffer). */
+void rkb_msg_encoded(rkb_encoder *enc, zmq_msg_t *m);
+/* Counts an error reply of code in n (errors, and the code's own). */
+void rkb_count_error(rkb_counters *n, int code);
 /* A module actor's reply (its outputs, or ACTOR_FAILED). Releases r. */
 void rkb_answer_actor(rkb_loop *l, rkb_entry *e, rk_reply *r);
 /* The id a refused frame carries, if it can be read. */
@@ -345,6 +404,11 @@ void rkb_peek_into(rkb_request *req, const zmq_msg_t *body);
 
 /* admin.c: status, launch, and who may use admin operations. */
 void rkb_do_status(rkb_loop *l, rkb_entry *e);
+/* The whole `status` reply into enc; self: the loop answering (its own
+ * counts are read now), or NULL (the status endpoint); info: refreshed.
+ * Returns 0 or RKB_E_INTERNAL (out of memory). Any thread. */
+int rkb_status_encode(struct rkb_shared *sh, const rkb_loop *self, rk_info *info, rkb_encoder *enc,
+                      bool has_id, uint64_t id);
 void rkb_do_launch(rkb_loop *l, rkb_entry *e);
 /* The operator's "try the GPU again" after a crash loop (admin). */
 void rkb_do_retry_gpu(rkb_loop *l, rkb_entry *e);
@@ -386,6 +450,7 @@ typedef struct rkb_shared {
     int exit_code;
     uint64_t fd_limit;
     char endpoints[1024];
+    char status_endpoint[256]; /* --status-bind as bound; "" without */
     /* the in-process ring's round trip (64-B echo), measured at start-up */
     uint64_t ring_p50_ns, ring_p99_ns, ring_count;
     char warning_text[RKB_MAX_WARNINGS][256];

@@ -48,12 +48,21 @@ static int rkb__signal(rkb_port *p)
     return 1;
 }
 
-static rkb_endpoint *rkb__find(rkb_port *p, const char *addr, size_t len)
+/* The endpoint of sock an event names; else sock's only endpoint, if it
+ * has one. */
+static rkb_endpoint *rkb__find(rkb_port *p, void *sock, const char *addr, size_t len)
 {
-    for (int i = 0; i < p->n_eps; i++)
+    rkb_endpoint *only = NULL;
+    int n = 0;
+    for (int i = 0; i < p->n_eps; i++) {
+        if (p->eps[i].sock != sock)
+            continue;
         if (strlen(p->eps[i].bound) == len && !memcmp(p->eps[i].bound, addr, len))
             return &p->eps[i];
-    return p->n_eps == 1 ? &p->eps[0] : NULL;
+        only = &p->eps[i];
+        n++;
+    }
+    return n == 1 ? only : NULL;
 }
 
 static void rkb__pause(rkb_port *p, rkb_endpoint *e, int err, int64_t now)
@@ -138,18 +147,19 @@ static void rkb__conn_remove(rkb_port *p, int fd)
         }
 }
 
-/* One event: [uint16 event, uint32 value] then the endpoint's address. */
-static int rkb__event(rkb_port *p, int64_t now)
+/* One event of monitor (sock's): [uint16 event, uint32 value] then the
+ * endpoint's address. */
+static int rkb__event(rkb_port *p, void *monitor, void *sock, int64_t now)
 {
     zmq_msg_t a, b;
     zmq_msg_init(&a);
-    if (zmq_msg_recv(&a, p->monitor, ZMQ_DONTWAIT) < 0) {
+    if (zmq_msg_recv(&a, monitor, ZMQ_DONTWAIT) < 0) {
         zmq_msg_close(&a);
         return 0;
     }
     zmq_msg_init(&b);
     if (zmq_msg_more(&a))
-        zmq_msg_recv(&b, p->monitor, 0);
+        zmq_msg_recv(&b, monitor, 0);
     uint16_t ev = 0;
     uint32_t value = 0;
     if (zmq_msg_size(&a) >= 6) {
@@ -164,7 +174,7 @@ static int rkb__event(rkb_port *p, int64_t now)
         rkb__conn_remove(p, (int)value);
     } else if (ev == ZMQ_EVENT_ACCEPT_FAILED) {
         RKB_INC(p->n, accept_failures);
-        rkb__pause(p, rkb__find(p, zmq_msg_data(&b), zmq_msg_size(&b)), (int)value, now);
+        rkb__pause(p, rkb__find(p, sock, zmq_msg_data(&b), zmq_msg_size(&b)), (int)value, now);
     }
     zmq_msg_close(&a);
     zmq_msg_close(&b);
@@ -197,7 +207,9 @@ int rkb_port_watch(rkb_port *p, int64_t now)
     p->next_watch = now + RKB_WATCH_NS;
     int sig = rkb__signal(p);
     /* bounded: a flood of events must not starve the requests */
-    for (int k = 0; p->monitor && k < 4096 && rkb__event(p, now); k++)
+    for (int k = 0; p->monitor && k < 4096 && rkb__event(p, p->monitor, p->router, now); k++)
+        ;
+    for (int k = 0; p->st.monitor && k < 4096 && rkb__event(p, p->st.monitor, p->st.router, now); k++)
         ;
     rkb__guard(p, now);
     rkb__resume(p, now);
@@ -208,10 +220,16 @@ int rkb_port_watch(rkb_port *p, int64_t now)
     return sig;
 }
 
-void rkb_port_poll_items(rkb_port *p, zmq_pollitem_t *it)
+int rkb_port_poll_items(rkb_port *p, zmq_pollitem_t *it)
 {
     it[0] = (zmq_pollitem_t){NULL, p->sfd, ZMQ_POLLIN, 0};
     it[1] = (zmq_pollitem_t){p->monitor, 0, ZMQ_POLLIN, 0};
+    if (!p->st.router)
+        return 2;
+    /* always: the status endpoint is read whatever the queue bound */
+    it[2] = (zmq_pollitem_t){p->st.router, 0, ZMQ_POLLIN, 0};
+    it[3] = (zmq_pollitem_t){p->st.monitor, 0, ZMQ_POLLIN, 0};
+    return 4;
 }
 
 long rkb_port_timeout(const rkb_port *p, int64_t now)
@@ -241,7 +259,9 @@ bool rkb_port_settle(rkb_port *p, int64_t deadline_ns)
     /* quiet twice 5 ms apart: ZeroMQ refills a connection as soon as its
      * client reads, so one empty look may fall between two writes */
     for (int quiet = 0;;) {
-        while (p->monitor && rkb__event(p, rkb_now_ns()))
+        while (p->monitor && rkb__event(p, p->monitor, p->router, rkb_now_ns()))
+            ;
+        while (p->st.monitor && rkb__event(p, p->st.monitor, p->st.router, rkb_now_ns()))
             ;
         long unread = 0;
         for (int i = 0; i < p->n_conn; i++)
