@@ -144,6 +144,16 @@ int bridge_start_opts(bridge *b, const bridge_opts *o, const char *const *args)
         snprintf(b->ep, sizeof b->ep, "ipc://%s/b.sock", b->dir);
     const char *argv[80] = {g_bridge_path, "--backend", "cpu", "--bind", b->ep, "--log-level", "warn"};
     int n = 7;
+    char sep[256];
+    b->sep[0] = 0;
+    if (o->status_bind) {
+        if (o->status_bind[0])
+            snprintf(sep, sizeof sep, "%s", o->status_bind);
+        else
+            snprintf(sep, sizeof sep, "ipc://%s/s.sock", b->dir);
+        argv[n++] = "--status-bind";
+        argv[n++] = sep;
+    }
     for (int i = 0; !o->no_extra && i < g_n_extra; i++)
         argv[n++] = g_extra[i];
     for (int i = 0; args && args[i] && n < 78; i++)
@@ -164,6 +174,10 @@ int bridge_start_opts(bridge *b, const bridge_opts *o, const char *const *args)
         const char *l = strstr(b->line, "listening on ") + 13;
         if (!strncmp(b->ep, "tcp://", 6))
             snprintf(b->ep, sizeof b->ep, "%.*s", (int)strcspn(l, " \n"), l);
+        /* "status endpoint E; " comes before "listening on" */
+        const char *s = strstr(b->line, "status endpoint ");
+        if (s)
+            snprintf(b->sep, sizeof b->sep, "%.*s", (int)strcspn(s + 16, ";"), s + 16);
         return 0;
     }
     b->status = bridge_reap(b, 60000);

@@ -42,6 +42,7 @@ typedef struct bridge {
     pid_t pid;
     char dir[64];    /* a fresh temporary directory, removed by bridge_stop */
     char ep[256];    /* the endpoint clients use */
+    char sep[256];   /* the status endpoint (bridge_opts.status_bind), as bound; "" without */
     char line[4096]; /* the start-up line */
     int status;      /* exit status, after bridge_stop or a failed start */
     bool own_dir;    /* dir is removed when the bridge stops */
@@ -59,6 +60,7 @@ typedef struct bridge_opts {
     bool no_extra;           /* leave out g_extra */
     bool may_fail;           /* return -1 instead of failing when it does not start */
     bool keep_dir;           /* dir exists already (b->dir set by the caller) and stays */
+    const char *status_bind; /* --status-bind this; "": ipc://DIR/s.sock; NULL: none */
 } bridge_opts;
 
 /* Starts rk-bridge --backend cpu --log-level warn [g_extra] args...
@@ -164,5 +166,9 @@ void test_admin(void **state);
 void test_cli(void **state);
 void test_client(void **state);
 void test_notify(void **state);
+void test_status_stall(void **state);
+void test_status_ops(void **state);
+void test_status_startup(void **state);
+void test_status_curve(void **state);
 
 #endif

@@ -385,6 +385,51 @@ static void t_op_unknown(void **state)
     expect(&b, RKB_E_UNKNOWN_OP, "\"PING\"", NULL);
 }
 
+/* The status endpoint's decoder (rkb_limits.status_only): `status`, and
+ * every other op refused by name before its arguments are looked at; the
+ * checks before the op (`v`, `id`) come first as everywhere. */
+static void t_status_only(void **state)
+{
+    (void)state;
+    rkb_limits lim = RKB_LIMITS_DEFAULT;
+    lim.status_only = true;
+    buf b;
+    req_head(&b, 40, "status", 0);
+    result r = decode_lim(b.sb.data, b.sb.size, &lim);
+    b_free(&b);
+    assert_int_equal(r.rc, RKB_OK);
+    assert_int_equal(r.req.op, RKB_OP_STATUS);
+    static const char *const others[] = {"ping", "echo", "launch", "frobnicate", "STATUS"};
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+        req_head(&b, 41 + i, others[i], 0); /* echo without `data`: the op is refused first */
+        r = decode_lim(b.sb.data, b.sb.size, &lim);
+        b_free(&b);
+        char q[32];
+        snprintf(q, sizeof q, "\"%s\"", others[i]);
+        assert_int_equal(r.rc, RKB_E_UNKNOWN_OP);
+        assert_non_null(strstr(r.err.message, q));
+        assert_non_null(strstr(r.err.message, "serves only `status`"));
+        assert_true(r.req.has_id);
+        assert_int_equal(r.req.id, 41 + i);
+    }
+    b_init(&b); /* no op */
+    msgpack_pack_map(&b.pk, 2);
+    kv_u(&b, "v", 1);
+    kv_u(&b, "id", 50);
+    r = decode_lim(b.sb.data, b.sb.size, &lim);
+    b_free(&b);
+    assert_int_equal(r.rc, RKB_E_UNKNOWN_OP);
+    assert_non_null(strstr(r.err.message, "missing"));
+    b_init(&b); /* `v` first */
+    msgpack_pack_map(&b.pk, 3);
+    kv_u(&b, "v", 2);
+    kv_u(&b, "id", 51);
+    kv_s(&b, "op", "ping");
+    r = decode_lim(b.sb.data, b.sb.size, &lim);
+    b_free(&b);
+    assert_int_equal(r.rc, RKB_E_UNSUPPORTED_VERSION);
+}
+
 /* ---- INVALID_ARGUMENT --------------------------------------------------- */
 
 static void t_echo_no_data(void **state)
@@ -868,6 +913,8 @@ static void t_status_roundtrip(void **state)
     assert_int_equal(f->via.array.size, 1);
     assert_non_null(f = get(o, "warnings"));
     assert_int_equal(f->via.array.size, 1);
+    assert_non_null(f = get(o, "status_endpoint")); /* no --status-bind */
+    assert_int_equal(f->type, MSGPACK_OBJECT_NIL);
     const msgpack_object *c = get(o, "counters");
     assert_non_null(c);
     k = 1;
@@ -885,12 +932,16 @@ static void t_status_roundtrip(void **state)
     st.standby_ready = true, st.standby_pid = 4343, st.last_recovery_ns = 130000000;
     st.has_last_fault = true, st.fault_actor = 1, st.fault_request = 77, st.fault_type = 3;
     st.fault_error = "RK_EDEVICE", st.fault_detail = "illegal address", st.fault_age_ms = 5;
+    st.status_endpoint = "ipc:///run/s";
     assert_int_equal(rkb_encode_status(&enc, true, 100, &st), 0);
     msgpack_unpacked_init(&up);
     off = 0;
     assert_int_equal(msgpack_unpack_next(&up, rkb_encoder_data(&enc), rkb_encoder_size(&enc), &off),
                      MSGPACK_UNPACK_SUCCESS);
     assert_int_equal(off, rkb_encoder_size(&enc));
+    assert_non_null(f = get(&up.data, "status_endpoint"));
+    assert_int_equal(f->type, MSGPACK_OBJECT_STR);
+    assert_int_equal(f->via.str.size, 12);
     const msgpack_object *w = get(&up.data, "worker");
     assert_non_null(w);
     assert_int_equal(w->type, MSGPACK_OBJECT_MAP);
@@ -965,6 +1016,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(t_op_missing),
         cmocka_unit_test(t_op_not_str),
         cmocka_unit_test(t_op_unknown),
+        cmocka_unit_test(t_status_only),
         cmocka_unit_test(t_echo_no_data),
         cmocka_unit_test(t_echo_data_str),
         cmocka_unit_test(t_vadd_mismatch),
