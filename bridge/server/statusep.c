@@ -18,9 +18,9 @@
  * (port.c, rkb__curve). */
 #include "server.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int rkb_statusep_open(rkb_port *p)
 {
@@ -44,6 +44,23 @@ int rkb_statusep_open(rkb_port *p)
     return 0;
 }
 
+/* An ipc path that is a main endpoint's socket file under another name
+ * (main.c refuses the same string): say so, rather than that "another
+ * process" answers there. */
+static int rkb__main_file(const rkb_port *p, const char *ep, char *msg, size_t cap)
+{
+    struct stat st;
+    if (strncmp(ep, "ipc://", 6) || lstat(ep + 6, &st) != 0)
+        return 0;
+    for (int i = 0; i < p->n_eps; i++)
+        if (p->eps[i].ipc_file && p->eps[i].dev == (uint64_t)st.st_dev && p->eps[i].ino == (uint64_t)st.st_ino) {
+            snprintf(msg, cap, "it is the main endpoint's socket file (--bind %s); the status endpoint "
+                     "needs one of its own", p->eps[i].asked);
+            return -1;
+        }
+    return 0;
+}
+
 int rkb_statusep_bind(rkb_port *p)
 {
     const rkb_config *c = p->sh->cfg;
@@ -56,7 +73,7 @@ int rkb_statusep_bind(rkb_port *p)
     rkb_endpoint *e = &p->eps[p->n_eps];
     char msg[512];
     *e = (rkb_endpoint){.sock = s->router, .asked = c->status_bind};
-    if (rkb_endpoint_bind(p, e, msg, sizeof msg)) {
+    if (rkb__main_file(p, c->status_bind, msg, sizeof msg) || rkb_endpoint_bind(p, e, msg, sizeof msg)) {
         fprintf(stderr, "rk-bridge: cannot bind --status-bind %s: %s\n", c->status_bind, msg);
         return RKB_EXIT_FAIL;
     }

@@ -408,10 +408,15 @@ static void refused_start(const char *status_bind, const char *const *args, int 
     bridge b;
     snprintf(b.dir, sizeof b.dir, "/tmp/rkbt-XXXXXX");
     assert_non_null(mkdtemp(b.dir));
-    bridge_opts o = {.umask = -1, .may_fail = true, .no_extra = true, .keep_dir = true,
-                     .status_bind = status_bind};
+    char sb[160]; /* DIR: the bridge's directory */
+    const char *d = strstr(status_bind, "DIR");
+    if (d)
+        snprintf(sb, sizeof sb, "%.*s%s%s", (int)(d - status_bind), status_bind, b.dir, d + 3);
+    else
+        snprintf(sb, sizeof sb, "%s", status_bind);
+    bridge_opts o = {.umask = -1, .may_fail = true, .no_extra = true, .keep_dir = true, .status_bind = sb};
     assert_int_equal(bridge_start_opts(&b, &o, args), -1);
-    fprintf(stderr, "  --status-bind %s: exit %d\n", status_bind, b.status);
+    fprintf(stderr, "  --status-bind %s: exit %d\n", sb, b.status);
     assert_int_equal(b.status, want);
     assert_non_null(strstr(g_last_err, says));
     if (says2)
@@ -453,6 +458,8 @@ void test_status_startup(void **state)
     cli((const char *[]){B, "--status-bind", "ipc:///tmp/rkbt-a", "--status-bind", "ipc:///tmp/rkbt-b", NULL},
         2, "--status-bind ipc:///tmp/rkbt-b", out, sizeof out);
     cli((const char *[]){B, "--status-bind", NULL}, 2, "--status-bind", out, sizeof out);
+    cli((const char *[]){B, "--help", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "--status-bind ENDPOINT"));
     /* other hosts could reach it, without CURVE: exit 2 */
     refused_start("tcp://0.0.0.0:*", NULL, 2, "--status-bind tcp://0.0.0.0:*", "--allow-insecure-remote");
     /* binding fails: exit 1, naming the value and why */
@@ -463,6 +470,8 @@ void test_status_startup(void **state)
     refused_start("tcp://127.0.0.1:nope", NULL, 1, "cannot bind --status-bind tcp://127.0.0.1:nope",
                   "Invalid argument");
     refused_start("ipc:///proc/version", NULL, 1, "--status-bind ipc:///proc/version", "not a socket");
+    /* the main endpoint's socket file under another name */
+    refused_start("ipc://DIR/./b.sock", NULL, 1, "./b.sock", "the main endpoint's socket file");
     /* over tcp: a port of its own, named in the start-up line */
     bridge b;
     bridge_opts o = {.umask = -1, .status_bind = "tcp://127.0.0.1:*"};
