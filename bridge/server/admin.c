@@ -1,8 +1,9 @@
 /* bridge/server/admin.c - the operations about the bridge itself: `status`
  * (anyone, on the main endpoint and on the status endpoint) and `launch`
- * (an admin operation: it changes the kernel every client shares). Who is an admin: with --allow-admin-ops every client;
- * with CURVE, the clients whose key is in --curve-admin-dir (curve.c marks
- * their connection "admin"); nobody else. */
+ * (an admin operation: it changes the kernel every client shares). Who is
+ * an admin: with --allow-admin-ops every client; with CURVE, the clients
+ * whose key is in --curve-admin-dir (curve.c marks their connection
+ * "admin"); nobody else. */
 #include "server.h"
 
 #include <inttypes.h>

@@ -6,8 +6,8 @@
  * ZeroMQ's high-water marks. It sends every reply the workers push to
  * their reply rings (envelope, then body, ZMQ_DONTWAIT), and answers the
  * status endpoint (statusep.c) on every pass, full rings or not. Frames
- * are moved, never copied. It counts requests, replies, dropped_replies, unroutable
- * and the socket's events; the workers count the rest.
+ * are moved, never copied. It counts requests, replies, dropped_replies,
+ * unroutable and the socket's events; the workers count the rest.
  *
  * Stopping: on the signal the frontend stops feeding the workers (each
  * answers what its ring holds, SHUTTING_DOWN, and leaves once its replies

@@ -280,7 +280,7 @@ void test_status_ops(void **state)
     (void)state;
     bridge b;
     bridge_opts o = {.umask = -1, .status_bind = ""};
-    bridge_start_opts(&b, &o, (const char *const[]){"--test-faults", NULL});
+    bridge_start_opts(&b, &o, (const char *const[]){"--test-faults", "--shutdown-grace-ms", "2000", NULL});
     int64_t t_start = now_ms();
     rkc_reply r;
     status_at(b.sep, &r, TMO);
@@ -384,11 +384,20 @@ void test_status_ops(void **state)
     assert_int_equal(fl.got, FLOOD);
     assert_int_equal(fl.bad, 0);
     assert_true(during);
+    /* stopping (2 s of grace): SHUTTING_DOWN on the main endpoint, status
+     * here still */
+    kill(b.pid, SIGTERM);
+    usleep(300 * 1000);
+    assert_int_equal(rkc_call(c, &pq, &r, TMO), 0);
+    assert_string_equal(r.code, "SHUTTING_DOWN");
+    rkc_reply_free(&r);
+    status_at(b.sep, &r, TMO);
+    rkc_reply_free(&r);
     rkc_close(c);
     zmq_close(s);
     zmq_ctx_term(ctx);
     free(fb.p);
-    assert_int_equal(bridge_stop(&b), 0);
+    assert_int_equal(bridge_reap(&b, 60000), 0);
     double secs = (double)(now_ms() - t_start) / 1000.0;
     int printed;
     uint64_t all = logged(g_last_err, "refused a request", "request refused on the status endpoint", &printed);
