@@ -339,6 +339,23 @@ void test_status_ops(void **state)
     assert_true(sr.ok);
     assert_int_equal(sr.id, 34);
     zmq_close(req);
+    /* above its transport cap (64 KiB): the connection is closed, no reply;
+     * ZeroMQ reconnects and the next request is answered */
+    status_at(b.sep, &r, TMO);
+    uint64_t disc = map_uint(counters(&r), "disconnects");
+    rkc_reply_free(&r);
+    put_echo(&fb, 35, 70000);
+    assert_true(zmq_send(s, fb.p, fb.n, 0) >= 0);
+    assert_quiet(s, 1000);
+    status_at(b.sep, &r, TMO);
+    assert_true(map_uint(counters(&r), "disconnects") > disc);
+    rkc_reply_free(&r);
+    fb.n = 0;
+    put_head(&fb, 3, 1, 1, 36, "status");
+    assert_true(zmq_send(s, fb.p, fb.n, 0) >= 0);
+    assert_true(recv_reply(s, &sr));
+    assert_true(sr.ok);
+    assert_int_equal(sr.id, 36);
     /* the bridge serves on, on both */
     assert_alive(&b);
     status_at(b.sep, &r, TMO);
