@@ -61,9 +61,25 @@ static bool rkb__host_only(const char *ep)
     return false;
 }
 
+/* The transports the bridge serves (and whose reach the check below
+ * knows): another scheme, a typo or one a libzmq build may add (ws://),
+ * is refused by name rather than judged "reachable from other hosts". */
+static bool rkb__known_transport(const char *ep)
+{
+    return !strncmp(ep, "tcp://", 6) || !strncmp(ep, "ipc://", 6) || !strncmp(ep, "inproc://", 9);
+}
+
 int rkb_endpoints_check(rkb_shared *sh)
 {
     const rkb_config *c = sh->cfg;
+    for (int i = 0; i <= c->n_binds; i++) {
+        const char *ep = i < c->n_binds ? c->binds[i] : c->status_bind;
+        if (ep && !rkb__known_transport(ep)) {
+            fprintf(stderr, "rk-bridge: %s %s: unknown transport (the bridge serves tcp://, ipc:// and inproc://)\n",
+                    i < c->n_binds ? "--bind" : "--status-bind", ep);
+            return RKB_EXIT_USAGE;
+        }
+    }
     if (c->curve_secret_file)
         return 0;
     /* every --bind, then --status-bind: the same rule for both */

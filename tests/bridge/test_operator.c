@@ -129,6 +129,10 @@ void test_remote(void **state)
     refused(dir, "tcp://0.0.0.0:*", NULL, 2, "--allow-insecure-remote");
     assert_int_equal(count_lines(g_last_err), 1);
     refused(dir, "tcp://*:*", NULL, 2, "--allow-insecure-remote");
+    /* an unknown transport is named as such (it was judged remote) */
+    refused(dir, "bogus://x", NULL, 2, "unknown transport");
+    assert_non_null(strstr(g_last_err, "bogus://x"));
+    assert_null(strstr(g_last_err, "reachable"));
     /* allowed by name: it warns at start-up and in status */
     bridge b;
     bridge_opts o = {.bind = "tcp://0.0.0.0:*", .umask = -1};
