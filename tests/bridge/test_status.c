@@ -106,7 +106,7 @@ static void assert_invariant(const msgpack_object *n)
 
 /* ---- a stalled runtime, a full queue --------------------------------------- */
 
-enum { ST_QUEUE = 8, ST_DEADLINE_MS = 3000, ST_MAX = 200, ST_ID0 = 100 };
+enum { ST_QUEUE = 8, ST_DEADLINE_MS = 5000, ST_MAX = 200, ST_ID0 = 100 };
 
 /* The runtime is stalled (a `hang` until its deadline; --window 1) while a
  * client offers 100 kB echoes one at a time until the bridge stops taking
