@@ -470,6 +470,29 @@ void read_z85(const char *path, char out[41])
     out[40] = 0;
 }
 
+void curve_keys_make(curve_keys *k)
+{
+    snprintf(k->dir, sizeof k->dir, "/tmp/rkbk-XXXXXX");
+    assert_non_null(mkdtemp(k->dir));
+    char cmd[1024], p[256];
+    const char *d = k->dir, *g = g_bridge_path;
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/allowed %s/admins && %s --gen-keys %s/server >/dev/null && "
+             "%s --gen-keys %s/allowed/alice >/dev/null && %s --gen-keys %s/mallory >/dev/null && "
+             "%s --gen-keys %s/admins/root >/dev/null", d, d, g, d, g, d, g, d, g, d);
+    assert_int_equal(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/server.pub", k->dir);
+    read_z85(p, k->server_pub);
+    snprintf(p, sizeof p, "%s/allowed/alice.key", k->dir);
+    read_z85(p, k->alice);
+    snprintf(p, sizeof p, "%s/mallory.key", k->dir);
+    read_z85(p, k->mallory);
+    snprintf(p, sizeof p, "%s/admins/root.key", k->dir);
+    read_z85(p, k->root);
+    snprintf(k->server_key, sizeof k->server_key, "%s/server.key", k->dir);
+    snprintf(k->allow_dir, sizeof k->allow_dir, "%s/allowed", k->dir);
+    snprintf(k->admin_dir, sizeof k->admin_dir, "%s/admins", k->dir);
+}
+
 uint32_t rng(uint64_t *s)
 {
     *s ^= *s << 13;

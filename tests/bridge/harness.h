@@ -96,6 +96,17 @@ uint64_t map_uint(const msgpack_object *m, const char *k);
 int run_prog(const char *const *argv, int umask_v, const char *const *env, char *out, size_t cap);
 /* The first line of a key file (a Z85 key, 40 characters) into out. */
 void read_z85(const char *path, char out[41]);
+/* CURVE keys for a test, made with rk-bridge --gen-keys in a fresh
+ * directory: the server's pair, alice's (listed: in dir/allowed),
+ * mallory's (not listed) and root's (an admin: in dir/admins). Remove dir
+ * with rm -rf when done. */
+typedef struct curve_keys {
+    char dir[32];
+    /* for --curve-secret-key-file, --curve-allow-dir, --curve-admin-dir */
+    char server_key[256], allow_dir[256], admin_dir[256];
+    char server_pub[41], alice[41], mallory[41], root[41];
+} curve_keys;
+void curve_keys_make(curve_keys *k);
 /* Runs a program (test_cli.c); expects its exit status and, when one_line
  * names something, exactly one line that names it and points to --help. */
 void cli(const char *const *argv, int want, const char *one_line, char *out, size_t cap);

@@ -477,29 +477,14 @@ void test_shutdown(void **state)
 void test_curve(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/rkbk-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char cmd[512], p[256];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/allowed && %s --gen-keys %s/server >/dev/null && "
-             "%s --gen-keys %s/allowed/alice >/dev/null && %s --gen-keys %s/mallory >/dev/null",
-             dir, g_bridge_path, dir, g_bridge_path, dir, g_bridge_path, dir);
-    assert_int_equal(system(cmd), 0);
-    char srv_pub[41], alice[41], mallory[41];
-    snprintf(p, sizeof p, "%s/server.pub", dir);
-    read_z85(p, srv_pub);
-    snprintf(p, sizeof p, "%s/allowed/alice.key", dir);
-    read_z85(p, alice);
-    snprintf(p, sizeof p, "%s/mallory.key", dir);
-    read_z85(p, mallory);
-    char skey[256], adir[256];
-    snprintf(skey, sizeof skey, "%s/server.key", dir);
-    snprintf(adir, sizeof adir, "%s/allowed", dir);
+    curve_keys k;
+    curve_keys_make(&k);
     bridge b;
-    bridge_start(&b, "--curve-secret-key-file", skey, "--curve-allow-dir", adir, NULL);
+    bridge_start(&b, "--curve-secret-key-file", k.server_key, "--curve-allow-dir", k.allow_dir, NULL);
     rkc_request rq = {.op = RKC_ECHO, .data = "secret", .len = 6};
     rkc_reply r;
     /* listed: works */
-    rkc_options oa = {.server_public_key = srv_pub, .secret_key = alice};
+    rkc_options oa = {.server_public_key = k.server_pub, .secret_key = k.alice};
     rkc *c;
     assert_int_equal(rkc_connect(&c, b.ep, &oa), 0);
     assert_int_equal(rkc_call(c, &rq, &r, TMO), 0);
@@ -508,7 +493,7 @@ void test_curve(void **state)
     rkc_reply_free(&r);
     rkc_close(c);
     /* unlisted: nothing comes back */
-    rkc_options om = {.server_public_key = srv_pub, .secret_key = mallory};
+    rkc_options om = {.server_public_key = k.server_pub, .secret_key = k.mallory};
     assert_int_equal(rkc_connect(&c, b.ep, &om), 0);
     assert_int_equal(rkc_call(c, &rq, &r, 2000), -ETIMEDOUT);
     rkc_close(c);
@@ -540,7 +525,8 @@ void test_curve(void **state)
             count_str(g_last_err, "more \"CURVE key refused\" lines"));
     assert_true(lines >= 1 && lines <= 10 * (secs + 2));
     assert_true(count_str(g_last_err, "more \"CURVE key refused\" lines") >= 1);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", k.dir);
     assert_int_equal(system(cmd), 0);
 }
 

@@ -53,30 +53,17 @@ void test_admin(void **state)
     assert_int_equal(bridge_stop(&b), 0);
     /* with CURVE: the keys in --curve-admin-dir (they may connect without
      * being in --curve-allow-dir too) */
-    char dir[] = "/tmp/rkba-XXXXXX", cmd[1024], p[256];
-    assert_non_null(mkdtemp(dir));
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/allowed %s/admins && %s --gen-keys %s/server >/dev/null && "
-             "%s --gen-keys %s/allowed/alice >/dev/null && %s --gen-keys %s/admins/root >/dev/null",
-             dir, dir, g_bridge_path, dir, g_bridge_path, dir, g_bridge_path, dir);
-    assert_int_equal(system(cmd), 0);
-    char srv[41], alice[41], root[41], skey[256], adir[256], rdir[256];
-    snprintf(p, sizeof p, "%s/server.pub", dir);
-    read_z85(p, srv);
-    snprintf(p, sizeof p, "%s/allowed/alice.key", dir);
-    read_z85(p, alice);
-    snprintf(p, sizeof p, "%s/admins/root.key", dir);
-    read_z85(p, root);
-    snprintf(skey, sizeof skey, "%s/server.key", dir);
-    snprintf(adir, sizeof adir, "%s/allowed", dir);
-    snprintf(rdir, sizeof rdir, "%s/admins", dir);
-    bridge_start(&b, "--curve-secret-key-file", skey, "--curve-allow-dir", adir,
-                 "--curve-admin-dir", rdir, NULL);
-    rkc_options oa = {.server_public_key = srv, .secret_key = alice};
-    rkc_options orr = {.server_public_key = srv, .secret_key = root};
+    curve_keys k;
+    curve_keys_make(&k);
+    bridge_start(&b, "--curve-secret-key-file", k.server_key, "--curve-allow-dir", k.allow_dir,
+                 "--curve-admin-dir", k.admin_dir, NULL);
+    rkc_options oa = {.server_public_key = k.server_pub, .secret_key = k.alice};
+    rkc_options orr = {.server_public_key = k.server_pub, .secret_key = k.root};
     launch_as(b.ep, &oa, "PERMISSION_DENIED");
     launch_as(b.ep, &orr, NULL);
     assert_int_equal(bridge_stop(&b), 0);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", k.dir);
     assert_int_equal(system(cmd), 0);
 }
 

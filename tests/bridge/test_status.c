@@ -533,38 +533,24 @@ void test_status_startup(void **state)
 void test_status_curve(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/rkbk-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char cmd[512], p[256];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/allowed && %s --gen-keys %s/server >/dev/null && "
-             "%s --gen-keys %s/allowed/alice >/dev/null && %s --gen-keys %s/mallory >/dev/null",
-             dir, g_bridge_path, dir, g_bridge_path, dir, g_bridge_path, dir);
-    assert_int_equal(system(cmd), 0);
-    char srv_pub[41], alice[41], mallory[41], skey[256], adir[256];
-    snprintf(p, sizeof p, "%s/server.pub", dir);
-    read_z85(p, srv_pub);
-    snprintf(p, sizeof p, "%s/allowed/alice.key", dir);
-    read_z85(p, alice);
-    snprintf(p, sizeof p, "%s/mallory.key", dir);
-    read_z85(p, mallory);
-    snprintf(skey, sizeof skey, "%s/server.key", dir);
-    snprintf(adir, sizeof adir, "%s/allowed", dir);
+    curve_keys k;
+    curve_keys_make(&k);
     bridge b;
     bridge_opts o = {.umask = -1, .status_bind = ""};
-    bridge_start_opts(&b, &o, (const char *const[]){"--curve-secret-key-file", skey,
-                                                    "--curve-allow-dir", adir, NULL});
+    bridge_start_opts(&b, &o, (const char *const[]){"--curve-secret-key-file", k.server_key,
+                                                    "--curve-allow-dir", k.allow_dir, NULL});
     rkc_request sq = {.op = RKC_STATUS};
     rkc_reply r;
     rkc *c;
     /* listed: status on the status endpoint */
-    rkc_options oa = {.server_public_key = srv_pub, .secret_key = alice};
+    rkc_options oa = {.server_public_key = k.server_pub, .secret_key = k.alice};
     assert_int_equal(rkc_connect(&c, b.sep, &oa), 0);
     assert_int_equal(rkc_call(c, &sq, &r, TMO), 0);
     assert_true(r.ok);
     rkc_reply_free(&r);
     rkc_close(c);
     /* a key not on the list, and plain text: nothing comes back */
-    rkc_options om = {.server_public_key = srv_pub, .secret_key = mallory};
+    rkc_options om = {.server_public_key = k.server_pub, .secret_key = k.mallory};
     assert_int_equal(rkc_connect(&c, b.sep, &om), 0);
     assert_int_equal(rkc_call(c, &sq, &r, 2000), -ETIMEDOUT);
     rkc_close(c);
@@ -582,6 +568,7 @@ void test_status_curve(void **state)
     assert_int_equal(requests, 2);
     assert_int_equal(bridge_stop(&b), 0);
     assert_non_null(strstr(g_last_err, "refused a client key"));
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", k.dir);
     assert_int_equal(system(cmd), 0);
 }
