@@ -420,6 +420,9 @@ RK__HIDDEN rk_runtime *rk__runtime_alloc(void);
 /* Around a rewrite of rt->info after open (a relaunch). */
 RK__HIDDEN void rk__info_lock(rk_runtime *rt);
 RK__HIDDEN void rk__info_unlock(rk_runtime *rt);
+/* Records grid/block/smem as the configuration (rk_info and rk_config),
+ * under the info lock: a backend with no kernel to check them against. */
+RK__HIDDEN void rk__info_record(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem);
 
 /* group.c. rk__group_open: rk_runtime_open for n_devices > 1 or ALL.
  * rk__lane0: the runtime answering for a group (itself when single). */

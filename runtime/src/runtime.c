@@ -211,6 +211,15 @@ rk_runtime *rk__runtime_alloc(void)
 void rk__info_lock(rk_runtime *rt) { pthread_mutex_lock(&rt->info_lock); }
 void rk__info_unlock(rk_runtime *rt) { pthread_mutex_unlock(&rt->info_lock); }
 
+void rk__info_record(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t smem)
+{
+    rk__info_lock(rt);
+    rt->info.grid = rt->cfg.grid = grid;
+    rt->info.block = rt->cfg.block = block;
+    rt->info.smem = rt->cfg.smem = smem;
+    rk__info_unlock(rt);
+}
+
 int rk_runtime_open(rk_runtime **out, const rk_config *cfg)
 {
     if (!out)
@@ -344,11 +353,7 @@ int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t 
     }
     /* CPU backend: nothing GPU-specific to validate; record what was asked
      * (and count it, as every backend counts a relaunch) */
-    rk__info_lock(rt);
-    rt->info.grid = rt->cfg.grid = grid;
-    rt->info.block = rt->cfg.block = block;
-    rt->info.smem = rt->cfg.smem = smem;
-    rk__info_unlock(rt);
+    rk__info_record(rt, grid, block, smem);
     atomic_fetch_add(&rt->n_restarts, 1);
     return 0;
 }

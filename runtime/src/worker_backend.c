@@ -146,20 +146,10 @@ static int rk__super_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uin
          * failed on it, and a group relaunch was not all or none.) */
         rk__wdev dev;
         rc = rk__check_launch(s, grid, block, smem, &dev);
-        if (rc == 0) {
-            rk__info_lock(rt);
-            rt->info.grid = rt->cfg.grid = dev.grid;
-            rt->info.block = rt->cfg.block = dev.block;
-            rt->info.smem = rt->cfg.smem = dev.smem;
-            rk__info_unlock(rt);
-        }
+        if (rc == 0)
+            rk__info_record(rt, dev.grid, dev.block, dev.smem);
     } else if (s->state != RK_WORKER_RUNNING || s->active.kind != RK__WB_CUDA) {
-        /* a CPU consumer has no kernel: record what was asked */
-        rk__info_lock(rt);
-        rt->info.grid = rt->cfg.grid = grid;
-        rt->info.block = rt->cfg.block = block;
-        rt->info.smem = rt->cfg.smem = smem;
-        rk__info_unlock(rt);
+        rk__info_record(rt, grid, block, smem); /* a CPU consumer has no kernel */
     } else {
         rk__wmsg m = {.kind = RK__WM_RELAUNCH, .grid = grid, .block = block, .smem = smem};
         rc = rk__proc_send(&s->active, &m);
