@@ -24,6 +24,7 @@ typedef struct bb_opts {
     char raw_endpoint[512];
     long count, messages, warmup;
     int threads, window;
+    int raw_io_threads; /* the raw echo server's ZMQ_IO_THREADS */
     size_t size;
     bool ring, latency, broker;
     double timeout_s; /* for the bridge's first answer */
@@ -139,9 +140,15 @@ static int bb_sibling(const char *ep, const char *tag, char *out, size_t cap)
     return 0;
 }
 
-static int bb_raw_start(bb_raw *s, char *endpoint, size_t cap)
+static int bb_raw_start(bb_raw *s, char *endpoint, size_t cap, int io_threads)
 {
     s->ctx = zmq_ctx_new();
+    if (zmq_ctx_set(s->ctx, ZMQ_IO_THREADS, io_threads) != 0) {
+        fprintf(stderr, "rk-bench bridge: raw echo server: ZMQ_IO_THREADS %d: %s\n", io_threads,
+                zmq_strerror(errno));
+        zmq_ctx_term(s->ctx);
+        return -1;
+    }
     s->sock = bb_socket(s->ctx, ZMQ_ROUTER);
     if (bb_bind(s->sock, endpoint, cap, "raw echo server")) {
         zmq_close(s->sock);
@@ -451,6 +458,8 @@ void bench_bridge_usage(FILE *f)
 "  -t, --threads T        client threads for throughput (default 4)\n"
 "  -w, --window W         requests in flight per client thread (default 64)\n"
 "      --size B           payload bytes (default 64)\n"
+"      --raw-io-threads N the raw echo server's ZeroMQ I/O threads (default 1,\n"
+"                         ZeroMQ's own default; the bridge's: its --zmq-io-threads)\n"
 "      --no-ring          leave out the ring reference (the bridge's start-up\n"
 "                         measurement of its own ring, from its status)\n"
 "      --no-latency       skip the latency runs (and the ring): throughput only\n"
@@ -467,7 +476,7 @@ void bench_bridge_usage(FILE *f)
 /* 0, or 2 (bad options, said on stderr) */
 static int bb_parse(int argc, char **argv, bb_opts *o)
 {
-    enum { O_SIZE = 256, O_NORING, O_NOLAT, O_TIMEOUT, O_BROKER };
+    enum { O_SIZE = 256, O_NORING, O_NOLAT, O_TIMEOUT, O_BROKER, O_RAWIO };
     static const struct option opts[] = {
         {"endpoint", required_argument, 0, 'e'}, {"raw-endpoint", required_argument, 0, 'r'},
         {"count", required_argument, 0, 'n'},    {"messages", required_argument, 0, 'm'},
@@ -475,11 +484,12 @@ static int bb_parse(int argc, char **argv, bb_opts *o)
         {"size", required_argument, 0, O_SIZE},  {"no-ring", no_argument, 0, O_NORING},
         {"no-latency", no_argument, 0, O_NOLAT}, {"timeout", required_argument, 0, O_TIMEOUT},
         {"broker", no_argument, 0, O_BROKER},    {"help", no_argument, 0, 'h'},
+        {"raw-io-threads", required_argument, 0, O_RAWIO},
         {0, 0, 0, 0},
     };
     *o = (bb_opts){.endpoint = "tcp://127.0.0.1:5555", .count = 20000, .messages = 400000,
                    .warmup = 2000, .threads = 4, .window = 64, .size = 64, .ring = true,
-                   .latency = true, .timeout_s = 3};
+                   .latency = true, .timeout_s = 3, .raw_io_threads = 1};
     const char *raw_ep = NULL;
     int ch;
     optind = 1;
@@ -496,9 +506,14 @@ static int bb_parse(int argc, char **argv, bb_opts *o)
         case O_NOLAT: o->latency = false, o->ring = false; break;
         case O_TIMEOUT: o->timeout_s = atof(optarg); break;
         case O_BROKER: o->broker = true; break;
+        case O_RAWIO: o->raw_io_threads = atoi(optarg); break;
         case 'h': bench_bridge_usage(stdout); exit(0);
         default: bench_bridge_usage(stderr); return 2;
         }
+    }
+    if (o->raw_io_threads < 1 || o->raw_io_threads > 64) {
+        fprintf(stderr, "rk-bench bridge: --raw-io-threads %d: give 1 to 64\n", o->raw_io_threads);
+        return 2;
     }
     if (o->count < 1 || o->messages < 1 || o->threads < 1 || o->window < 1 || o->size > BB_MAX_PAYLOAD ||
         !(o->timeout_s > 0 && o->timeout_s <= 3600)) {
@@ -562,11 +577,14 @@ static int bb_throughput_pair(const bb_opts *o, bench_report *rep, const char *b
 {
     bench_result *r;
     int rc = bb_throughput(o, o->raw_endpoint, true, false, rep, "zmq_raw_throughput_echo_64", "zmq", &r);
+    size_t el = strlen(r->extra);
+    snprintf(r->extra + el, sizeof r->extra - el, "%s\"zmq_io_threads\": %d", el ? ", " : "",
+             o->raw_io_threads);
     bb_status s0, s1;
     int cpu_ok = bb_bridge_status(o->endpoint, 5000, &s0);
     rc |= bb_throughput(o, o->endpoint, false, false, rep, "bridge_throughput_echo_64", backend, &r);
     cpu_ok |= bb_bridge_status(o->endpoint, 5000, &s1);
-    size_t el = strlen(r->extra);
+    el = strlen(r->extra);
     snprintf(r->extra + el, sizeof r->extra - el, ", %s", extra);
     if (cpu_ok == 0 && s1.requests > s0.requests) {
         /* the status request itself is one of the (rq1 - rq0) */
@@ -666,7 +684,7 @@ int bench_bridge_run(int argc, char **argv, bench_report *rep)
     if (bb_probe(&o, &st0))
         return 1;
     bb_raw raw;
-    if (bb_raw_start(&raw, o.raw_endpoint, sizeof o.raw_endpoint))
+    if (bb_raw_start(&raw, o.raw_endpoint, sizeof o.raw_endpoint, o.raw_io_threads))
         return 1;
     const char *backend = st0.backend;
     const char *transport = !strncmp(o.endpoint, "ipc://", 6) ? "ipc" : "tcp";

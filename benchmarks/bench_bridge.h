@@ -2,7 +2,7 @@
  *
  *   rk-bench bridge --endpoint E [--count N] [--threads T] [--window W]
  *                   [--messages M] [--size B] [--raw-endpoint R] [--no-ring]
- *                   [--no-latency] [--timeout S] [--broker]
+ *                   [--no-latency] [--timeout S] [--broker] [--raw-io-threads N]
  *
  * Results (names in results/README.md): zmq_raw_echo_64 (raw DEALER/ROUTER echo,
  * no msgpack, no ring, against a ROUTER echo thread the bench binds on a

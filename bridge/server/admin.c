@@ -134,7 +134,7 @@ static void rkb__counters(const rkb_shared *sh, const rkb_loop *self, rkb_status
     c->transport_cap_bytes = (uint64_t)cfg->max_message_bytes * 4;
     c->window = cfg->rk.actor_window;
     c->io_threads = (uint64_t)sh->n_loops;
-    c->zmq_io_threads = (uint64_t)cfg->zmq_io_threads;
+    c->zmq_io_threads = (uint64_t)sh->zmq_io_threads;
     c->fd_limit = sh->fd_limit;
     /* the whole process (I/O threads, ZeroMQ's threads, the CPU backend's
      * worker): rk-bench bridge divides its growth by the messages */

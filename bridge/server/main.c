@@ -101,7 +101,9 @@ static const char rkb__usage[] =
 "                             64): a frontend thread owns the socket and hands\n"
 "                             requests to N worker threads through lock-free\n"
 "                             rings, each worker with its own actor\n"
-"      --zmq-io-threads N     ZeroMQ's background I/O threads (default 1)\n"
+"      --zmq-io-threads N|auto  ZeroMQ's background I/O threads, which do the\n"
+"                             tcp/ipc framing; auto (default): 2 on more than 8\n"
+"                             cores, else 1\n"
 "Shutdown (SIGINT or SIGTERM: every request read is answered, then exit 0)\n"
 "      --shutdown-quiet-ms MS after the signal, keep reading (answering\n"
 "                             SHUTTING_DOWN) until no request came for this long\n"
@@ -247,7 +249,14 @@ static int rkb__numeric(rkb_config *c, int id, const char *arg)
     case O_GRACE: NUM(0, 3600000); c->shutdown_grace_ms = (uint32_t)v; break;
     case O_QUIET: NUM(0, 3600000); c->shutdown_quiet_ms = (uint32_t)v; break;
     case O_DRAIN: NUM(0, 3600000); c->drain_ms = (uint32_t)v; break;
-    case O_ZMQ_IO_THREADS: NUM(1, 64); c->zmq_io_threads = (int)v; break;
+    case O_ZMQ_IO_THREADS:
+        if (!strcmp(arg, "auto")) {
+            c->zmq_io_threads = 0;
+            break;
+        }
+        NUM(1, 64);
+        c->zmq_io_threads = (int)v;
+        break;
     case O_STANDBY: NUM(0, 1); c->rk.standby = (int)v; break;
     case O_FAULT_LIMIT: NUM(1, 1000000); c->rk.fault_limit = (uint32_t)v; break;
     case O_FAULT_WINDOW: NUM(1, UINT32_MAX); c->rk.fault_window_ms = (uint32_t)v; break;

@@ -34,7 +34,6 @@ void rkb_config_init(rkb_config *c)
     c->drain_ms = 10000;
     c->log_level = RKB_LOG_INFO;
     c->ipc_mode = 0600;
-    c->zmq_io_threads = 1;
 }
 
 void rkb_warn_operator(rkb_shared *sh, const char *fmt, ...)
@@ -108,6 +107,19 @@ static int rkb__io_threads(const rkb_config *c)
         return c->io_threads;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 8 ? 3 : n > 4 ? 2 : 1;
+}
+
+/* --zmq-io-threads auto: where the frontend has three workers behind it,
+ * one ZeroMQ I/O thread doing every connection's tcp framing is what
+ * saturates (H100 host, 16 cores, 8 clients x 128: ~98 % of a core, the
+ * bridge 0.85-0.95 x raw ZeroMQ; with two, 0.89-1.06 x; bridge/README.md
+ * "ZeroMQ's I/O threads"). On fewer cores the second would take a core
+ * the workers need. */
+static int rkb__zmq_io_threads(const rkb_config *c)
+{
+    if (c->zmq_io_threads > 0)
+        return c->zmq_io_threads;
+    return sysconf(_SC_NPROCESSORS_ONLN) > 8 ? 2 : 1;
 }
 
 /* librk's own lines (a worker replaced, a fault blamed on a request) go
@@ -207,9 +219,9 @@ static void rkb__print_ready(const rkb_shared *sh, int nw)
         snprintf(dev, sizeof dev, "%s (%d SMs, cc %d.%d)", info.device_name, info.sm_count,
                  info.cc_major, info.cc_minor);
     char threads[96] = "";
-    if (nw > 1 || c->zmq_io_threads > 1)
+    if (nw > 1 || sh->zmq_io_threads > 1)
         snprintf(threads, sizeof threads, "; %d I/O threads%s, %d ZeroMQ I/O threads", nw,
-                 nw > 1 ? " behind a frontend" : "", c->zmq_io_threads);
+                 nw > 1 ? " behind a frontend" : "", sh->zmq_io_threads);
     /* before "listening on", whose endpoint list ends the line (scripts
      * take the first word after it) */
     char status[300] = "";
@@ -248,8 +260,11 @@ static int rkb__start(rkb_shared *sh, int *nwp)
         fprintf(stderr, "rk-bridge: zmq_ctx_new: %s\n", zmq_strerror(errno));
         return RKB_EXIT_FAIL;
     }
-    if (c->zmq_io_threads > 1 && zmq_ctx_set(sh->ctx, ZMQ_IO_THREADS, c->zmq_io_threads) != 0)
-        rkb_log(RKB_LOG_WARN, "ZMQ_IO_THREADS %d: %s", c->zmq_io_threads, zmq_strerror(errno));
+    if (sh->zmq_io_threads > 1 && zmq_ctx_set(sh->ctx, ZMQ_IO_THREADS, sh->zmq_io_threads) != 0) {
+        rkb_log(RKB_LOG_WARN, "ZMQ_IO_THREADS %d: %s; ZeroMQ keeps 1", sh->zmq_io_threads,
+                zmq_strerror(errno));
+        sh->zmq_io_threads = 1;
+    }
     for (int i = 0; i < nw; i++)
         if (!rkb__loop_new(sh, i, nw > 1))
             return RKB_EXIT_FAIL;
@@ -366,6 +381,7 @@ int rkb_run(const rkb_config *c)
         return RKB_EXIT_FAIL;
     }
     sh->cfg = c;
+    sh->zmq_io_threads = rkb__zmq_io_threads(c);
     sh->loops = loops;
     sh->port.sfd = -1;
     int rc = rkb__start(sh, &nw);

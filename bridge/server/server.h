@@ -443,6 +443,7 @@ typedef struct rkb_shared {
     rkb_port port;
     rkb_loop **loops;       /* every request loop */
     int n_loops;
+    int zmq_io_threads;     /* the context's, --zmq-io-threads resolved */
     rkb_front *front;       /* --io-threads > 1; else NULL */
     int stopping;           /* atomic: a signal arrived (worker mode) */
     int64_t stop_at;        /* written before stopping is set (release) */

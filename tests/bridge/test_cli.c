@@ -96,6 +96,8 @@ void test_cli(void **state)
     cli((const char *[]){B, "--window", "abc", NULL}, 2, "--window abc", out, sizeof out);
     cli((const char *[]){B, "--window", NULL}, 2, "--window", out, sizeof out);
     cli((const char *[]){B, "--ipc-mode", "999", NULL}, 2, "--ipc-mode", out, sizeof out);
+    cli((const char *[]){B, "--zmq-io-threads", "0", NULL}, 2, "--zmq-io-threads 0", out, sizeof out);
+    cli((const char *[]){B, "--zmq-io-threads", "65", NULL}, 2, "--zmq-io-threads 65", out, sizeof out);
     cli((const char *[]){B, "stray", NULL}, 2, "stray", out, sizeof out);
     cli((const char *[]){B, "--help", NULL}, 0, NULL, out, sizeof out);
     assert_non_null(strstr(out, "--allow-admin-ops"));
@@ -119,6 +121,14 @@ void test_cli(void **state)
     assert_non_null(strstr(out, "\"device\":null"));
     cli((const char *[]){C, "-e", b.ep, "launch", NULL}, 1, NULL, out, sizeof out);
     assert_non_null(strstr(out, "PERMISSION_DENIED"));
+    /* --zmq-io-threads auto (the default): 2 on more than 8 cores, else 1 */
+    assert_int_equal(status_counter(&b, "zmq_io_threads"), sysconf(_SC_NPROCESSORS_ONLN) > 8 ? 2 : 1);
+    assert_int_equal(bridge_stop(&b), 0);
+    bridge_start(&b, "--zmq-io-threads", "3", NULL);
+    assert_int_equal(status_counter(&b, "zmq_io_threads"), 3);
+    assert_int_equal(bridge_stop(&b), 0);
+    bridge_start(&b, "--zmq-io-threads", "auto", "--io-threads", "1", NULL);
+    assert_int_equal(status_counter(&b, "zmq_io_threads"), sysconf(_SC_NPROCESSORS_ONLN) > 8 ? 2 : 1);
     assert_int_equal(bridge_stop(&b), 0);
 }
 

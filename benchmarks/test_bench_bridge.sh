@@ -1,0 +1,46 @@
+#!/bin/sh
+# test_bench_bridge.sh RK_BENCH RK_BRIDGE - `rk-bench bridge` end to end on
+# the CPU backend (small counts: what it writes, not how fast): a bad
+# option is refused naming it, a run against no bridge ends within its
+# --timeout naming the endpoint, and a run against a bridge writes every
+# row, the raw echo server's ZeroMQ I/O threads (--raw-io-threads) in its
+# throughput row.
+set -u
+bench=$1 bridge=$2
+t=$(mktemp -d)
+bpid=
+trap '[ -n "$bpid" ] && kill -KILL "$bpid" 2>/dev/null; rm -rf "$t"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$bench" bridge --raw-io-threads 0 >"$t/out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "--raw-io-threads 0: exit $rc, want 2"
+grep -q -- "--raw-io-threads 0" "$t/out" || fail "--raw-io-threads 0 not named: $(cat "$t/out")"
+
+s=$(date +%s)
+"$bench" bridge --endpoint "ipc://$t/nobody" --timeout 0.5 >"$t/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "no bridge: exit $rc, want 1"
+[ $(($(date +%s) - s)) -le 5 ] || fail "no bridge: took more than 5 s"
+grep -q "no bridge answers at ipc://$t/nobody" "$t/out" || fail "no bridge: $(cat "$t/out")"
+
+"$bridge" --backend cpu --bind "ipc://$t/b" >"$t/bridge.log" 2>&1 &
+bpid=$!
+"$bench" bridge --endpoint "ipc://$t/b" --timeout 10 --count 200 --messages 2000 --threads 2 \
+    --window 8 --raw-io-threads 2 --json "$t/r.json" >"$t/out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "against a bridge: exit $rc: $(cat "$t/out")"
+for row in zmq_raw_echo_64 bridge_echo_64 ring_echo_64 zmq_raw_throughput_echo_64 \
+           bridge_throughput_echo_64; do
+  grep -q "\"name\": \"$row\"" "$t/r.json" || fail "no $row row in $(cat "$t/r.json")"
+done
+grep "\"name\": \"zmq_raw_throughput_echo_64\"" "$t/r.json" | grep -q '"zmq_io_threads": 2' ||
+  fail "the raw row does not say 2 I/O threads: $(cat "$t/r.json")"
+grep "\"name\": \"bridge_throughput_echo_64\"" "$t/r.json" | grep -q '"bad": 0' ||
+  fail "bad replies in the bridge's run: $(cat "$t/r.json")"
+kill -TERM "$bpid"
+wait "$bpid"
+rc=$?
+bpid=
+[ $rc -eq 0 ] || fail "rk-bridge exit $rc after SIGTERM: $(cat "$t/bridge.log")"
+echo PASS
