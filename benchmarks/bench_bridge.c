@@ -396,6 +396,7 @@ static int bb_throughput(const bb_opts *o, const char *ep, bool raw, bool delim,
 typedef struct bb_status {
     double cpu_us, requests;
     double ring_p50_ns, ring_p99_ns, ring_count;
+    double io_threads, zmq_io_threads; /* the bridge's request loops and ZeroMQ I/O threads */
     char backend[16]; /* "unknown" when not reported */
 } bb_status;
 
@@ -409,7 +410,7 @@ static double bb_map_uint(const msgpack_object *m, const char *key)
  * (errno: why); -2 when the answer lacks the CPU time and request count. */
 static int bb_bridge_status(const char *ep, int tmo_ms, bb_status *st)
 {
-    *st = (bb_status){-1, -1, -1, -1, -1, "unknown"};
+    *st = (bb_status){-1, -1, -1, -1, -1, -1, -1, "unknown"};
     void *ctx = zmq_ctx_new();
     void *s = bb_dealer(ctx, ep);
     zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo_ms, sizeof tmo_ms);
@@ -431,6 +432,8 @@ static int bb_bridge_status(const char *ep, int tmo_ms, bb_status *st)
             st->ring_p50_ns = bb_map_uint(r, "p50_ns");
             st->ring_p99_ns = bb_map_uint(r, "p99_ns");
             st->ring_count = bb_map_uint(r, "count");
+            st->io_threads = bb_map_uint(c, "io_threads");
+            st->zmq_io_threads = bb_map_uint(c, "zmq_io_threads");
             const msgpack_object *be = rkc_map_get(&up.data, "backend");
             if (be && be->type == MSGPACK_OBJECT_STR)
                 snprintf(st->backend, sizeof st->backend, "%.*s", (int)be->via.str.size, be->via.str.ptr);
@@ -578,14 +581,19 @@ static int bb_throughput_pair(const bb_opts *o, bench_report *rep, const char *b
     bench_result *r;
     int rc = bb_throughput(o, o->raw_endpoint, true, false, rep, "zmq_raw_throughput_echo_64", "zmq", &r);
     size_t el = strlen(r->extra);
-    snprintf(r->extra + el, sizeof r->extra - el, "%s\"zmq_io_threads\": %d", el ? ", " : "",
-             o->raw_io_threads);
+    snprintf(r->extra + el, sizeof r->extra - el, ", \"zmq_io_threads\": %d, %s", o->raw_io_threads,
+             extra);
     bb_status s0, s1;
     int cpu_ok = bb_bridge_status(o->endpoint, 5000, &s0);
     rc |= bb_throughput(o, o->endpoint, false, false, rep, "bridge_throughput_echo_64", backend, &r);
     cpu_ok |= bb_bridge_status(o->endpoint, 5000, &s1);
     el = strlen(r->extra);
     snprintf(r->extra + el, sizeof r->extra - el, ", %s", extra);
+    if (s0.io_threads > 0 && s0.zmq_io_threads > 0) {
+        el = strlen(r->extra);
+        snprintf(r->extra + el, sizeof r->extra - el, ", \"io_threads\": %.0f, \"zmq_io_threads\": %.0f",
+                 s0.io_threads, s0.zmq_io_threads);
+    }
     if (cpu_ok == 0 && s1.requests > s0.requests) {
         /* the status request itself is one of the (rq1 - rq0) */
         double per = (s1.cpu_us - s0.cpu_us) / (s1.requests - s0.requests);

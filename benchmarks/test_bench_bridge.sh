@@ -24,7 +24,7 @@ rc=$?
 [ $(($(date +%s) - s)) -le 5 ] || fail "no bridge: took more than 5 s"
 grep -q "no bridge answers at ipc://$t/nobody" "$t/out" || fail "no bridge: $(cat "$t/out")"
 
-"$bridge" --backend cpu --bind "ipc://$t/b" >"$t/bridge.log" 2>&1 &
+"$bridge" --backend cpu --bind "ipc://$t/b" --io-threads 2 --zmq-io-threads 3 >"$t/bridge.log" 2>&1 &
 bpid=$!
 "$bench" bridge --endpoint "ipc://$t/b" --timeout 10 --count 200 --messages 2000 --threads 2 \
     --window 8 --raw-io-threads 2 --json "$t/r.json" >"$t/out" 2>&1
@@ -38,6 +38,10 @@ grep "\"name\": \"zmq_raw_throughput_echo_64\"" "$t/r.json" | grep -q '"zmq_io_t
   fail "the raw row does not say 2 I/O threads: $(cat "$t/r.json")"
 grep "\"name\": \"bridge_throughput_echo_64\"" "$t/r.json" | grep -q '"bad": 0' ||
   fail "bad replies in the bridge's run: $(cat "$t/r.json")"
+# the bridge's own threads, from its status (as started above)
+grep "\"name\": \"bridge_throughput_echo_64\"" "$t/r.json" |
+  grep -q '"io_threads": 2, "zmq_io_threads": 3' ||
+  fail "the bridge row does not say its threads: $(cat "$t/r.json")"
 kill -TERM "$bpid"
 wait "$bpid"
 rc=$?
