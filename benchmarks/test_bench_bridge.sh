@@ -2,9 +2,9 @@
 # test_bench_bridge.sh RK_BENCH RK_BRIDGE - `rk-bench bridge` end to end on
 # the CPU backend (small counts: what it writes, not how fast): a bad
 # option is refused naming it, a run against no bridge ends within its
-# --timeout naming the endpoint, and a run against a bridge writes every
-# row, the raw echo server's ZeroMQ I/O threads (--raw-io-threads) in its
-# throughput row.
+# --timeout naming the endpoint, and a run against a bridge (through the
+# broker hop too) writes every row, the threads that served them in the
+# throughput rows.
 set -u
 bench=$1 bridge=$2
 t=$(mktemp -d)
@@ -27,11 +27,12 @@ grep -q "no bridge answers at ipc://$t/nobody" "$t/out" || fail "no bridge: $(ca
 "$bridge" --backend cpu --bind "ipc://$t/b" --io-threads 2 --zmq-io-threads 3 >"$t/bridge.log" 2>&1 &
 bpid=$!
 "$bench" bridge --endpoint "ipc://$t/b" --timeout 10 --count 200 --messages 2000 --threads 2 \
-    --window 8 --raw-io-threads 2 --json "$t/r.json" >"$t/out" 2>&1
+    --window 8 --raw-io-threads 2 --broker --json "$t/r.json" >"$t/out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "against a bridge: exit $rc: $(cat "$t/out")"
 for row in zmq_raw_echo_64 bridge_echo_64 ring_echo_64 zmq_raw_throughput_echo_64 \
-           bridge_throughput_echo_64; do
+           bridge_throughput_echo_64 bridge_delim_echo_64 broker_bridge_echo_64 \
+           bridge_delim_throughput_echo_64 broker_bridge_throughput_echo_64; do
   grep -q "\"name\": \"$row\"" "$t/r.json" || fail "no $row row in $(cat "$t/r.json")"
 done
 grep "\"name\": \"zmq_raw_throughput_echo_64\"" "$t/r.json" | grep -q '"zmq_io_threads": 2' ||
