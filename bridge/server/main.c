@@ -231,6 +231,8 @@ static int rkb__numeric(rkb_config *c, int id, const char *arg)
 {
     uint64_t v;
 #define NUM(lo, hi) do { if (rkb__num(rkb__name(id), arg, (lo), (hi), &v)) return -1; } while (0)
+/* a thread count that may be "auto" (0: worked out at start, run.c) */
+#define AUTO_OR_NUM(f, lo, hi) do { if (!strcmp(arg, "auto")) f = 0; else { NUM(lo, hi); f = (int)v; } } while (0)
     switch (id) {
     case O_DEVICE: NUM(0, 1024); c->rk.device = (int)v; break;
     case O_GRID: NUM(0, UINT32_MAX); c->rk.grid = (uint32_t)v; break;
@@ -249,29 +251,16 @@ static int rkb__numeric(rkb_config *c, int id, const char *arg)
     case O_GRACE: NUM(0, 3600000); c->shutdown_grace_ms = (uint32_t)v; break;
     case O_QUIET: NUM(0, 3600000); c->shutdown_quiet_ms = (uint32_t)v; break;
     case O_DRAIN: NUM(0, 3600000); c->drain_ms = (uint32_t)v; break;
-    case O_ZMQ_IO_THREADS:
-        if (!strcmp(arg, "auto")) {
-            c->zmq_io_threads = 0;
-            break;
-        }
-        NUM(1, 64);
-        c->zmq_io_threads = (int)v;
-        break;
+    case O_ZMQ_IO_THREADS: AUTO_OR_NUM(c->zmq_io_threads, 1, 64); break;
     case O_STANDBY: NUM(0, 1); c->rk.standby = (int)v; break;
     case O_FAULT_LIMIT: NUM(1, 1000000); c->rk.fault_limit = (uint32_t)v; break;
     case O_FAULT_WINDOW: NUM(1, UINT32_MAX); c->rk.fault_window_ms = (uint32_t)v; break;
     case O_DEADLINE: NUM(0, UINT32_MAX); c->rk.request_deadline_ms = (uint32_t)v; break;
     case O_HEARTBEAT: NUM(50, UINT32_MAX); c->rk.heartbeat_ms = (uint32_t)v; break;
-    case O_IO_THREADS:
-        if (!strcmp(arg, "auto")) {
-            c->io_threads = 0;
-            break;
-        }
-        NUM(1, 64);
-        c->io_threads = (int)v;
-        break;
+    case O_IO_THREADS: AUTO_OR_NUM(c->io_threads, 1, 64); break;
     default: return 1;
     }
+#undef AUTO_OR_NUM
 #undef NUM
     return 0;
 }
