@@ -110,16 +110,19 @@ static int rkb__io_threads(const rkb_config *c)
 }
 
 /* --zmq-io-threads auto: where the frontend has three workers behind it,
- * one ZeroMQ I/O thread doing every connection's tcp framing is what
- * saturates (H100 host, 16 cores, 8 clients x 128: ~98 % of a core, the
- * bridge 0.85-0.95 x raw ZeroMQ; with two, 0.89-1.06 x; bridge/README.md
- * "ZeroMQ's I/O threads"). On fewer cores the second would take a core
- * the workers need. */
+ * one ZeroMQ I/O thread doing every tcp connection's framing is what
+ * saturates (H100 host, 16 cores, 8 clients x 128: 96-99 % of a core;
+ * with two the bridge's pipelined echo rose from ~0.87 to ~0.96 x raw
+ * ZeroMQ; bridge/README.md "ZeroMQ's I/O threads"). Over ipc a second did
+ * not help, and on fewer cores it would take a core the workers need. */
 static int rkb__zmq_io_threads(const rkb_config *c)
 {
     if (c->zmq_io_threads > 0)
         return c->zmq_io_threads;
-    return sysconf(_SC_NPROCESSORS_ONLN) > 8 ? 2 : 1;
+    bool tcp = false;
+    for (int i = 0; i < c->n_binds; i++)
+        tcp |= !strncmp(c->binds[i], "tcp://", 6);
+    return tcp && sysconf(_SC_NPROCESSORS_ONLN) > 8 ? 2 : 1;
 }
 
 /* librk's own lines (a worker replaced, a fault blamed on a request) go
