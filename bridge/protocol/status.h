@@ -59,6 +59,7 @@
     X(window, "requests in flight per I/O thread (--window)")                                      \
     X(io_threads, "request loops (--io-threads)")                                                  \
     X(zmq_io_threads, "ZeroMQ background I/O threads")                                             \
+    X(cpus, "the CPUs the bridge may use (affinity, cgroup quota): what auto counts")              \
     X(fd_limit, "the process's file descriptor limit after start-up raised it")                   \
     X(cpu_user_us, "user CPU time of the whole process, microseconds")                             \
     X(cpu_sys_us, "system CPU time of the whole process, microseconds")

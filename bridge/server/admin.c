@@ -135,6 +135,7 @@ static void rkb__counters(const rkb_shared *sh, const rkb_loop *self, rkb_status
     c->window = cfg->rk.actor_window;
     c->io_threads = (uint64_t)sh->n_loops;
     c->zmq_io_threads = (uint64_t)sh->zmq_io_threads;
+    c->cpus = (uint64_t)sh->cpus;
     c->fd_limit = sh->fd_limit;
     /* the whole process (I/O threads, ZeroMQ's threads, the CPU backend's
      * worker): rk-bench bridge divides its growth by the messages */

@@ -110,5 +110,5 @@ uint32_t rkb_ring_discard(rkb_spsc *q)
 int64_t rkb_spin_ns(void)
 {
     return getenv("RKB_SPIN_NS") ? atoll(getenv("RKB_SPIN_NS"))
-           : sysconf(_SC_NPROCESSORS_ONLN) > 4 ? 100000 : 0;
+           : rkb_cpus() > 4 ? 100000 : 0;
 }

@@ -101,12 +101,11 @@ static void rkb__ring_calibrate(rkb_shared *sh)
  * spare, workers decode, encode and drive the ring in parallel (H200 host,
  * 16 cores, tcp, 8 clients x 128: 0.84 M msg/s with 1 thread, 1.43 M with
  * 2 workers, 1.53 M with 3; bridge/README.md) */
-static int rkb__io_threads(const rkb_config *c)
+static int rkb__io_threads(const rkb_config *c, long cpus)
 {
     if (c->io_threads > 0)
         return c->io_threads;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 8 ? 3 : n > 4 ? 2 : 1;
+    return cpus > 8 ? 3 : cpus > 4 ? 2 : 1;
 }
 
 /* --zmq-io-threads auto: where the frontend has three workers behind it,
@@ -115,14 +114,14 @@ static int rkb__io_threads(const rkb_config *c)
  * with two the bridge's pipelined echo rose from ~0.87 to ~0.96 x raw
  * ZeroMQ; bridge/README.md "ZeroMQ's I/O threads"). Over ipc a second did
  * not help, and on fewer cores it would take a core the workers need. */
-static int rkb__zmq_io_threads(const rkb_config *c)
+static int rkb__zmq_io_threads(const rkb_config *c, long cpus)
 {
     if (c->zmq_io_threads > 0)
         return c->zmq_io_threads;
     bool tcp = false;
     for (int i = 0; i < c->n_binds; i++)
         tcp |= !strncmp(c->binds[i], "tcp://", 6);
-    return tcp && sysconf(_SC_NPROCESSORS_ONLN) > 8 ? 2 : 1;
+    return tcp && cpus > 8 ? 2 : 1;
 }
 
 /* librk's own lines (a worker replaced, a fault blamed on a request) go
@@ -374,7 +373,8 @@ static void rkb__close(rkb_shared *sh, bool served)
 int rkb_run(const rkb_config *c)
 {
     rkb_log_set_level(c->log_level);
-    int nw = rkb__io_threads(c); /* rkb__start may add loops, one per device */
+    const long cpus = rkb_cpus();
+    int nw = rkb__io_threads(c, cpus); /* rkb__start may add loops, one per device */
     rkb_shared *sh = calloc(1, sizeof *sh);
     /* room for a loop per device, however many `--devices all` finds */
     rkb_loop **loops = calloc((size_t)(nw > RK_MAX_DEVICES ? nw : RK_MAX_DEVICES), sizeof *loops);
@@ -384,7 +384,8 @@ int rkb_run(const rkb_config *c)
         return RKB_EXIT_FAIL;
     }
     sh->cfg = c;
-    sh->zmq_io_threads = rkb__zmq_io_threads(c);
+    sh->cpus = cpus;
+    sh->zmq_io_threads = rkb__zmq_io_threads(c, cpus);
     sh->loops = loops;
     sh->port.sfd = -1;
     int rc = rkb__start(sh, &nw);

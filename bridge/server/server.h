@@ -27,6 +27,7 @@
 
 #include "codec.h"
 #include "config.h"
+#include "cpus.h"
 #include "log.h"
 #include "spsc.h"
 
@@ -444,6 +445,7 @@ typedef struct rkb_shared {
     rkb_loop **loops;       /* every request loop */
     int n_loops;
     int zmq_io_threads;     /* the context's, --zmq-io-threads resolved */
+    long cpus;              /* rkb_cpus() at start: what auto counted */
     rkb_front *front;       /* --io-threads > 1; else NULL */
     int stopping;           /* atomic: a signal arrived (worker mode) */
     int64_t stop_at;        /* written before stopping is set (release) */

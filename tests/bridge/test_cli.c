@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,9 +129,29 @@ void test_cli(void **state)
     bridge_start(&b, "--zmq-io-threads", "3", NULL);
     assert_int_equal(status_counter(&b, "zmq_io_threads"), 3);
     assert_int_equal(bridge_stop(&b), 0);
-    bridge_start_opts(&b, &(bridge_opts){.bind = "tcp://127.0.0.1:*", .umask = -1},
-                      (const char *[]){"--zmq-io-threads", "auto", NULL});
-    assert_int_equal(status_counter(&b, "zmq_io_threads"), sysconf(_SC_NPROCESSORS_ONLN) > 8 ? 2 : 1);
+    /* the thread counts follow the CPUs the bridge may use (status cpus:
+     * its affinity mask, capped by its cgroup's quota), not the machine's */
+    cpu_set_t all, one;
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    const bridge_opts tcp = {.bind = "tcp://127.0.0.1:*", .umask = -1};
+    bridge_start_opts(&b, &tcp, (const char *[]){"--zmq-io-threads", "auto", NULL});
+    const uint64_t cpus = status_counter(&b, "cpus");
+    assert_true(cpus >= 1 && cpus <= (uint64_t)CPU_COUNT(&all));
+    assert_int_equal(status_counter(&b, "io_threads"), cpus > 8 ? 3 : cpus > 4 ? 2 : 1);
+    assert_int_equal(status_counter(&b, "zmq_io_threads"), cpus > 8 ? 2 : 1);
+    assert_int_equal(bridge_stop(&b), 0);
+    CPU_ZERO(&one);
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &all)) {
+            CPU_SET(i, &one);
+            break;
+        }
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0); /* the bridge inherits it */
+    bridge_start_opts(&b, &tcp, NULL);
+    assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+    assert_int_equal(status_counter(&b, "cpus"), 1);
+    assert_int_equal(status_counter(&b, "io_threads"), 1);
+    assert_int_equal(status_counter(&b, "zmq_io_threads"), 1);
     assert_int_equal(bridge_stop(&b), 0);
 }
 

@@ -1,0 +1,106 @@
+/* test_cpus.c - rkb_cpus_from (bridge/server/cpus.c): the CPUs the bridge
+ * may use are its affinity mask capped by its own cgroup's cpu.max,
+ * rounded up, from files laid out as /proc/self/cgroup and /sys/fs/cgroup
+ * would be. */
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cpus.h"
+
+static char g_dir[64];
+
+static void put(const char *rel, const char *text)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", g_dir, rel);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static long affinity(void)
+{
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    return CPU_COUNT(&set);
+}
+
+/* The count for a /proc/self/cgroup of `cgroup` and a cpu.max of `max`
+ * (NULL: none) in the cgroup /a/b. */
+static long with(const char *cgroup, const char *max)
+{
+    char pc[128], root[128];
+    snprintf(pc, sizeof pc, "%s/cgroup", g_dir);
+    snprintf(root, sizeof root, "%s/root", g_dir);
+    put("cgroup", cgroup);
+    char p[256];
+    snprintf(p, sizeof p, "%s/root/a/b/cpu.max", g_dir);
+    unlink(p);
+    if (max)
+        put("root/a/b/cpu.max", max);
+    return rkb_cpus_from(pc, root);
+}
+
+static void test_quota(void **state)
+{
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/rkbt-cpus-XXXXXX");
+    assert_non_null(mkdtemp(g_dir));
+    char p[256];
+    snprintf(p, sizeof p, "%s/root", g_dir);
+    mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/root/a", g_dir);
+    mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/root/a/b", g_dir);
+    mkdir(p, 0700);
+    const long aff = affinity();
+    const char *v2 = "0::/a/b\n";
+    /* a quota of one CPU, and of 1.5 (rounded up: 2) */
+    assert_int_equal(with(v2, "100000 100000\n"), 1);
+    assert_int_equal(with(v2, "150000 100000\n"), aff < 2 ? aff : 2);
+    /* a quota above the mask: the mask */
+    assert_int_equal(with(v2, "100000000 100000\n"), aff);
+    /* no quota, no file, a malformed file, a cgroup v1-only process: the mask */
+    assert_int_equal(with(v2, "max 100000\n"), aff);
+    assert_int_equal(with(v2, NULL), aff);
+    assert_int_equal(with(v2, "garbage\n"), aff);
+    assert_int_equal(with(v2, "100000 0\n"), aff);
+    assert_int_equal(with("4:cpu:/a/b\n1:memory:/\n", "100000 100000\n"), aff);
+    /* the v2 line among v1 lines counts */
+    assert_int_equal(with("4:cpu:/x\n0::/a/b\n", "100000 100000\n"), 1);
+    /* the process's own affinity narrowed: one CPU */
+    cpu_set_t all, one;
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    CPU_ZERO(&one);
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &all)) {
+            CPU_SET(i, &one);
+            break;
+        }
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    assert_int_equal(with(v2, "max 100000\n"), 1);
+    assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+    /* the real files: at least 1, at most the mask */
+    long real = rkb_cpus();
+    assert_true(real >= 1 && real <= aff);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_quota)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
