@@ -197,7 +197,9 @@ static const struct option rkb__opts[] = {
 #define RKB_HINT "(see rk-bridge --help)"
 
 /* Parses a number with an optional K/M/G suffix in [min, max]. */
-static int rkb__num(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
+/* or_auto: the option takes "auto" too (its message says so) */
+static int rkb__num(const char *opt, const char *s, uint64_t min, uint64_t max, bool or_auto,
+                    uint64_t *out)
 {
     char *end;
     errno = 0;
@@ -215,8 +217,8 @@ static int rkb__num(const char *opt, const char *s, uint64_t min, uint64_t max, 
             return 0;
         }
     }
-    fprintf(stderr, "rk-bridge: --%s %s: expected a number from %" PRIu64 " to %" PRIu64 " " RKB_HINT "\n",
-            opt, s, min, max);
+    fprintf(stderr, "rk-bridge: --%s %s: expected %sa number from %" PRIu64 " to %" PRIu64 " " RKB_HINT "\n",
+            opt, s, or_auto ? "auto or " : "", min, max);
     return -1;
 }
 
@@ -232,9 +234,10 @@ static const char *rkb__name(int id)
 static int rkb__numeric(rkb_config *c, int id, const char *arg)
 {
     uint64_t v;
-#define NUM(lo, hi) do { if (rkb__num(rkb__name(id), arg, (lo), (hi), &v)) return -1; } while (0)
+#define NUM_(lo, hi, a) do { if (rkb__num(rkb__name(id), arg, (lo), (hi), (a), &v)) return -1; } while (0)
+#define NUM(lo, hi) NUM_(lo, hi, false)
 /* a thread count that may be "auto" (0: worked out at start, run.c) */
-#define AUTO_OR_NUM(f, lo, hi) do { if (!strcmp(arg, "auto")) f = 0; else { NUM(lo, hi); f = (int)v; } } while (0)
+#define AUTO_OR_NUM(f, lo, hi) do { if (!strcmp(arg, "auto")) f = 0; else { NUM_(lo, hi, true); f = (int)v; } } while (0)
     switch (id) {
     case O_DEVICE: NUM(0, 1024); c->rk.device = (int)v; break;
     case O_GRID: NUM(0, UINT32_MAX); c->rk.grid = (uint32_t)v; break;
@@ -264,6 +267,7 @@ static int rkb__numeric(rkb_config *c, int id, const char *arg)
     }
 #undef AUTO_OR_NUM
 #undef NUM
+#undef NUM_
     return 0;
 }
 

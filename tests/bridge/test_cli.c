@@ -99,6 +99,9 @@ void test_cli(void **state)
     cli((const char *[]){B, "--ipc-mode", "999", NULL}, 2, "--ipc-mode", out, sizeof out);
     cli((const char *[]){B, "--zmq-io-threads", "0", NULL}, 2, "--zmq-io-threads 0", out, sizeof out);
     cli((const char *[]){B, "--zmq-io-threads", "65", NULL}, 2, "--zmq-io-threads 65", out, sizeof out);
+    assert_non_null(strstr(out, "expected auto or a number from 1 to 64"));
+    cli((const char *[]){B, "--io-threads", "x", NULL}, 2, "--io-threads x", out, sizeof out);
+    assert_non_null(strstr(out, "expected auto or a number from 1 to 64"));
     cli((const char *[]){B, "stray", NULL}, 2, "stray", out, sizeof out);
     cli((const char *[]){B, "--help", NULL}, 0, NULL, out, sizeof out);
     assert_non_null(strstr(out, "--allow-admin-ops"));
