@@ -287,7 +287,7 @@ void rkb_front_run(rkb_front *f)
     const uint64_t nw = (uint64_t)f->sh->n_loops, qb = f->sh->cfg->queue_bytes, qn = f->sh->cfg->queue;
     f->share_bytes = qb / nw + (qb % nw != 0);
     f->share_n = qn / nw + (qn % nw != 0);
-    int64_t spin_ns = rkb_spin_ns();
+    int64_t spin_ns = rkb_spin_ns(f->sh->cpus);
     int64_t last_progress = rkb_now_ns(), last_read = 0;
     for (;;) {
         bool room = true;

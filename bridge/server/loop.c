@@ -530,7 +530,7 @@ void rkb_loop_run(rkb_loop *l)
 {
     int64_t last_progress = rkb_now_ns(), last_read = 0;
     /* while replies are owed: spin (pause) this long, then yield, then poll */
-    int64_t spin_ns = rkb_spin_ns();
+    int64_t spin_ns = rkb_spin_ns(l->sh->cpus);
     int64_t yield_ns = getenv("RKB_YIELD_NS") ? atoll(getenv("RKB_YIELD_NS")) : 2000000;
     for (;;) {
         int progress = rkb__drain_replies(l);
