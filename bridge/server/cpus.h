@@ -3,8 +3,9 @@
 #ifndef RKB_CPUS_H
 #define RKB_CPUS_H
 
-/* The CPUs this process may use: its affinity mask, capped by its cgroup's
- * CPU quota (cgroup v2 cpu.max), rounded up. At least 1. */
+/* The CPUs this process may use: its affinity mask, capped by the tightest
+ * CPU quota (cgroup v2 cpu.max) of its cgroup and its parents, rounded up.
+ * At least 1. */
 long rkb_cpus(void);
 
 /* The same with the process's cgroup read from proc_cgroup (a

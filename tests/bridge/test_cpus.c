@@ -36,9 +36,9 @@ static long affinity(void)
     return CPU_COUNT(&set);
 }
 
-/* The count for a /proc/self/cgroup of `cgroup` and a cpu.max of `max`
- * (NULL: none) in the cgroup /a/b. */
-static long with(const char *cgroup, const char *max)
+/* The count for a /proc/self/cgroup of `cgroup`, a cpu.max of `max` in
+ * the cgroup /a/b and `parent` in /a (NULL: none). */
+static long with_parent(const char *cgroup, const char *max, const char *parent)
 {
     char pc[128], root[128];
     snprintf(pc, sizeof pc, "%s/cgroup", g_dir);
@@ -49,7 +49,16 @@ static long with(const char *cgroup, const char *max)
     unlink(p);
     if (max)
         put("root/a/b/cpu.max", max);
+    snprintf(p, sizeof p, "%s/root/a/cpu.max", g_dir);
+    unlink(p);
+    if (parent)
+        put("root/a/cpu.max", parent);
     return rkb_cpus_from(pc, root);
+}
+
+static long with(const char *cgroup, const char *max)
+{
+    return with_parent(cgroup, max, NULL);
 }
 
 static void test_quota(void **state)
@@ -79,6 +88,11 @@ static void test_quota(void **state)
     assert_int_equal(with("4:cpu:/a/b\n1:memory:/\n", "100000 100000\n"), aff);
     /* the v2 line among v1 lines counts */
     assert_int_equal(with("4:cpu:/x\n0::/a/b\n", "100000 100000\n"), 1);
+    /* a parent's quota (a systemd slice's) limits too; the tightest wins */
+    assert_int_equal(with_parent(v2, "max 100000\n", "100000 100000\n"), 1);
+    assert_int_equal(with_parent(v2, "100000 100000\n", "400000 100000\n"), 1);
+    assert_int_equal(with_parent(v2, NULL, "50000 100000\n"), 1);
+    assert_int_equal(with_parent("0::/a\n", "100000 100000\n", "max 100000\n"), aff);
     /* the process's own affinity narrowed: one CPU */
     cpu_set_t all, one;
     assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
