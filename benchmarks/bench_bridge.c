@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -482,31 +483,37 @@ static double bb_ring_row(const bb_status *st, bench_report *rep)
     return st->ring_p50_ns > 0 ? st->ring_p50_ns : 0;
 }
 
+/* Appends a formatted member to r's extra JSON members (", " between). */
+__attribute__((format(printf, 2, 3))) static void bb_extra_add(bench_result *r, const char *fmt, ...)
+{
+    size_t el = strlen(r->extra);
+    if (el && el + 2 < sizeof r->extra)
+        el += (size_t)snprintf(r->extra + el, sizeof r->extra - el, ", ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->extra + el, sizeof r->extra - el, fmt, ap);
+    va_end(ap);
+}
+
 /* zmq_raw_throughput_echo_64, then bridge_throughput_echo_64 with the
  * bridge's CPU time per message over its run (from its status counters). */
 static int bb_throughput_pair(const bb_opts *o, bench_report *rep, const char *backend, const char *extra)
 {
     bench_result *r;
     int rc = bb_throughput(o, o->raw_endpoint, true, false, rep, "zmq_raw_throughput_echo_64", "zmq", &r);
-    size_t el = strlen(r->extra);
-    snprintf(r->extra + el, sizeof r->extra - el, ", \"zmq_io_threads\": %d, %s", o->raw_io_threads,
-             extra);
+    bb_extra_add(r, "\"zmq_io_threads\": %d, %s", o->raw_io_threads, extra);
     bb_status s0, s1;
     int cpu_ok = bb_bridge_status(o->endpoint, 5000, &s0);
     rc |= bb_throughput(o, o->endpoint, false, false, rep, "bridge_throughput_echo_64", backend, &r);
     cpu_ok |= bb_bridge_status(o->endpoint, 5000, &s1);
-    el = strlen(r->extra);
-    snprintf(r->extra + el, sizeof r->extra - el, ", %s", extra);
-    if (s0.io_threads > 0 && s0.zmq_io_threads > 0) {
-        el = strlen(r->extra);
-        snprintf(r->extra + el, sizeof r->extra - el, ", \"io_threads\": %.0f, \"zmq_io_threads\": %.0f",
-                 s0.io_threads, s0.zmq_io_threads);
-    }
+    bb_extra_add(r, "%s", extra);
+    if (s0.io_threads > 0 && s0.zmq_io_threads > 0)
+        bb_extra_add(r, "\"io_threads\": %.0f, \"zmq_io_threads\": %.0f", s0.io_threads,
+                     s0.zmq_io_threads);
     if (cpu_ok == 0 && s1.requests > s0.requests) {
         /* the status request itself is one of the (rq1 - rq0) */
         double per = (s1.cpu_us - s0.cpu_us) / (s1.requests - s0.requests);
-        el = strlen(r->extra);
-        snprintf(r->extra + el, sizeof r->extra - el, ", \"bridge_cpu_us_per_msg\": %.3f", per);
+        bb_extra_add(r, "\"bridge_cpu_us_per_msg\": %.3f", per);
         fprintf(stderr, "rk-bench bridge: bridge CPU %.3f us per message during the throughput "
                 "run (%.0f messages)\n", per, s1.requests - s0.requests);
     }
