@@ -493,6 +493,13 @@ void curve_keys_make(curve_keys *k)
     snprintf(k->admin_dir, sizeof k->admin_dir, "%s/admins", k->dir);
 }
 
+void curve_keys_remove(const curve_keys *k)
+{
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", k->dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 uint32_t rng(uint64_t *s)
 {
     *s ^= *s << 13;

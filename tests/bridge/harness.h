@@ -98,8 +98,8 @@ int run_prog(const char *const *argv, int umask_v, const char *const *env, char 
 void read_z85(const char *path, char out[41]);
 /* CURVE keys for a test, made with rk-bridge --gen-keys in a fresh
  * directory: the server's pair, alice's (listed: in dir/allowed),
- * mallory's (not listed) and root's (an admin: in dir/admins). Remove dir
- * with rm -rf when done. */
+ * mallory's (not listed) and root's (an admin: in dir/admins);
+ * curve_keys_remove removes them. */
 typedef struct curve_keys {
     char dir[32];
     /* for --curve-secret-key-file, --curve-allow-dir, --curve-admin-dir */
@@ -107,6 +107,7 @@ typedef struct curve_keys {
     char server_pub[41], alice[41], mallory[41], root[41];
 } curve_keys;
 void curve_keys_make(curve_keys *k);
+void curve_keys_remove(const curve_keys *k);
 /* Runs a program (test_cli.c); expects its exit status and, when one_line
  * names something, exactly one line that names it and points to --help. */
 void cli(const char *const *argv, int want, const char *one_line, char *out, size_t cap);
