@@ -43,8 +43,8 @@ typedef struct rkb_config {
     bool allow_insecure_remote; /* bind beyond loopback without CURVE */
     bool allow_admin_ops;       /* every client may use admin operations */
     unsigned ipc_mode;          /* permission bits of ipc:// socket files (0600) */
-    int io_threads;             /* 0: auto (1 on <= 4 CPUs, 2 on <= 8, else 3; rkb_cpus) */
-    int zmq_io_threads;         /* ZMQ_IO_THREADS; 0: auto (2 with tcp on > 8 CPUs, else 1) */
+    int io_threads;             /* 0: auto (1 on <= 3 CPUs, 2 on <= 8, else 3; rkb_cpus) */
+    int zmq_io_threads;         /* ZMQ_IO_THREADS; 0: auto (2 with tcp on > 5 CPUs, else 1) */
 } rkb_config;
 
 /* The defaults documented in rk-bridge --help. */

@@ -5,7 +5,10 @@
  * path (cpu.max of its cgroup and each parent: `docker --cpus`, systemd's
  * CPUQuota= on the service or its slice), rounded up. The machine's
  * online count saw every core of the host: a bridge given 2 CPUs of a
- * 64-core host started 3 workers and a frontend that spin. */
+ * 64-core host started 3 workers and a frontend that spin. Then what
+ * --io-threads auto, the spin window and --zmq-io-threads auto make of
+ * that count, each measured (benchmarks/results/h200_bridge_small_cpus_
+ * 4870421.txt, h200_bridge_zmq_io_threads_cpus_4870421.txt). */
 #include "cpus.h"
 
 #include <sched.h>
@@ -75,4 +78,41 @@ long rkb_cpus_from(const char *proc_cgroup, const char *cgroup_root)
 long rkb_cpus(void)
 {
     return rkb_cpus_from("/proc/self/cgroup", "/sys/fs/cgroup");
+}
+
+/* One thread does everything where CPUs are few (a frontend and workers
+ * would only take turns on them); with CPUs to spare, workers decode,
+ * encode and drive the ring in parallel (H200 host, 16 cores, tcp, 8
+ * clients x 128: 0.84 M msg/s with 1 thread, 1.43 M with 2 workers, 1.53 M
+ * with 3). Given 4 CPUs, two workers that spin (rkb_spin_ns) beat one loop
+ * in latency and throughput (+21-67 %) on both backends; given 3, only on
+ * CUDA; given 2 they are far worse (bridge/README.md, "How many threads on
+ * a few CPUs"). */
+int rkb_auto_io_threads(long cpus)
+{
+    return cpus > 8 ? 3 : cpus > 3 ? 2 : 1;
+}
+
+/* Spin while work is owed only where there are CPUs to spare: on 2 a
+ * spinning bridge holds the CPU the CPU worker or ZeroMQ's I/O thread
+ * needs (two spinning workers there: p50 +235-246 us over raw ZeroMQ on
+ * the cpu backend); from 4 on, a frontend and workers that sleep after
+ * each request pay two eventfd wake-ups a round trip (~20 us), and each
+ * sched_yield round a system call that a reply 2-3 us away does not need. */
+int64_t rkb_spin_ns(long cpus)
+{
+    const char *e = getenv("RKB_SPIN_NS"); /* experiments */
+    return e ? atoll(e) : cpus > 3 ? 100000 : 0;
+}
+
+/* Behind a frontend with CPUs to spare, one ZeroMQ I/O thread doing every
+ * tcp connection's framing is what saturates (H100 host, 16 cores, 8
+ * clients x 128: 96-99 % of a core; two took the bridge's pipelined echo
+ * from ~0.87 to ~0.96 x raw ZeroMQ). Given 6 or 8 CPUs of an H200 host, two
+ * were 7-17 % faster in each of six pairs; given 5, +13 / +6 % on one host
+ * and -7 / -5 % on another; given 4, -8 to -37 % (bridge/README.md, "How
+ * many threads on a few CPUs"). Over ipc a second did not help. */
+int rkb_auto_zmq_io_threads(bool tcp, long cpus)
+{
+    return tcp && cpus > 5 ? 2 : 1;
 }

@@ -102,13 +102,3 @@ uint32_t rkb_ring_discard(rkb_spsc *q)
     }
     return n;
 }
-
-/* Spin while replies are owed only where there are CPUs to spare (cpus:
- * what the bridge may use, sh->cpus): on 2 a spinning bridge holds the CPU
- * the CPU worker or ZeroMQ's I/O thread needs; with more, each
- * sched_yield round costs a system call that a reply 2-3 us away does not
- * need. */
-int64_t rkb_spin_ns(long cpus)
-{
-    return getenv("RKB_SPIN_NS") ? atoll(getenv("RKB_SPIN_NS")) : cpus > 4 ? 100000 : 0;
-}

@@ -96,24 +96,13 @@ static void rkb__ring_calibrate(rkb_shared *sh)
 
 /* ---- start-up -------------------------------------------------------------- */
 
-/* --io-threads auto: one thread does everything where cores are few (a
- * frontend and workers would only take turns on them); with cores to
- * spare, workers decode, encode and drive the ring in parallel (H200 host,
- * 16 cores, tcp, 8 clients x 128: 0.84 M msg/s with 1 thread, 1.43 M with
- * 2 workers, 1.53 M with 3; bridge/README.md) */
+/* The --io-threads and --zmq-io-threads to use: as given, or auto
+ * (cpus.c says why each auto is what it is). */
 static int rkb__io_threads(const rkb_config *c, long cpus)
 {
-    if (c->io_threads > 0)
-        return c->io_threads;
-    return cpus > 8 ? 3 : cpus > 4 ? 2 : 1;
+    return c->io_threads > 0 ? c->io_threads : rkb_auto_io_threads(cpus);
 }
 
-/* --zmq-io-threads auto: where the frontend has three workers behind it,
- * one ZeroMQ I/O thread doing every tcp connection's framing is what
- * saturates (H100 host, 16 cores, 8 clients x 128: 96-99 % of a core;
- * with two the bridge's pipelined echo rose from ~0.87 to ~0.96 x raw
- * ZeroMQ; bridge/README.md "ZeroMQ's I/O threads"). Over ipc a second did
- * not help, and on fewer cores it would take a core the workers need. */
 static int rkb__zmq_io_threads(const rkb_config *c, long cpus)
 {
     if (c->zmq_io_threads > 0)
@@ -121,7 +110,7 @@ static int rkb__zmq_io_threads(const rkb_config *c, long cpus)
     bool tcp = false;
     for (int i = 0; i < c->n_binds; i++)
         tcp |= !strncmp(c->binds[i], "tcp://", 6);
-    return tcp && cpus > 8 ? 2 : 1;
+    return rkb_auto_zmq_io_threads(tcp, cpus);
 }
 
 /* librk's own lines (a worker replaced, a fault blamed on a request) go

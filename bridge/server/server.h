@@ -329,7 +329,6 @@ rkb_spsc *rkb_ring_new(uint32_t entries);
 /* Closes the frames of every item left in q (its only user now); returns
  * how many there were. */
 uint32_t rkb_ring_discard(rkb_spsc *q);
-int64_t rkb_spin_ns(long cpus);
 static inline void rkb_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -1,7 +1,8 @@
 /* test_cpus.c - rkb_cpus_from (bridge/server/cpus.c): the CPUs the bridge
  * may use are its affinity mask capped by its own cgroup's cpu.max,
  * rounded up, from files laid out as /proc/self/cgroup and /sys/fs/cgroup
- * would be. */
+ * would be; and what --io-threads auto, --zmq-io-threads auto and the
+ * spin window make of a count. */
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -113,8 +114,29 @@ static void test_quota(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* What --io-threads auto, --zmq-io-threads auto and the spin window make
+ * of a CPU count: the boundaries measured (cpus.c) */
+static void test_auto_threads(void **state)
+{
+    (void)state;
+    static const struct {
+        long cpus;
+        int io, zmq_tcp;
+        int64_t spin;
+    } T[] = {{1, 1, 1, 0},      {2, 1, 1, 0},      {3, 1, 1, 0},      {4, 2, 1, 100000}, {5, 2, 1, 100000},
+             {6, 2, 2, 100000}, {8, 2, 2, 100000}, {9, 3, 2, 100000}, {16, 3, 2, 100000}, {128, 3, 2, 100000}};
+    unsetenv("RKB_SPIN_NS");
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        assert_int_equal(rkb_auto_io_threads(T[i].cpus), T[i].io);
+        assert_int_equal(rkb_spin_ns(T[i].cpus), T[i].spin);
+        assert_int_equal(rkb_auto_zmq_io_threads(true, T[i].cpus), T[i].zmq_tcp);
+        /* ipc or inproc only: one, whatever the count */
+        assert_int_equal(rkb_auto_zmq_io_threads(false, T[i].cpus), 1);
+    }
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_quota)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_quota), cmocka_unit_test(test_auto_threads)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
