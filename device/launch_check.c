@@ -83,7 +83,7 @@ int rk__cuda_check_config(const rk_kernel_desc *kd, rk__cuda_limits *lim, uint32
     /* 0: the largest block the kernel and the device allow, up to
      * RK_KERNEL_AUTO_BLOCK: its crew reads 128 slots per busy poll (block
      * 256: 30), and pipelined echo through the API needs them (H200,
-     * README "The actor API") */
+     * benchmarks/MEASURED.md, "Reply rings: the API at 20 M msg/s") */
     if (*blockp == 0)
         *blockp = (uint32_t)(wmax < (int)RK_KERNEL_AUTO_BLOCK ? wmax : (int)RK_KERNEL_AUTO_BLOCK) & ~31u;
     const uint32_t block = *blockp;

@@ -310,7 +310,8 @@ typedef struct rk__d2h_chunk {
  * threads waiting for different actors drain different rings: no lock,
  * line or record is shared between them (with one ring for all, routing
  * another thread's replies was the serial step that held the API to
- * ~9 M msg/s however many threads sent: README, "The actor API").
+ * ~9 M msg/s however many threads sent: benchmarks/MEASURED.md, "The
+ * actor API on an H100").
  *
  * The waiting actors drain their ring themselves (no router thread):
  * `lock` orders their claims and publications and keeps them away from
