@@ -1,9 +1,10 @@
 /* bridge/server/cpus.c - how many CPUs the bridge may use, for the choices
  * that depend on it (--io-threads auto, --zmq-io-threads auto, whether
  * threads spin before they sleep): the CPUs of its affinity mask (taskset,
- * a container's cpuset), capped by the tightest CPU quota on its cgroup v2
- * path (cpu.max of its cgroup and each parent: `docker --cpus`, systemd's
- * CPUQuota= on the service or its slice), rounded up. The machine's
+ * a container's cpuset), capped by the tightest CPU quota on its cgroup
+ * path (its cgroup and each parent up to the hierarchy's root: `docker
+ * --cpus`, systemd's CPUQuota= on the service or its slice; cgroup v2's
+ * cpu.max, or v1's cpu.cfs_quota_us / cpu.cfs_period_us), rounded up. The machine's
  * online count saw every core of the host: a bridge given 2 CPUs of a
  * 64-core host started 3 workers and a frontend that spin. Then what
  * --io-threads auto, the spin window and --zmq-io-threads auto make of
@@ -18,66 +19,141 @@
 #include <string.h>
 #include <unistd.h>
 
-/* One cgroup's cpu.max in CPUs, rounded up; 0 for none ("max"), no file
- * or one that does not parse. */
-static long rkb__quota_at(const char *path)
+/* A quota in CPUs, rounded up; 0 for none. */
+static long rkb__cpus_of(long long quota, long long period)
 {
+    return quota > 0 && period > 0 ? (long)((quota + period - 1) / period) : 0;
+}
+
+/* One cgroup's CPU quota in CPUs, rounded up; 0 for none ("max", -1), no
+ * file or one that does not parse. v2: cpu.max ("QUOTA PERIOD"); v1:
+ * cpu.cfs_quota_us over cpu.cfs_period_us. */
+static long rkb__quota_at(const char *dir, bool v1)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, v1 ? "cpu.cfs_quota_us" : "cpu.max");
     FILE *f = fopen(path, "r");
     if (!f)
         return 0;
     char quota[32];
     long long period = 0;
-    long n = 0;
-    if (fscanf(f, "%31s %lld", quota, &period) == 2 && strcmp(quota, "max") && period > 0)
-        n = (long)((atoll(quota) + period - 1) / period);
+    int got = fscanf(f, "%31s %lld", quota, &period);
     fclose(f);
-    return n > 0 ? n : 0;
+    if (!v1)
+        return got == 2 && strcmp(quota, "max") ? rkb__cpus_of(atoll(quota), period) : 0;
+    snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
+    if (got < 1 || !(f = fopen(path, "r")))
+        return 0;
+    if (fscanf(f, "%lld", &period) != 1)
+        period = 0;
+    fclose(f);
+    return rkb__cpus_of(atoll(quota), period);
 }
 
-/* The tightest CPU quota on the process's cgroup v2 path, its own cgroup
- * and each parent up to root (a systemd slice's CPUQuota= limits every
- * service in it), in CPUs; 0 when none has one or there is no v2 line. */
-static long rkb__cgroup_cpus(const char *proc_cgroup, const char *root)
+/* Whether the comma list `list` holds `item` ("cpu" in "rw,cpu,cpuacct",
+ * not in "cpuacct" or "cpuset"). */
+static bool rkb__has_item(const char *list, const char *item)
 {
-    char line[400], path[512]; /* room for root, the cgroup and "/cpu.max" */
+    const size_t n = strlen(item);
+    for (const char *p = list; p && *p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+        if (!strncmp(p, item, n) && (p[n] == ',' || p[n] == 0))
+            return true;
+    return false;
+}
+
+/* Where the hierarchy is mounted (from a /proc/self/mountinfo): the
+ * cgroup2 mount, or (v1) the cgroup mount holding the cpu controller. Its
+ * mount point in point, and which cgroup that is in root (a container sees
+ * its own cgroup as the mount's root). */
+static bool rkb__mount_of(const char *mountinfo, bool v1, char *root, char *point)
+{
+    FILE *f = fopen(mountinfo, "r");
+    if (!f)
+        return false;
+    char line[1024], fstype[32], opts[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        const char *sep = strstr(line, " - "); /* the optional fields end here */
+        opts[0] = 0;
+        if (!sep || sscanf(sep + 3, "%31s %*s %511s", fstype, opts) < 1 ||
+            strcmp(fstype, v1 ? "cgroup" : "cgroup2") || (v1 && !rkb__has_item(opts, "cpu")))
+            continue;
+        found = sscanf(line, "%*s %*s %*s %255s %255s", root, point) == 2;
+    }
+    fclose(f);
+    return found;
+}
+
+/* The process's cgroup in the hierarchy (from a /proc/self/cgroup): v2's
+ * "0::PATH", or v1's "ID:CONTROLLERS:PATH" whose controllers hold cpu. */
+static bool rkb__cgroup_of(const char *proc_cgroup, bool v1, char *path, size_t cap)
+{
     FILE *f = fopen(proc_cgroup, "r");
     if (!f)
-        return 0;
-    bool v2 = false;
-    while (!v2 && fgets(line, sizeof line, f))
-        v2 = !strncmp(line, "0::", 3); /* the unified hierarchy's line */
+        return false;
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c1 = *c2 = 0; /* line: the hierarchy's ID, c1 + 1: its controllers */
+        found = v1 ? strcmp(line, "0") && rkb__has_item(c1 + 1, "cpu") : !strcmp(line, "0") && c1[1] == 0;
+        if (found)
+            snprintf(path, cap, "%s", c2 + 1);
+    }
     fclose(f);
-    if (!v2)
+    return found;
+}
+
+/* The tightest CPU quota on the process's path in one hierarchy: its own
+ * cgroup and each parent up to the mount's root, the root included (a
+ * systemd slice's CPUQuota= limits every service in it; inside a container
+ * the root is the container's cgroup, where `docker --cpus` puts it; a
+ * host's root has none). In CPUs; 0 when none has one. */
+static long rkb__cgroup_cpus(const char *proc_cgroup, const char *mountinfo, bool v1)
+{
+    char root[256], point[256], cg[256], dir[520];
+    if (!rkb__mount_of(mountinfo, v1, root, point) || !rkb__cgroup_of(proc_cgroup, v1, cg, sizeof cg))
         return 0;
-    line[strcspn(line, "\n")] = 0;
+    /* the cgroup below the mount's root; one the mount does not show
+     * (another namespace's) counts as the root itself */
+    const size_t rl = strcmp(root, "/") ? strlen(root) : 0;
+    const char *rel = !strncmp(cg, root, rl) && (cg[rl] == '/' || cg[rl] == 0) ? cg + rl : "";
+    const size_t top = strlen(point);
+    snprintf(dir, sizeof dir, "%s%s", point, strcmp(rel, "/") ? rel : "");
     long best = 0;
-    for (char *cg = line + 3, *slash; cg[0] == '/' && cg[1]; *slash = 0) {
-        snprintf(path, sizeof path, "%.100s%s/cpu.max", root, cg);
-        long n = rkb__quota_at(path);
+    for (;;) {
+        long n = rkb__quota_at(dir, v1);
         if (n > 0 && (best == 0 || n < best))
             best = n;
-        slash = strrchr(cg, '/');
-        if (slash == cg) /* the last component: the root itself has no cpu.max */
+        char *slash = strlen(dir) > top ? strrchr(dir + top, '/') : NULL;
+        if (!slash)
             break;
+        *slash = 0;
     }
     return best;
 }
 
-long rkb_cpus_from(const char *proc_cgroup, const char *cgroup_root)
+long rkb_cpus_from(const char *proc_cgroup, const char *mountinfo)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     cpu_set_t set; /* 1 024 CPUs; on a larger machine the call fails and n stays */
     if (sched_getaffinity(0, sizeof set, &set) == 0)
         n = CPU_COUNT(&set);
-    long q = rkb__cgroup_cpus(proc_cgroup, cgroup_root);
-    if (q > 0 && q < n)
-        n = q;
+    /* both hierarchies: a hybrid system mounts v2 beside v1's controllers */
+    for (int v1 = 0; v1 < 2; v1++) {
+        long q = rkb__cgroup_cpus(proc_cgroup, mountinfo, v1);
+        if (q > 0 && q < n)
+            n = q;
+    }
     return n > 0 ? n : 1;
 }
 
 long rkb_cpus(void)
 {
-    return rkb_cpus_from("/proc/self/cgroup", "/sys/fs/cgroup");
+    return rkb_cpus_from("/proc/self/cgroup", "/proc/self/mountinfo");
 }
 
 /* One thread does everything where CPUs are few (a frontend and workers

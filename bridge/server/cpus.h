@@ -7,14 +7,15 @@
 #include <stdint.h>
 
 /* The CPUs this process may use: its affinity mask, capped by the tightest
- * CPU quota (cgroup v2 cpu.max) of its cgroup and its parents, rounded up.
- * At least 1. */
+ * CPU quota (cgroup v2 cpu.max, v1 cpu.cfs_quota_us) of its cgroup and its
+ * parents up to the hierarchy's root (a container's own cgroup), rounded
+ * up. At least 1. */
 long rkb_cpus(void);
 
 /* The same with the process's cgroup read from proc_cgroup (a
- * /proc/self/cgroup) and its cpu.max looked up under cgroup_root (a
- * /sys/fs/cgroup): for tests. */
-long rkb_cpus_from(const char *proc_cgroup, const char *cgroup_root);
+ * /proc/self/cgroup) and the hierarchies' mounts from mountinfo (a
+ * /proc/self/mountinfo): for tests. */
+long rkb_cpus_from(const char *proc_cgroup, const char *mountinfo);
 
 /* --io-threads auto for that many CPUs: 1 (up to 3), 2 (4-8) or 3. */
 int rkb_auto_io_threads(long cpus);

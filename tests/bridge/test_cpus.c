@@ -1,7 +1,7 @@
 /* test_cpus.c - rkb_cpus_from (bridge/server/cpus.c): the CPUs the bridge
  * may use are its affinity mask capped by its own cgroup's cpu.max,
- * rounded up, from files laid out as /proc/self/cgroup and /sys/fs/cgroup
- * would be; and what --io-threads auto, --zmq-io-threads auto and the
+ * rounded up, from files laid out as /proc/self/cgroup, /proc/self/mountinfo
+ * and the cgroup hierarchies (v2 and v1) would be; and what --io-threads auto, --zmq-io-threads auto and the
  * spin window make of a count. */
 #include <sched.h>
 #include <setjmp.h>
@@ -37,29 +37,64 @@ static long affinity(void)
     return CPU_COUNT(&set);
 }
 
+/* Writes (text) or removes (NULL) the file rel under g_dir. */
+static void set(const char *rel, const char *text)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", g_dir, rel);
+    unlink(p);
+    if (text)
+        put(rel, text);
+}
+
+/* A mountinfo with the cgroup2 hierarchy at g_dir/root and, when v1_root
+ * is given, v1's cpu controller (with `v1_opts`) at g_dir/v1, showing the
+ * cgroup v1_root as its root (a container's view). */
+static void mounts(const char *v1_root, const char *v1_opts)
+{
+    char m[1024];
+    int n = snprintf(m, sizeof m,
+                     "22 1 0:21 / /proc rw,nosuid - proc proc rw\n"
+                     "30 25 0:26 / %s/root rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n", g_dir);
+    if (v1_root)
+        snprintf(m + n, sizeof m - (size_t)n, "31 25 0:27 %s %s/v1 rw,nosuid shared:5 - cgroup cgroup %s\n",
+                 v1_root, g_dir, v1_opts);
+    put("mountinfo", m);
+}
+
+static long count(const char *cgroup)
+{
+    char pc[128], mi[128];
+    snprintf(pc, sizeof pc, "%s/cgroup", g_dir);
+    snprintf(mi, sizeof mi, "%s/mountinfo", g_dir);
+    put("cgroup", cgroup);
+    return rkb_cpus_from(pc, mi);
+}
+
 /* The count for a /proc/self/cgroup of `cgroup`, a cpu.max of `max` in
- * the cgroup /a/b and `parent` in /a (NULL: none). */
+ * the cgroup /a/b and `parent` in /a (NULL: none), v2 only. */
 static long with_parent(const char *cgroup, const char *max, const char *parent)
 {
-    char pc[128], root[128];
-    snprintf(pc, sizeof pc, "%s/cgroup", g_dir);
-    snprintf(root, sizeof root, "%s/root", g_dir);
-    put("cgroup", cgroup);
-    char p[256];
-    snprintf(p, sizeof p, "%s/root/a/b/cpu.max", g_dir);
-    unlink(p);
-    if (max)
-        put("root/a/b/cpu.max", max);
-    snprintf(p, sizeof p, "%s/root/a/cpu.max", g_dir);
-    unlink(p);
-    if (parent)
-        put("root/a/cpu.max", parent);
-    return rkb_cpus_from(pc, root);
+    mounts(NULL, NULL);
+    set("root/a/b/cpu.max", max);
+    set("root/a/cpu.max", parent);
+    return count(cgroup);
 }
 
 static long with(const char *cgroup, const char *max)
 {
     return with_parent(cgroup, max, NULL);
+}
+
+/* cgroup v1: quota / period (us) in the cpu hierarchy's dir `at` (below
+ * g_dir/v1); quota NULL: no files */
+static void v1_quota(const char *at, const char *quota, const char *period)
+{
+    char q[128], p[128];
+    snprintf(q, sizeof q, "v1%s/cpu.cfs_quota_us", at);
+    snprintf(p, sizeof p, "v1%s/cpu.cfs_period_us", at);
+    set(q, quota);
+    set(p, quota ? period : NULL);
 }
 
 static void test_quota(void **state)
@@ -74,6 +109,11 @@ static void test_quota(void **state)
     mkdir(p, 0700);
     snprintf(p, sizeof p, "%s/root/a/b", g_dir);
     mkdir(p, 0700);
+    static const char *const dirs[] = {"v1", "v1/a", "v1/a/b"};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        snprintf(p, sizeof p, "%s/%s", g_dir, dirs[i]);
+        mkdir(p, 0700);
+    }
     const long aff = affinity();
     const char *v2 = "0::/a/b\n";
     /* a quota of one CPU, and of 1.5 (rounded up: 2) */
@@ -94,6 +134,41 @@ static void test_quota(void **state)
     assert_int_equal(with_parent(v2, "100000 100000\n", "400000 100000\n"), 1);
     assert_int_equal(with_parent(v2, NULL, "50000 100000\n"), 1);
     assert_int_equal(with_parent("0::/a\n", "100000 100000\n", "max 100000\n"), aff);
+    /* inside a container (a private cgroup namespace) the process is at
+     * "/" and its quota is the hierarchy root's cpu.max */
+    set("root/cpu.max", "100000 100000\n");
+    assert_int_equal(with("0::/\n", NULL), 1);
+    assert_int_equal(with("0::/a/b\n", "max 100000\n"), 1); /* the root is a parent too */
+    set("root/cpu.max", NULL);
+    assert_int_equal(with("0::/\n", NULL), aff);
+    /* cgroup v1: the cpu controller's hierarchy, its own cgroup and each
+     * parent (cpu.cfs_quota_us / cpu.cfs_period_us; -1: none) */
+    const char *v1 = "5:cpu,cpuacct:/a/b\n4:memory:/a/b\n1:name=systemd:/a/b\n";
+    mounts("/", "rw,nosuid,cpu,cpuacct");
+    v1_quota("/a/b", "100000\n", "100000\n");
+    assert_int_equal(count(v1), 1);
+    v1_quota("/a/b", "-1\n", "100000\n");
+    assert_int_equal(count(v1), aff);
+    v1_quota("/a", "50000\n", "100000\n"); /* a parent's */
+    assert_int_equal(count(v1), 1);
+    v1_quota("/a", NULL, NULL);
+    v1_quota("/a/b", "100000\n", "0\n"); /* period 0: none */
+    assert_int_equal(count(v1), aff);
+    /* a v1 container: its cgroup (/docker/x) is the mount's root */
+    mounts("/docker/x", "rw,cpu,cpuacct");
+    v1_quota("/a/b", NULL, NULL);
+    v1_quota("", "100000\n", "100000\n");
+    assert_int_equal(count("5:cpu,cpuacct:/docker/x\n"), 1);
+    assert_int_equal(count("5:cpuacct,cpu:/docker/x\n"), 1);
+    /* a hierarchy without the cpu controller (cpuacct, cpuset) is not it */
+    mounts("/docker/x", "rw,cpuacct");
+    assert_int_equal(count("5:cpuacct:/docker/x\n"), aff);
+    mounts("/docker/x", "rw,cpuset");
+    assert_int_equal(count("5:cpuset:/docker/x\n"), aff);
+    v1_quota("", NULL, NULL);
+    /* no mountinfo: no quota read, the mask */
+    set("mountinfo", NULL);
+    assert_int_equal(count("0::/a/b\n"), aff);
     /* the process's own affinity narrowed: one CPU */
     cpu_set_t all, one;
     assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
