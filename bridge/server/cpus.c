@@ -4,12 +4,13 @@
  * a container's cpuset), capped by the tightest CPU quota on its cgroup
  * path (its cgroup and each parent up to the hierarchy's root: `docker
  * --cpus`, systemd's CPUQuota= on the service or its slice; cgroup v2's
- * cpu.max, or v1's cpu.cfs_quota_us / cpu.cfs_period_us), rounded up. The machine's
- * online count saw every core of the host: a bridge given 2 CPUs of a
- * 64-core host started 3 workers and a frontend that spin. Then what
+ * cpu.max, or v1's cpu.cfs_quota_us / cpu.cfs_period_us), rounded up. The
+ * machine's online count saw every core of the host: a bridge given 2 CPUs
+ * of a 64-core host started 3 workers and a frontend that spin. Then what
  * --io-threads auto, the spin window and --zmq-io-threads auto make of
- * that count, each measured (benchmarks/results/h200_bridge_small_cpus_
- * 4870421.txt, h200_bridge_zmq_io_threads_cpus_4870421.txt). */
+ * that count, each measured (in benchmarks/results/:
+ * h200_bridge_small_cpus_4870421.txt and
+ * h200_bridge_zmq_io_threads_cpus_4870421.txt). */
 #include "cpus.h"
 
 #include <sched.h>
@@ -55,9 +56,12 @@ static long rkb__quota_at(const char *dir, bool v1)
 static bool rkb__has_item(const char *list, const char *item)
 {
     const size_t n = strlen(item);
-    for (const char *p = list; p && *p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+    for (const char *p = list; p; p = strchr(p, ',')) {
+        if (*p == ',')
+            p++;
         if (!strncmp(p, item, n) && (p[n] == ',' || p[n] == 0))
             return true;
+    }
     return false;
 }
 
