@@ -88,6 +88,10 @@ void bench_latency_stats(bench_result *r, uint64_t *s, size_t n)
     while (late > 0 && (double)s[late - 1] > r->p50_ns + BENCH_LATE_NS)
         late--;
     r->late_pct = 100.0 * (double)(n - late) / (double)n;
+    size_t in_read = 0;
+    for (size_t i = late; i < n && (double)s[i] < r->p50_ns + BENCH_READ_LATE_HI_NS; i++)
+        in_read += (double)s[i] >= r->p50_ns + BENCH_READ_LATE_LO_NS;
+    r->read_late_pct = 100.0 * (double)in_read / (double)n;
     free(r->samples);
     r->samples = kept;
     r->n_samples = kept ? keep : 0;
@@ -112,7 +116,7 @@ bench_result *bench_add(bench_report *rep, const char *name, const char *backend
     snprintf(r->name, sizeof r->name, "%s", name);
     snprintf(r->backend, sizeof r->backend, "%s", backend);
     r->p50_ns = r->p90_ns = r->p99_ns = r->p999_ns = BENCH_NONE;
-    r->max_ns = r->min_ns = r->mean_ns = r->late_pct = BENCH_NONE;
+    r->max_ns = r->min_ns = r->mean_ns = r->late_pct = r->read_late_pct = BENCH_NONE;
     r->msgs_per_s = r->gb_per_s = r->cpu_percent = BENCH_NONE;
     rep->n++;
     bench_rows_unlock();
@@ -242,6 +246,7 @@ static void json_result(FILE *f, const bench_result *r, int with_samples)
     json_num(f, "min_ns", "%.0f", r->min_ns);
     json_num(f, "mean_ns", "%.1f", r->mean_ns);
     json_num(f, "late_pct", "%.3f", r->late_pct);
+    json_num(f, "read_late_pct", "%.3f", r->read_late_pct);
     json_num(f, "msgs_per_s", "%.0f", r->msgs_per_s);
     json_num(f, "gb_per_s", "%.3f", r->gb_per_s);
     json_num(f, "cpu_percent_of_a_core", "%.3f", r->cpu_percent);

@@ -16,6 +16,11 @@ extern "C" {
  * measured"); only what a row measured is printed and written (see
  * bench_has). count 0 means "no count". */
 #define BENCH_LATE_NS 600.0
+/* ... and of those, the ones one PCIe poll read late (p50 + 1.0 to + 1.8
+ * us: the request missed the kernel's first read; the rest are replies
+ * that reached the host late, by any amount) */
+#define BENCH_READ_LATE_LO_NS 1000.0
+#define BENCH_READ_LATE_HI_NS 1800.0
 
 typedef struct bench_result {
     char name[64];
@@ -28,6 +33,7 @@ typedef struct bench_result {
      * p50 (on the GPU: those whose request or reply was a PCIe read time
      * late; device/README.md, "Where the late round trips come from") */
     double late_pct;
+    double read_late_pct; /* % in [p50 + BENCH_READ_LATE_LO_NS, p50 + _HI_NS) */
     /* throughput / bandwidth / CPU use */
     double msgs_per_s;
     double gb_per_s;

@@ -122,8 +122,9 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
             }
             bench_result *b = bench_add(rep, name, "cuda");
             bench_latency_stats(b, smp, (size_t)count);
-            printf("  idle variant %-22s p50 %6.3f us  p90 %6.3f  p99 %6.3f  p99.9 %6.3f  late %5.2f %%  %s\n", name,
-                   b->p50_ns / 1e3, b->p90_ns / 1e3, b->p99_ns / 1e3, b->p999_ns / 1e3, b->late_pct, V[v].what);
+            printf("  idle variant %-22s p50 %6.3f us  p90 %6.3f  p99 %6.3f  p99.9 %6.3f  late %5.2f %% (a read "
+                   "late %4.2f %%)  %s\n", name, b->p50_ns / 1e3, b->p90_ns / 1e3, b->p99_ns / 1e3,
+                   b->p999_ns / 1e3, b->late_pct, b->read_late_pct, V[v].what);
         }
     }
     if (floor_lat(smp, count))

@@ -1,5 +1,5 @@
 /* test_bench.c - rk-bench's row statistics and record (bench.c): the
- * late share of a latency row, and a record that holds only what a row
+ * late share of a latency row (and its one-read-late part), and a record that holds only what a row
  * measured. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +15,7 @@
 #include "bench.h"
 
 /* 1 000 round trips: 989 at 2 us, one exactly BENCH_LATE_NS over p50 (not
- * late), ten a read time late: 1 %. */
+ * late), ten a read time late (+1.5 us): 1 %, all of them one read late. */
 static void fill(uint64_t *s)
 {
     for (int i = 0; i < 1000; i++)
@@ -35,6 +35,17 @@ static void test_late_pct(void **state)
     bench_latency_stats(r, s, 1000);
     assert_true(r->p50_ns == 2000.0);
     assert_true(r->late_pct == 1.0);
+    assert_true(r->read_late_pct == 1.0);
+    /* late by other amounts: +0.7 us (a late reply), +1.0 us (the window's
+     * start, in it), +1.8 us (its end, out), +4 us */
+    fill(s);
+    s[7] = 2700;
+    s[104] = 3000;
+    s[201] = 3800;
+    s[298] = 6000;
+    bench_latency_stats(r, s, 1000);
+    assert_true(r->late_pct == 1.0);
+    assert_true(r->read_late_pct == 0.7);
     /* none late; then 499 of 1 000 a read late (the nearest-rank p50 is
      * the fast mode's) */
     for (int i = 0; i < 1000; i++)
@@ -46,6 +57,7 @@ static void test_late_pct(void **state)
     bench_latency_stats(r, s, 1000);
     assert_true(r->p50_ns == 2200.0);
     assert_true(r->late_pct == 49.9);
+    assert_true(r->read_late_pct == 49.9);
     bench_report_free(&rep);
 }
 
@@ -77,7 +89,10 @@ static void test_record(void **state)
     assert_non_null(late);
     assert_true(late < thr);              /* on the latency row */
     assert_null(strstr(thr, "late_pct")); /* not on the throughput row */
-    assert_null(strstr(late + strlen("\"late_pct\""), "late_pct")); /* once */
+    assert_null(strstr(late + strlen("\"late_pct\""), "\"late_pct\"")); /* once */
+    const char *rl = strstr(row, "\"read_late_pct\": 1.000");
+    assert_non_null(rl);
+    assert_true(rl < thr);
     bench_report_free(&rep);
 }
 
