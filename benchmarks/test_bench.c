@@ -1,6 +1,6 @@
 /* test_bench.c - rk-bench's row statistics and record (bench.c): the
- * late share of a latency row (and its one-read-late part), and a record that holds only what a row
- * measured. */
+ * late share of a latency row and its one-read-late part, and a record
+ * that holds only what a row measured. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

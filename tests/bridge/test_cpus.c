@@ -1,8 +1,9 @@
 /* test_cpus.c - rkb_cpus_from (bridge/server/cpus.c): the CPUs the bridge
- * may use are its affinity mask capped by its own cgroup's cpu.max,
- * rounded up, from files laid out as /proc/self/cgroup, /proc/self/mountinfo
- * and the cgroup hierarchies (v2 and v1) would be; and what --io-threads auto, --zmq-io-threads auto and the
- * spin window make of a count. */
+ * may use are its affinity mask capped by the tightest CPU quota on its
+ * cgroup path, rounded up, from files laid out as /proc/self/cgroup,
+ * /proc/self/mountinfo and the cgroup hierarchies (v2 and v1) would be;
+ * and what --io-threads auto, --zmq-io-threads auto and the spin window
+ * make of a count. */
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
