@@ -26,29 +26,33 @@ static long rkb__cpus_of(long long quota, long long period)
     return quota > 0 && period > 0 ? (long)((quota + period - 1) / period) : 0;
 }
 
+/* The first line of dir/name into buf; false when there is none. */
+static bool rkb__read(const char *dir, const char *name, char *buf, int cap)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    bool ok = fgets(buf, cap, f) != NULL;
+    fclose(f);
+    return ok;
+}
+
 /* One cgroup's CPU quota in CPUs, rounded up; 0 for none ("max", -1), no
  * file or one that does not parse. v2: cpu.max ("QUOTA PERIOD"); v1:
  * cpu.cfs_quota_us over cpu.cfs_period_us. */
 static long rkb__quota_at(const char *dir, bool v1)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s", dir, v1 ? "cpu.cfs_quota_us" : "cpu.max");
-    FILE *f = fopen(path, "r");
-    if (!f)
+    char q[64], p[64];
+    if (v1)
+        return rkb__read(dir, "cpu.cfs_quota_us", q, sizeof q) && rkb__read(dir, "cpu.cfs_period_us", p, sizeof p)
+                   ? rkb__cpus_of(atoll(q), atoll(p))
+                   : 0;
+    /* "QUOTA PERIOD", or "max PERIOD" for none (atoll of "max": 0) */
+    if (!rkb__read(dir, "cpu.max", q, sizeof q) || sscanf(q, "%*s %63s", p) != 1)
         return 0;
-    char quota[32];
-    long long period = 0;
-    int got = fscanf(f, "%31s %lld", quota, &period);
-    fclose(f);
-    if (!v1)
-        return got == 2 && strcmp(quota, "max") ? rkb__cpus_of(atoll(quota), period) : 0;
-    snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
-    if (got < 1 || !(f = fopen(path, "r")))
-        return 0;
-    if (fscanf(f, "%lld", &period) != 1)
-        period = 0;
-    fclose(f);
-    return rkb__cpus_of(atoll(quota), period);
+    return rkb__cpus_of(atoll(q), atoll(p));
 }
 
 /* Whether the comma list `list` holds `item` ("cpu" in "rw,cpu,cpuacct",
