@@ -91,9 +91,13 @@ void raw_close(raw *r, const char *label)
         if (st[2] && st[3] && !st[1])
             printf("    [%s] idle answers: %.0f cycles from the find to the reply's stores\n", label,
                    (double)st[3] / (double)st[2]);
-        if (cudaMemcpy(st, (char *)r->scratch + off, sizeof st, cudaMemcpyDeviceToHost) == cudaSuccess && st[0] && st[7])
+        if (st[0] && st[7])
             printf("    [%s] idle polls that saw line 0 before the rest of the slot: %llu (%.2f %% of messages)\n", label,
                    st[7], st[2] ? 100.0 * (double)st[7] / (double)st[2] : 0.0);
+        unsigned long long wait = 0;
+        if (st[0] && cudaMemcpy(&wait, (char *)r->scratch + RK_KERNEL_IDLE_WAIT_OFFSET, sizeof wait,
+                                cudaMemcpyDeviceToHost) == cudaSuccess)
+            printf("    [%s] idle wait after a reply at the end: %llu cycles\n", label, wait);
     }
     cudaStreamDestroy(r->s);
     cudaFree(r->scratch);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "block0.cuh"
+#include "crew.cuh" /* pipe_slots */
 #include "experiments.cuh"
 #include "kernel_desc.h"
 #include "reply.cuh"
@@ -18,8 +19,26 @@ namespace rk {
 namespace dev {
 
 #ifndef RK_KERNEL_IDLE_DELAY
-#define RK_KERNEL_IDLE_DELAY 400u /* cycles (~0.2 us): see the idle poll */
+#define RK_KERNEL_IDLE_DELAY 400u /* cycles (~0.2 us): the idle wait's start (it adapts: idle_adapt) */
 #endif
+/* The idle wait's bounds and steps, in 1/64 cycle (idle.cuh, idle_adapt):
+ * +16 cycles after a request found by the poll's second read, -16 x 5 /
+ * 1024 after one found by its first, so it settles where ~0.5 % of
+ * requests miss the first read (at ~0.3 % the platform's own late
+ * replies held it high: +0.1-0.35 us of p50 on an H100 host). At most
+ * 800 cycles: ~0.2 us more than the start, what the p50 can give. */
+constexpr uint32_t IDLE_WAIT_MIN = 150u << 6, IDLE_WAIT_MAX = 800u << 6;
+constexpr uint32_t IDLE_WAIT_UP = 1024u, IDLE_WAIT_DOWN = 5u;
+
+/* The idle wait fx (cycles x 64) after the first poll that followed an
+ * idle-path reply took `reads` reads (idle.cuh, idle_adapt; a host test
+ * checks where it settles: tests/gpu/test_idle_wait.cu). */
+__host__ __device__ constexpr uint32_t idle_wait_step(uint32_t fx, uint32_t reads)
+{
+    return reads == 1   ? (fx > IDLE_WAIT_MIN + IDLE_WAIT_DOWN ? fx - IDLE_WAIT_DOWN : IDLE_WAIT_MIN)
+           : reads == 2 ? (fx + IDLE_WAIT_UP < IDLE_WAIT_MAX ? fx + IDLE_WAIT_UP : IDLE_WAIT_MAX)
+                        : fx;
+}
 
 /* Not a trusted built-in: the word that says in host memory which request
  * runs, so that a fault is blamed on it (rk_abi.h, running slots: 0 for
@@ -67,7 +86,8 @@ __device__ __forceinline__ void spin_cycles(uint32_t n)
  *  - idle, one strong read of the next slot in flight (plus line 0 of the
  *    one after, to notice a burst); an echo/NOP found so is answered from
  *    the registers with strong reply lines and no fence, and the next read
- *    waits RK_KERNEL_IDLE_DELAY cycles after such a reply;
+ *    waits after such a reply, a wait that adapts to the host's turn
+ *    (idle_adapt, from RK_KERNEL_IDLE_DELAY cycles);
  *  - busy, the crew reads up to 128 slots per poll with weak "fetch again"
  *    loads (ld.global.cv: strong reads of host memory are not kept in
  *    flight together; LL flags make weak reads safe) and answers their
@@ -92,8 +112,7 @@ struct dispatch {
     bool burst;      /* the idle poll saw the next slot filled too */
     uint32_t idle;   /* empty idle polls (back off after ~20 ms of them) */
     uint32_t ns;     /* ... the back-off */
-    uint32_t idle_delay; /* cycles from an idle-path reply to the next poll read */
-    uint32_t idle_wait;  /* ... still to wait before the next idle poll read */
+    uint32_t idle_wait; /* cycles still to wait before the next idle poll read (sh.idle_fx) */
     bool pipe;       /* pipelined busy polls: the crew is warps 2.. */
     uint32_t pipe_n; /* slots per pipelined poll */
     uint32_t pp_par; /* the pp_rmask set of the next pipelined poll */
@@ -142,18 +161,22 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.nrings = ka.d2h_rings;
     d.pp_par = 0;
 #ifdef RK_KERNEL_EXPERIMENTS
-    d.idle_delay = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY);
+    const uint32_t idle_fx = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY) << 6;
     d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
     d.pipe_n = pipe_slots(d.ncrew - 1, (ka.flags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX);
 #else
-    d.idle_delay = RK_KERNEL_IDLE_DELAY;
+    const uint32_t idle_fx = RK_KERNEL_IDLE_DELAY << 6;
     d.pipe = has_loader;
     d.pipe_n = pipe_slots(d.ncrew - 1);
 #endif
-    /* counters in shared memory (lane 0): registers are scarce at block 1024 */
-    if (d.lane == 0)
+    /* counters and the idle wait in shared memory (lane 0 writes): registers
+     * are scarce at block 1024 (the wait in a register: +44 B of spill loads) */
+    if (d.lane == 0) {
         for (int i = 0; i < 8; i++)
             sh.st[i] = 0;
+        sh.idle_fx = idle_fx;
+    }
+    __syncwarp();
 }
 
 } // namespace dev

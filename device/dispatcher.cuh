@@ -301,6 +301,7 @@ __device__ __forceinline__ void dispatcher_stop(dispatch &d, const dispatch_ref 
     if (lane == 0) {
         for (int i = 0; i < 8; i++)
             ds->stats[i] = sh.st[i];
+        ds->idle_wait = sh.idle_fx >> 6;
         flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
         flag_st(&sh.dispatcher_done, 1u);
     }
@@ -352,7 +353,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         /* a request the idle poll staged (a user actor, vadd) was
          * answered by this warp: its next read waits as after an echo */
         if (!d.busy && !quick && done == 1 && p.posted == p.replied)
-            d.idle_wait = d.idle_delay;
+            d.idle_wait = sh.idle_fx >> 6;
         const long long c2 = clock64();
         if (lane == 0) { /* counters: after the replies, off the round trip */
             sh.st[2] += done;

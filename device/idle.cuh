@@ -153,6 +153,29 @@ __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, c
     __syncwarp();
 }
 
+/* The wait after an idle-path reply, from what the poll after it found:
+ * the next request at its first read (reads == 1), or at its second
+ * (reads == 2: the request came just after the first read, a whole read
+ * time, ~1.1 us, late). A fixed wait suits one host's turn: the actor API's
+ * (~300 ns from seeing a reply to the next request's lines) missed the
+ * first read 1-25 % of the time at 400 cycles where the raw loop's (~100 ns)
+ * missed 0.2-1.7 %, and a later read costs every round trip. A quantile
+ * tracker instead (steps: dispatch.cuh IDLE_WAIT_*) settles where ~0.5 %
+ * miss, per host and minute; finds after more reads (a reply late on its
+ * way, a host busy elsewhere) move nothing, and a host that comes much
+ * later stops it at IDLE_WAIT_MAX (device/README.md, "The adaptive idle
+ * wait"). */
+__device__ __forceinline__ void idle_adapt(shared0 &sh, const rk_kargs &ka, uint32_t reads, uint32_t lane)
+{
+#ifdef RK_KERNEL_EXPERIMENTS
+    if (ka.flags >> 16 & 0xffu) /* RK_KF_IDLE_DELAY(x): a fixed wait */
+        return;
+#endif
+    if (lane == 0)
+        sh.idle_fx = idle_wait_step(sh.idle_fx, reads);
+    __syncwarp(); /* lane 0's store before the warp reads it (at the answer) */
+}
+
 /* Idle: polls the next slot, one strong read in flight (a strong read
  * notices a message ~0.2 us sooner than .cv; two strong reads of one
  * address in flight are served one after the other, and two staggered .cv
@@ -181,11 +204,12 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
          * bookkeeping since the reply took ~1 440 cycles before this
          * wait starts (H200: "Where the late round trips come from") */
         spin_cycles(d.idle_wait);
-        d.idle_wait = 0;
     }
     uint64_t a = 0, b = 0;
     bool got = false;
-    for (int it = 0; it < 64 && !got; it++) {
+    uint32_t reads = 0;
+    while (reads < 64 && !got) {
+        reads++;
         a = rk__ld_relaxed_sys(slot);
         /* the next slot: its line 0 only (is a burst coming?) */
         b = lane == 0 ? rk__ld_cv(next) : 0ull;
@@ -197,6 +221,9 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
             break;
         }
     }
+    /* the first poll after a reply: how many reads it took (0: not that poll) */
+    const uint32_t after_reply = d.idle_wait ? reads : 0u;
+    d.idle_wait = 0;
     if (!got) {
         d.idle += 64;
         stat_add(sh, 6, 1, lane);
@@ -218,17 +245,19 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         if (lane == f.rr)
             p.dpos++;
         quick = 1;
-        d.idle_wait = d.idle_delay;
+        d.idle_wait = sh.idle_fx >> 6;
         nload = 0;
     } else if (sizeof...(A) > 0 && f.inl && f.type >= RK_OP_USER) {
         serve_user<A...>(d, p, ka, sh, a, f);
         quick = 1;
-        d.idle_wait = d.idle_delay;
+        d.idle_wait = sh.idle_fx >> 6;
         nload = 0;
     } else {
         idle_stage(f, sh, a, lane);
         nload = 1;
     }
+    if (after_reply) /* after the answer: off the round trip */
+        idle_adapt(sh, ka, after_reply, lane);
     /* a second message already there: read a busy batch next */
     d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
     return true;

@@ -42,9 +42,11 @@ struct scratch {
      * loops, busy polls, messages, D2H head refreshes, cycles loading,
      * cycles processing, idle polls */
     unsigned long long stats[8];
+    unsigned long long idle_wait; /* the adaptive idle wait at stop, cycles (idle_adapt) */
 };
 static_assert(sizeof(scratch) <= RK_KERNEL_SCRATCH_BYTES, "scratch too large");
 static_assert(offsetof(scratch, stats) == RK_KERNEL_STATS_OFFSET, "stats offset");
+static_assert(offsetof(scratch, idle_wait) == RK_KERNEL_IDLE_WAIT_OFFSET, "idle wait offset");
 
 /* Posts the replies of the grid jobs that finished, each on its actor's
  * reply ring (out: ring 0's view; dpos, dhead: one ring a lane). */

@@ -24,6 +24,8 @@ extern "C" {
 #define RK_KDESC_MAX_TYPES 32
 /* Where the dispatcher's counters lie in the scratch (8 x u64; rk-bench). */
 #define RK_KERNEL_STATS_OFFSET (128u + 128u + 128u + 16u * 64u)
+/* ... and the idle wait it came to, cycles (u64, after them). */
+#define RK_KERNEL_IDLE_WAIT_OFFSET (RK_KERNEL_STATS_OFFSET + 8u * 8u)
 /* The ring kernel's smallest block: a dispatcher warp and a housekeeper warp. */
 #define RK_KERNEL_MIN_BLOCK 64u
 

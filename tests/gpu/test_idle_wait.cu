@@ -1,0 +1,111 @@
+/* test_idle_wait.cu - the ring kernel's adaptive idle wait (device/
+ * dispatch.cuh idle_wait_step), run on the host: it goes down while the
+ * first poll read after a reply finds the next request, up when the second
+ * does, stays within its bounds, ignores finds after more reads, and
+ * against a host whose turn varies it settles where ~0.5 % of requests
+ * miss the first read. Needs no GPU (fast suite). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "dispatch.cuh"
+
+using rk::dev::idle_wait_step;
+using rk::dev::IDLE_WAIT_MAX;
+using rk::dev::IDLE_WAIT_MIN;
+
+static const uint32_t START = RK_KERNEL_IDLE_DELAY << 6;
+
+static void test_bounds_and_directions(void **)
+{
+    uint32_t fx = START;
+    fx = idle_wait_step(fx, 1);
+    assert_true(fx < START);
+    fx = idle_wait_step(START, 2);
+    assert_int_equal(fx, START + 16u * 64u); /* +16 cycles */
+    for (uint32_t r : {0u, 3u, 7u, 64u})     /* no find, or a reply late on its way */
+        assert_int_equal(idle_wait_step(START, r), START);
+    fx = START;
+    for (int i = 0; i < 100000; i++)
+        fx = idle_wait_step(fx, 1);
+    assert_int_equal(fx, IDLE_WAIT_MIN);
+    for (int i = 0; i < 1000; i++)
+        fx = idle_wait_step(fx, 2);
+    assert_int_equal(fx, IDLE_WAIT_MAX);
+    assert_int_equal(idle_wait_step(IDLE_WAIT_MAX, 2), IDLE_WAIT_MAX);
+    assert_int_equal(idle_wait_step(IDLE_WAIT_MIN, 1), IDLE_WAIT_MIN);
+}
+
+/* xorshift64*: a fixed stream, so the test is the same on every run */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static double uniform(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (double)((rng_state * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
+}
+
+/* A host whose next request reaches memory `turn` cycles after the
+ * reply: the poll's first read finds it when the wait is at least that
+ * (reads 1), else its second read does (reads 2); with probability
+ * `other`, a reply late on its way makes it later than both (reads 3).
+ * Returns the share of requests found by the second read over the last
+ * half of n, and the wait at the end in *end (cycles). */
+static double run(double turn_lo, double turn_hi, double other, int n, uint32_t *end)
+{
+    uint32_t fx = START;
+    int missed = 0;
+    for (int i = 0; i < n; i++) {
+        /* the turn: mostly in [lo, hi), one in 50 up to 150 cycles later */
+        double turn = turn_lo + (turn_hi - turn_lo) * uniform();
+        if (uniform() < 0.02)
+            turn += 150.0 * uniform();
+        uint32_t reads = uniform() < other ? 3u : (double)(fx >> 6) >= turn ? 1u : 2u;
+        if (i >= n / 2 && reads == 2)
+            missed++;
+        fx = idle_wait_step(fx, reads);
+    }
+    *end = fx >> 6;
+    return (double)missed / (n - n / 2);
+}
+
+static void test_settles_near_half_a_percent(void **)
+{
+    uint32_t end;
+    /* a host slower than the start (the actor API's turn): the wait rises */
+    double miss = run(450.0, 520.0, 0.0, 400000, &end);
+    assert_true(end > 520 && end < 680);
+    assert_true(miss > 0.002 && miss < 0.01);
+    /* a quick host (the raw rings'): it falls, and the misses stay rare */
+    miss = run(150.0, 220.0, 0.0, 400000, &end);
+    assert_true(end >= 200 && end < 380);
+    assert_true(miss > 0.002 && miss < 0.01);
+    /* replies late on their way (reads 3, 2 %) do not move it */
+    miss = run(450.0, 520.0, 0.02, 400000, &end);
+    assert_true(end > 520 && end < 680);
+    assert_true(miss > 0.002 && miss < 0.01);
+}
+
+static void test_a_slow_host_stops_it_at_the_bound(void **)
+{
+    uint32_t end;
+    double miss = run(1200.0, 1300.0, 0.0, 100000, &end);
+    assert_int_equal(end, IDLE_WAIT_MAX >> 6);
+    assert_true(miss > 0.99);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bounds_and_directions),
+        cmocka_unit_test(test_settles_near_half_a_percent),
+        cmocka_unit_test(test_a_slow_host_stops_it_at_the_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
