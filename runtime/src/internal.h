@@ -179,6 +179,41 @@ static inline bool rk__ring_there(rk_ring *r, uint64_t pos, uint32_t *len)
  * there; -RK_EAGAIN when some are not yet; -RK_EPROTO (rk__fail) for a
  * length over the slot's. */
 RK__HIDDEN int rk__ring_complete_at(rk_ring *r, uint64_t pos, uint32_t *len);
+/* Whether lines 1 .. of the len-byte message in slot all carry flag
+ * (line 0 said it is there): one look at each, no branch per line.
+ * acquire: pairs with the producer's store-release of each line, so what
+ * a line points to (arena) is visible once they check out. */
+static inline bool rk__slot_lines_there(const uint64_t *slot, uint32_t flag, uint32_t len)
+{
+    const uint64_t want = (uint64_t)flag << 32;
+    const uint64_t *line = slot + 1, *end = line + (len + 3) / 4;
+    uint64_t miss = 0; /* its high half: 0 while every flag matches */
+    for (; line + 2 <= end; line += 2)
+        miss |= (__atomic_load_n(&line[0], __ATOMIC_ACQUIRE) ^ want) |
+                (__atomic_load_n(&line[1], __ATOMIC_ACQUIRE) ^ want);
+    if (line < end)
+        miss |= __atomic_load_n(&line[0], __ATOMIC_ACQUIRE) ^ want;
+    return (miss >> 32) == 0;
+}
+/* Copies n bytes of a message from its lines (4 bytes a line; line[0]
+ * holds the first 4) into dst, for a consumer that checked every line
+ * there (rk__slot_lines_there): it reads the slot once, straight into
+ * where the bytes go. relaxed: that check's acquires are the edge (the
+ * lines do not change before cons_head passes them). */
+static inline void rk__slot_copy(const uint64_t *line, void *dst, uint32_t n)
+{
+    uint8_t *out = dst;
+    uint32_t k = 0;
+    for (; k + 8 <= n; k += 8, line += 2) { /* two lines per 8-byte store */
+        const uint64_t w = (uint32_t)__atomic_load_n(&line[0], __ATOMIC_RELAXED) |
+                           __atomic_load_n(&line[1], __ATOMIC_RELAXED) << 32;
+        __builtin_memcpy(out + k, &w, 8);
+    }
+    for (; k < n; k += 4, line++) {
+        const uint32_t d = (uint32_t)__atomic_load_n(&line[0], __ATOMIC_RELAXED);
+        __builtin_memcpy(out + k, &d, n - k < 4 ? n - k : 4);
+    }
+}
 /* rk_ring_sc_peek of the message at pos: for consumers that share out
  * positions among themselves and publish cons_head in order (router.c). */
 RK__HIDDEN int rk__ring_peek_at(rk_ring *r, uint64_t pos, void *buf, uint32_t cap, uint32_t *len);

@@ -68,6 +68,23 @@ static bool rk__deliver(rk_runtime *rt, rk_actor *a, uint16_t tag, bool batch)
     return true;
 }
 
+/* Sets record p's status and length from its reply's header h, the
+ * message holding `room` bytes after h; returns how many payload bytes
+ * the caller copies into p->inline_buf (0 for an arena reply, whose data
+ * the producer wrote there, and for one longer than reserved). */
+static uint32_t rk__accept(rk__pending *p, const rk_msg_hdr *h, uint32_t room)
+{
+    rk__tsan_acquire(p); /* the worker-process edge (barrier.h) */
+    p->status = h->status;
+    p->len = h->len;
+    const uint64_t cap = p->arena_len ? p->arena_len - (p->out_off - p->arena_off) : room;
+    if (h->len > cap) { /* reply longer than reserved */
+        p->status = -RK_EPROTO, p->len = 0;
+        return 0;
+    }
+    return p->arena_len ? 0 : h->len;
+}
+
 /* Copies one reply of ring d into its pending record: the actor it is
  * for, or NULL when it matches no request of an actor of d (dropped,
  * counted as an error). Called with or without d's lock: a chunk's records
@@ -95,19 +112,9 @@ static rk_actor *rk__route(rk_runtime *rt, const rk__d2h *d, const uint8_t *msg,
         return NULL;
     }
     rk__pending *p = &a->pend[h.tag];
-    rk__tsan_acquire(p); /* the worker-process edge (barrier.h) */
-    p->status = h.status;
-    p->len = h.len;
-    if (p->arena_len) {
-        if (h.len > p->arena_len - (p->out_off - p->arena_off)) /* reply longer than reserved */
-            p->status = -RK_EPROTO, p->len = 0;
-    } else {
-        uint32_t room = len - (uint32_t)sizeof h;
-        if (h.len > room)
-            p->status = -RK_EPROTO, p->len = 0;
-        else
-            memcpy(p->inline_buf, msg + sizeof h, h.len);
-    }
+    const uint32_t n = rk__accept(p, &h, len - (uint32_t)sizeof h);
+    if (n)
+        memcpy(p->inline_buf, msg + sizeof h, n);
     *tag = h.tag;
     return a;
 }
@@ -273,45 +280,63 @@ int rk__drain_some(rk_runtime *rt, rk__d2h *d, const rk_actor *self, bool yield,
 
 /* rk_actor_call's round trip, under d's lock with no chunk out: the
  * reply at claim is complete and is the one `a` waits for (tag want).
- * It goes into its record (rk__route) and straight to the waiter: no
- * chunk, no ready queue, no seq_cst edges (with no chunk out nobody
- * routes without the lock), and the next slot is not read. The host's
- * turn decides whether the kernel's next read finds the next request
- * (device/README.md, "Where the late round trips come from"); this took
- * seeing a reply to returning it from 133-181 to 103-127 ns on an H200
- * host. Not for rk_actor_recv (want < 0): a pipelined receiver gets
- * chunks of replies per lock. Returns whether it took it (*tag); a reply
- * that matches no request is dropped (rk__route) and consumed. */
+ * It goes from the slot straight into its record (rk__accept), read
+ * once, and straight to the waiter: no chunk, no ready queue, no seq_cst
+ * edges (with no chunk out nobody routes without the lock), and the next
+ * slot is not read. The host's turn decides whether the kernel's next
+ * read finds the next request (device/README.md, "Where the late round
+ * trips come from"); this took seeing a reply to returning it from
+ * 133-181 to 103-127 ns on an H200 host. Not for rk_actor_recv (want <
+ * 0): a pipelined receiver gets chunks of replies per lock. Returns
+ * whether it took it (*tag); a reply that matches no request is left
+ * where it is, for the chunk path that follows (rk__drain_held) to drop
+ * and report (rk__route). */
 static bool rk__take_own_locked(rk_runtime *rt, rk__d2h *d, rk_actor *a, int want, uint16_t *tag)
 {
     if (want < 0 || d->out || a->closing)
         return false;
     /* relaxed: only the holder of the lock moves it */
     const uint64_t pos = atomic_load_explicit(&d->claim, memory_order_relaxed);
+    const uint64_t *slot = rk_ring_slot(d->ring, pos);
+    const uint32_t flag = rk_ring_flag(d->ring, pos);
     /* whose it is first, from its actor | tag line (rk_abi.h RK__W_ACTOR):
      * another's reply is read once, by the chunk path. acquire: pairs with
-     * the producer's store-release of the line, as the peek's loads do */
-    const uint64_t who = rk__ld_acquire(rk_ring_slot(d->ring, pos) + RK__W_ACTOR);
-    if ((uint32_t)(who >> 32) != rk_ring_flag(d->ring, pos) ||
-        (uint32_t)who != ((uint32_t)want << 16 | a->index))
+     * the producer's store-release of the line, as the check's loads do */
+    const uint64_t who = rk__ld_acquire(slot + RK__W_ACTOR);
+    if ((uint32_t)(who >> 32) != flag || (uint32_t)who != ((uint32_t)want << 16 | a->index))
         return false;
-    _Alignas(16) uint8_t msg[RK_RING_SLOT_MAX / 2];
-    uint32_t len = 0;
-    /* (a slot that claims more than it holds is the claim's error to report) */
-    if (rk__ring_peek_at(d->ring, pos, msg, sizeof msg, &len) || len < sizeof(rk_msg_hdr))
+    /* then every line there, and it is read once, straight into the
+     * record: checked first, so that the record's inline request (what a
+     * re-post sends) is never half overwritten by a reply whose lines are
+     * not all there (a GPU writes them in any order). acquire: as above.
+     * A slot that claims more than it holds is the claim's error to report */
+    const uint64_t l0 = rk__ld_acquire(slot);
+    const uint32_t len = (uint32_t)l0;
+    if ((uint32_t)(l0 >> 32) != flag || len < sizeof(rk_msg_hdr) || len > rk_ring_msg_max(d->ring) ||
+        !rk__slot_lines_there(slot, flag, len))
         return false;
-    const bool mine = rk__route(rt, d, msg, len, tag) != NULL;
+    rk_msg_hdr h;
+    rk__slot_copy(slot + 1, &h, sizeof h);
+    /* its actor and tag are a's and want (the who line): the record's
+     * state and id say whether it is this request's reply. acquire: pairs
+     * with rk__post's store-release of SENT. Another reply (a stale one)
+     * is the chunk path's to drop and report */
+    rk__pending *p = &a->pend[want];
+    if (rk__ld_acquire(&p->state) != RK__P_SENT || p->id != h.id)
+        return false;
+    const uint32_t n = rk__accept(p, &h, len - (uint32_t)sizeof h);
+    if (n)
+        rk__slot_copy(slot + 1 + sizeof h / 4, p->inline_buf, n);
+    *tag = (uint16_t)want;
     atomic_store_explicit(&d->claim, pos + 1, memory_order_relaxed);
-    if (mine) {
-        rk__complete(rt, a, *tag);
-        a->awaiting--; /* owner-private, and a is the caller's */
-        rk__count_replies(rt, d, 1);
-    }
+    rk__complete(rt, a, *tag);
+    a->awaiting--; /* owner-private, and a is the caller's */
+    rk__count_replies(rt, d, 1);
     /* release: the slot is read before the producer may reuse it; pairs
      * with its load-acquire of cons_head (no chunk is out: every position
      * below pos is published) */
     rk__st_release(&d->ring->cons_head, pos + 1);
-    return mine;
+    return true;
 }
 
 /* The part of a drain after the lock is taken: claims, routes and
