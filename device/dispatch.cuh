@@ -170,7 +170,8 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.pipe_n = pipe_slots(d.ncrew - 1);
 #endif
     /* counters and the idle wait in shared memory (lane 0 writes): registers
-     * are scarce at block 1024 (the wait in a register: +44 B of spill loads) */
+     * are scarce at block 1024 (ptxas, sm_90: the adaptive wait costs +8 B
+     * of spill stores, +44 B of loads there; in a register, +12 B / +44 B) */
     if (d.lane == 0) {
         for (int i = 0; i < 8; i++)
             sh.st[i] = 0;
