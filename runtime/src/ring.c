@@ -233,9 +233,8 @@ int rk__ring_complete_at(rk_ring *r, uint64_t pos, uint32_t *lenp)
     int rc = rk__ring_line0(r, pos, flag, &len);
     if (rc)
         return rc;
-    for (uint32_t k = 0; k < (len + 3) / 4; k++)
-        if ((uint32_t)(rk__ld_acquire(&slot[1 + k]) >> 32) != flag)
-            return -RK_EAGAIN; /* the producer is still writing these lines */
+    if (!rk__slot_lines_there(slot, flag, len))
+        return -RK_EAGAIN; /* the producer is still writing these lines */
     *lenp = len;
     return 0;
 }
