@@ -72,6 +72,35 @@ int raw_open(raw *r, uint32_t slots, size_t arena_size, int sm_count, int block,
     return 0;
 }
 
+/* RK_KF_READ1_HIST: the first poll read's cycles after an idle-path reply
+ * (device/experiments.cuh read1_hist_add), a line per kind of poll. */
+static void read1_report(const raw *r, const char *label)
+{
+    static const char *what[RK_READ1_ROWS] = {"found by the first read", "by the second (a miss)",
+                                             "by the second, first read slow", "by a later one"};
+    uint32_t h[RK_READ1_ROWS][RK_READ1_BINS];
+    if (cudaMemcpy(h, (char *)r->scratch + RK_KERNEL_READ1_HIST_OFFSET, sizeof h, cudaMemcpyDeviceToHost) !=
+        cudaSuccess)
+        return;
+    for (uint32_t k = 0; k < RK_READ1_ROWS; k++) {
+        uint64_t n = 0, c = 0;
+        for (uint32_t b = 0; b < RK_READ1_BINS; b++)
+            n += h[k][b];
+        if (!n)
+            continue;
+        static const double q[] = {0.1, 0.5, 0.9, 0.99};
+        uint32_t at[4], j = 0;
+        for (uint32_t b = 0; b < RK_READ1_BINS && j < 4; b++) {
+            c += h[k][b];
+            while (j < 4 && (double)c >= q[j] * (double)n)
+                at[j++] = (b + 1) * RK_READ1_BIN;
+        }
+        printf("    [%s] first read after a reply, %-31s %8llu polls, cycles p10 <= %u p50 <= %u p90 <= %u "
+               "p99 <= %u%s\n", label, what[k], (unsigned long long)n, at[0], at[1], at[2], at[3],
+               at[3] >= RK_READ1_BINS * RK_READ1_BIN ? " (or more)" : "");
+    }
+}
+
 void raw_close(raw *r, const char *label)
 {
     __atomic_store_n(r->stop, 1u, __ATOMIC_RELEASE);
@@ -98,6 +127,8 @@ void raw_close(raw *r, const char *label)
         if (st[0] && cudaMemcpy(&wait, (char *)r->scratch + RK_KERNEL_IDLE_WAIT_OFFSET, sizeof wait,
                                 cudaMemcpyDeviceToHost) == cudaSuccess)
             printf("    [%s] idle wait after a reply at the end: %llu cycles\n", label, wait);
+        if (st[0])
+            read1_report(r, label);
     }
     cudaStreamDestroy(r->s);
     cudaFree(r->scratch);

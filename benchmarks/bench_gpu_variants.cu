@@ -83,16 +83,15 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
         const char *what;
         long turn_ns; /* raw rows: host time added between a reply and the next request */
     } V[] = {
-        {0, 0, "default: one strong poll read, an adaptive wait after a reply", 0},
-        {RK_KF_IDLE_DELAY(4), 0, "a fixed wait of 400 cycles (before 2026-11-27)", 0},
-        {0, 0, "default, the host 100 ns slower to send the next request", 100},
-        {RK_KF_IDLE_DELAY(4), 0, "fixed 400 cycles, the host 100 ns slower", 100},
+        {RK_KF_READ1_HIST, 0, "default: one strong poll read, an adaptive wait after a reply", 0},
+        {RK_KF_READ1_HIST | RK_KF_IDLE_NOLAT, 0, "adaptive, a slow first read's miss counted too (before)", 0},
+        {RK_KF_READ1_HIST | RK_KF_IDLE_DELAY(4), 0, "a fixed wait of 400 cycles (before 2026-11-27)", 0},
+        {RK_KF_READ1_HIST, 0, "default, the host 300 ns slower to send the next request", 300},
+        {RK_KF_READ1_HIST | RK_KF_IDLE_NOLAT, 0, "slow-read misses counted, the host 300 ns slower", 300},
         {RK_KF_STAMP, 0, "default, the find -> reply cycles counted", 0},
-        {RK_KF_IDLE_DELAY(0xff), 0, "no wait after a reply", 0},
-        {RK_KF_IDLE_DELAY(6), 0, "a fixed wait of 600 cycles", 0},
         {0, 1, "rk_actor_call, default (adaptive wait)", 0},
+        {RK_KF_IDLE_NOLAT, 1, "rk_actor_call, slow-read misses counted too (before)", 0},
         {RK_KF_IDLE_DELAY(4), 1, "rk_actor_call, fixed 400 cycles", 0},
-        {RK_KF_IDLE_DELAY(6), 1, "rk_actor_call, fixed 600 cycles", 0},
     };
     const int nv = (int)(sizeof V / sizeof V[0]);
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);

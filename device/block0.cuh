@@ -57,6 +57,8 @@ struct shared0 {
     unsigned long long st[8];     /* dispatcher counters (lane 0), copied to scratch.stats at stop */
     uint32_t idle_fx;             /* dispatcher: the wait after an idle-path reply, cycles x 64
                                    * (lane 0 writes: idle_adapt) */
+    uint32_t read1;               /* dispatcher: the usual first poll read after a reply,
+                                   * cycles (lane 0 writes: idle_adapt) */
     uint32_t words[MAX_WORDS];   /* staged request (slow path) */
     uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
     uint32_t jreply[16];         /* a grid job's reply (post_job_replies) */

@@ -40,6 +40,35 @@ __host__ __device__ constexpr uint32_t idle_wait_step(uint32_t fx, uint32_t read
                         : fx;
 }
 
+/* A second-read find whose first read came back more than IDLE_READ_SLOW
+ * cycles (~0.3 us) over the usual: the read queued behind a reply late on
+ * its way out (PCIe reads do not pass writes; the platform's delays are
+ * 0.5-5.6 us: device/README.md, "Where the late round trips come from"),
+ * so the request missed it because the reply reached the host late, not
+ * because the host's turn was longer than the wait. Such a find moves
+ * nothing, as a later one does: in minutes when replies were often late
+ * the wait climbed to its cap and cost p50 (H100: +0.1-0.3 us). */
+constexpr uint32_t IDLE_READ_SLOW = 600u;
+
+/* The reads the wait's step counts the first poll after a reply as
+ * (idle_wait_step): `reads`, except a second-read find whose first read
+ * took lat1 cycles, over base + IDLE_READ_SLOW (base: the usual first
+ * read; 0 not known yet), counts as a later one. */
+__host__ __device__ constexpr uint32_t idle_reads_seen(uint32_t reads, uint32_t lat1, uint32_t base)
+{
+    return reads == 2 && base != 0u && lat1 > base + IDLE_READ_SLOW ? 3u : reads;
+}
+
+/* The usual first read, cycles: a moving average (1/16) of the first
+ * reads that found the request (reads == 1), the first of them as it is. */
+__host__ __device__ constexpr uint32_t idle_read_base(uint32_t base, uint32_t reads, uint32_t lat1)
+{
+    return reads != 1u   ? base
+           : base == 0u  ? lat1
+           : lat1 >= base ? base + (lat1 - base) / 16u
+                          : base - (base - lat1) / 16u;
+}
+
 /* Not a trusted built-in: the word that says in host memory which request
  * runs, so that a fault is blamed on it (rk_abi.h, running slots: 0 for
  * the dispatcher warp, 1 + the job index for a grid job); 0 for a
@@ -176,6 +205,7 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
         for (int i = 0; i < 8; i++)
             sh.st[i] = 0;
         sh.idle_fx = idle_fx;
+        sh.read1 = 0;
     }
     __syncwarp();
 }

@@ -9,8 +9,9 @@
  * marked with #ifdef RK_KERNEL_EXPERIMENTS where they are (crew.cuh:
  * RK_KF_SERIAL's crew warps, RK_KF_NOPF / NARROW / WR_V2 in crew_pipe;
  * dispatch.cuh: RK_KF_SERIAL / KP64 / IDLE_DELAY in dispatch_open; idle.cuh:
- * RK_KF_IDLE_SC in echo_answer, RK_KF_STAMP in idle_poll; kernel.cuh: the
- * serial crew's launch). */
+ * RK_KF_IDLE_SC in echo_answer, RK_KF_STAMP in idle_poll, RK_KF_IDLE_NOLAT
+ * and RK_KF_READ1_HIST in idle_adapt; kernel.cuh: the serial crew's
+ * launch). */
 #ifndef RK_DEVICE_EXPERIMENTS_CUH
 #define RK_DEVICE_EXPERIMENTS_CUH
 #ifdef RK_KERNEL_EXPERIMENTS
@@ -61,6 +62,19 @@ __device__ __forceinline__ uint32_t idle_delay_of(uint32_t flags, uint32_t dflt)
 {
     const uint32_t dk = (flags >> 16) & 0xffu;
     return dk == 0 ? dflt : dk == 0xff ? 0u : dk * 100u;
+}
+
+/* RK_KF_READ1_HIST: counts the first read after an idle-path reply (lat1
+ * cycles; the poll took `reads`, the wait's step counted `seen`) in the
+ * scratch's histogram (kernel_desc.h RK_KERNEL_READ1_HIST_OFFSET). */
+__device__ __forceinline__ void read1_hist_add(const rk_kargs &ka, uint32_t reads, uint32_t lat1, uint32_t seen,
+                                               uint32_t lane)
+{
+    if (lane != 0)
+        return;
+    const uint32_t row = reads == 1 ? 0u : reads == 2 ? (seen == 2 ? 1u : 2u) : 3u;
+    const uint32_t bin = lat1 / RK_READ1_BIN < RK_READ1_BINS ? lat1 / RK_READ1_BIN : RK_READ1_BINS - 1;
+    atomicAdd((uint32_t *)((char *)ka.scratch + RK_KERNEL_READ1_HIST_OFFSET) + row * RK_READ1_BINS + bin, 1u);
 }
 
 } // namespace dev

@@ -162,18 +162,27 @@ __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, c
  * missed 0.2-1.7 %, and a later read costs every round trip. A quantile
  * tracker instead (steps: dispatch.cuh IDLE_WAIT_*) settles where ~0.5 %
  * miss, per host and minute; finds after more reads (a reply late on its
- * way, a host busy elsewhere) move nothing, and a host that comes much
- * later stops it at IDLE_WAIT_MAX (device/README.md, "The adaptive idle
- * wait"). */
-__device__ __forceinline__ void idle_adapt(shared0 &sh, const rk_kargs &ka, uint32_t reads, uint32_t lane)
+ * way, a host busy elsewhere) move nothing, nor does a second-read find
+ * whose first read came back slow (lat1: it queued behind a late reply;
+ * idle_reads_seen), and a host that comes much later stops it at
+ * IDLE_WAIT_MAX (device/README.md, "The adaptive idle wait"). */
+__device__ __forceinline__ void idle_adapt(shared0 &sh, const rk_kargs &ka, uint32_t reads, uint32_t lat1,
+                                           uint32_t lane)
 {
+    uint32_t seen = idle_reads_seen(reads, lat1, sh.read1);
 #ifdef RK_KERNEL_EXPERIMENTS
+    if (ka.flags & RK_KF_READ1_HIST)
+        read1_hist_add(ka, reads, lat1, seen, lane);
+    if (ka.flags & RK_KF_IDLE_NOLAT) /* comparison: every second-read find steps up */
+        seen = reads;
     if (ka.flags >> 16 & 0xffu) /* RK_KF_IDLE_DELAY(x): a fixed wait */
         return;
 #endif
-    if (lane == 0)
-        sh.idle_fx = idle_wait_step(sh.idle_fx, reads);
-    __syncwarp(); /* lane 0's store before the warp reads it (at the answer) */
+    if (lane == 0) {
+        sh.idle_fx = idle_wait_step(sh.idle_fx, seen);
+        sh.read1 = idle_read_base(sh.read1, reads, lat1);
+    }
+    __syncwarp(); /* lane 0's stores before the warp reads them (at the answer) */
 }
 
 /* Idle: polls the next slot, one strong read in flight (a strong read
@@ -207,13 +216,19 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     }
     uint64_t a = 0, b = 0;
     bool got = false;
-    uint32_t reads = 0;
+    uint32_t reads = 0, lat1 = 0;
     while (reads < 64 && !got) {
         reads++;
+        const long long t_read = clock64();
         a = rk__ld_relaxed_sys(slot);
         /* the next slot: its line 0 only (is a burst coming?) */
         b = lane == 0 ? rk__ld_cv(next) : 0ull;
-        got = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32) == flag;
+        const uint32_t a0 = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32);
+        /* how long the first read took: a clock read behind the shuffle
+         * that waits for it (idle_adapt) */
+        if (reads == 1)
+            lat1 = (uint32_t)(clock64() - t_read);
+        got = a0 == flag;
         if (!got && d.idle > 300000) {
             /* idle for a while (~20+ ms): back off */
             __nanosleep(d.ns);
@@ -257,7 +272,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         nload = 1;
     }
     if (after_reply) /* after the answer: off the round trip */
-        idle_adapt(sh, ka, after_reply, lane);
+        idle_adapt(sh, ka, after_reply, lat1, lane);
     /* a second message already there: read a busy batch next */
     d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
     return true;

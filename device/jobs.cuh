@@ -43,10 +43,12 @@ struct scratch {
      * cycles processing, idle polls */
     unsigned long long stats[8];
     unsigned long long idle_wait; /* the adaptive idle wait at stop, cycles (idle_adapt) */
+    uint32_t read1_hist[RK_READ1_ROWS][RK_READ1_BINS]; /* RK_KF_READ1_HIST (experiments.cuh) */
 };
 static_assert(sizeof(scratch) <= RK_KERNEL_SCRATCH_BYTES, "scratch too large");
 static_assert(offsetof(scratch, stats) == RK_KERNEL_STATS_OFFSET, "stats offset");
 static_assert(offsetof(scratch, idle_wait) == RK_KERNEL_IDLE_WAIT_OFFSET, "idle wait offset");
+static_assert(offsetof(scratch, read1_hist) == RK_KERNEL_READ1_HIST_OFFSET, "first-read histogram offset");
 
 /* Posts the replies of the grid jobs that finished, each on its actor's
  * reply ring (out: ring 0's view; dpos, dhead: one ring a lane). */

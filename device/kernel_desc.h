@@ -26,6 +26,15 @@ extern "C" {
 #define RK_KERNEL_STATS_OFFSET (128u + 128u + 128u + 16u * 64u)
 /* ... and the idle wait it came to, cycles (u64, after them). */
 #define RK_KERNEL_IDLE_WAIT_OFFSET (RK_KERNEL_STATS_OFFSET + 8u * 8u)
+/* ... and with RK_KF_READ1_HIST (experiments build) a histogram (u32
+ * [RK_READ1_ROWS][RK_READ1_BINS], after it): the first read's cycles after
+ * an idle-path reply, RK_READ1_BIN cycles a bin (the last: all above), for
+ * polls that took 1, 2 (counted as a miss), 2 (its first read slow: not
+ * counted), 3+ reads. */
+#define RK_KERNEL_READ1_HIST_OFFSET (RK_KERNEL_IDLE_WAIT_OFFSET + 8u)
+#define RK_READ1_ROWS 4u
+#define RK_READ1_BINS 48u
+#define RK_READ1_BIN 128u
 /* The ring kernel's smallest block: a dispatcher warp and a housekeeper warp. */
 #define RK_KERNEL_MIN_BLOCK 64u
 
@@ -47,6 +56,10 @@ enum {
     RK_KF_STAMP = 1u << 8,    /* measure: cycles from the idle poll's find to its echo reply's
                                * stores, summed in the dispatcher's counter 3 (rk-bench prints
                                * them per message) */
+    RK_KF_IDLE_NOLAT = 1u << 9, /* comparison: the adaptive wait steps up on every second-read
+                                 * find, its first read slow or not (before 2026-11-27) */
+    RK_KF_READ1_HIST = 1u << 10, /* measure: the first read's cycles after each idle-path reply,
+                                  * by the reads the poll took (scratch, RK_KERNEL_READ1_HIST_OFFSET) */
 };
 /* comparison: after an idle-path reply, wait (flags >> 16 & 0xff) x 100 cycles before the
  * next poll read (0: the default, RK_KERNEL_IDLE_DELAY in dispatch.cuh; 0xff: none) */
