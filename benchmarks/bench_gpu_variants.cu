@@ -74,7 +74,7 @@ static int api_idle_lat(uint64_t *smp, long count, uint32_t kflags)
  * on the raw rings and through rk_actor_call, each against the floor
  * measured in the same process; three rounds, interleaved, so that drift of
  * the host shows. Rows: idle_<flags>_<round>, idle_<flags>_turn<ns>_<round>,
- * api_<flags>_<round>, floor_<round>. */
+ * api_<flags>_<round>, floor_<round> (floor_3: after the last round). */
 int raw_idle_variants(bench_report *rep, int sm_count, long count)
 {
     static const struct {
@@ -128,7 +128,7 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
     }
     if (floor_lat(smp, count))
         return 1;
-    latency_row(rep, "floor_2", "cuda", smp, (size_t)count, NULL);
+    latency_row(rep, "floor_3", "cuda", smp, (size_t)count, NULL); /* after the last round */
     free(smp);
     return 0;
 }
