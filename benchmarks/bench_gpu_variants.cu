@@ -72,9 +72,10 @@ static int api_idle_lat(uint64_t *smp, long count, uint32_t kflags)
 /* Experiment (rk-bench gpu --idle-variants): the idle path of the ring
  * kernel (one 64-B echo at a time, block 256) under the RK_KF_IDLE_* flags,
  * on the raw rings and through rk_actor_call, each against the floor
- * measured in the same process; three rounds, interleaved, so that drift of
- * the host shows. Rows: idle_<flags>_<round>, idle_<flags>_turn<ns>_<round>,
- * api_<flags>_<round>, floor_<round> (floor_3: after the last round). */
+ * measured in the same process; three rounds, interleaved (the second
+ * backwards), so that drift of the host shows. Rows: idle_<flags>_<round>,
+ * idle_<flags>_turn<ns>_<round>, api_<flags>_<round>, floor_<round>
+ * (floor_3: after the last round). */
 int raw_idle_variants(bench_report *rep, int sm_count, long count)
 {
     static const struct {
@@ -84,12 +85,15 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
         long turn_ns; /* raw rows: host time added between a reply and the next request */
     } V[] = {
         {RK_KF_READ1_HIST, 0, "default: one strong poll read, an adaptive wait after a reply", 0},
+        {RK_KF_READ1_HIST | RK_KF_IDLE_CHAIN, 0, "the echo answered through idle_check (before)", 0},
         {RK_KF_READ1_HIST | RK_KF_IDLE_NOLAT, 0, "adaptive, a slow first read's miss counted too (before)", 0},
         {RK_KF_READ1_HIST | RK_KF_IDLE_DELAY(4), 0, "a fixed wait of 400 cycles (before 2026-11-27)", 0},
         {RK_KF_READ1_HIST, 0, "default, the host 300 ns slower to send the next request", 300},
         {RK_KF_READ1_HIST | RK_KF_IDLE_NOLAT, 0, "slow-read misses counted, the host 300 ns slower", 300},
         {RK_KF_STAMP, 0, "default, the find -> reply cycles counted", 0},
+        {RK_KF_STAMP | RK_KF_IDLE_CHAIN, 0, "through idle_check, the find -> reply cycles counted", 0},
         {0, 1, "rk_actor_call, default (adaptive wait)", 0},
+        {RK_KF_IDLE_CHAIN, 1, "rk_actor_call, the echo answered through idle_check (before)", 0},
         {RK_KF_IDLE_NOLAT, 1, "rk_actor_call, slow-read misses counted too (before)", 0},
         {RK_KF_IDLE_DELAY(4), 1, "rk_actor_call, fixed 400 cycles", 0},
     };
@@ -101,7 +105,8 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
             return 1;
         snprintf(name, sizeof name, "floor_%d", round);
         latency_row(rep, name, "cuda", smp, (size_t)count, NULL);
-        for (int v = 0; v < nv; v++) {
+        for (int k = 0; k < nv; k++) {
+            const int v = round % 2 ? nv - 1 - k : k; /* odd rounds backwards: no row always first */
             if (V[v].api) {
                 if (api_idle_lat(smp, count, V[v].flags))
                     return 1;

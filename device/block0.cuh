@@ -59,6 +59,8 @@ struct shared0 {
                                    * (lane 0 writes: idle_adapt) */
     uint32_t read1;               /* dispatcher: the usual first poll read after a reply,
                                    * cycles (lane 0 writes: idle_adapt) */
+    uint32_t idle_rr;             /* dispatcher: the reply ring of the last idle answer, the
+                                   * next one's guess (lane 0 writes: idle_poll) */
     uint32_t words[MAX_WORDS];   /* staged request (slow path) */
     uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
     uint32_t jreply[16];         /* a grid job's reply (post_job_replies) */

@@ -206,6 +206,7 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
             sh.st[i] = 0;
         sh.idle_fx = idle_fx;
         sh.read1 = 0;
+        sh.idle_rr = 0;
     }
     __syncwarp();
 }

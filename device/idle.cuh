@@ -40,6 +40,63 @@ __device__ __forceinline__ echo_ready echo_prepare(const dispatch &d, const disp
     return e;
 }
 
+/* The reply ring the next echo most likely answers on: the last idle
+ * answer's (a host thread's ping-pong stays on its actor's ring;
+ * sh.idle_rr), and that ring's next slot, flag and room in every lane,
+ * worked out before the read from e. With them the answer waits for no
+ * shuffle from a lane the request names (echo_fast). */
+struct echo_guess {
+    unsigned long long slot;
+    uint32_t rr, flag, room;
+};
+
+__device__ __forceinline__ echo_guess echo_guess_of(const echo_ready &e, const shared0 &sh)
+{
+    echo_guess g;
+    g.rr = sh.idle_rr;
+    g.slot = __shfl_sync(FULL, e.slot, g.rr);
+    g.flag = __shfl_sync(FULL, e.flag, g.rr);
+    g.room = __shfl_sync(FULL, e.room, g.rr);
+    asm volatile("" : "+l"(g.slot), "+r"(g.rr), "+r"(g.flag), "+r"(g.room));
+    return g;
+}
+
+/* The idle poll's echo/NOP answer in the fewest dependent steps (lane i
+ * line i: L, its lines' flag: flag): a vote and five shuffles of the lines
+ * as they arrive, the checks of slot_inline_at, and the reply stored at
+ * the guessed ring's slot. Through idle_check the answer waited for the
+ * reply ring's shuffles behind the one that names it, and the compiler
+ * worked the lane and the flag out again after the read: ~410 cycles from
+ * the read's data to the reply's stores (H200; device/README.md, "The
+ * idle answer"). Returns false, having stored nothing, for anything else:
+ * another type, another reply ring than guessed, no room, a line not
+ * there yet; idle_check then decides as before. */
+__device__ __forceinline__ bool echo_fast(const echo_guess &g, const echo_ready &e, const rk_kargs &ka, uint64_t L,
+                                          uint32_t flag, uint32_t lane)
+{
+    const uint32_t lo = (uint32_t)L;
+    const uint32_t there = __ballot_sync(FULL, (uint32_t)(L >> 32) == flag);
+    const uint32_t l0 = __shfl_sync(FULL, lo, 0);
+    const uint32_t w1 = __shfl_sync(FULL, lo, RK__W_TYPE);
+    const uint32_t wa = __shfl_sync(FULL, lo, RK__W_ACTOR);
+    const uint32_t w5 = __shfl_sync(FULL, lo, RK__W_STATUS);
+    const uint32_t w6 = __shfl_sync(FULL, lo, RK__W_PLEN);
+    const uint32_t len = l0 <= e.msg_max ? l0 : e.msg_max;
+    const uint32_t nl = 1u + (len + 3u) / 4u; /* lines the message uses */
+    const uint32_t need = nl >= 32u ? FULL : (1u << nl) - 1u;
+    const uint32_t type = w1 & 0xffffu;
+    const bool ok = (there & need) == need && nl <= 32u && w5 == e.gen && len >= sizeof(rk_msg_hdr) &&
+                    !((w1 >> 16) & RK_MSG_ARENA) && w6 <= len - sizeof(rk_msg_hdr) && g.room &&
+                    reply_ring_of(ka, wa) == g.rr && (type == RK_OP_ECHO || type == RK_OP_NOP);
+    if (!ok)
+        return false;
+    uint32_t rl;
+    const uint32_t dw = reply_word_of(L, type, w6, lane, rl);
+    if (lane < rl)
+        rk__st_relaxed_sys((uint64_t *)g.slot + lane, ring_line(dw, g.flag));
+    return true;
+}
+
 /* What the idle poll found (lane i line i: L, its lines' flag: flag): its
  * reply ring rr, that ring's next slot s and flag rf (from e: only the
  * reply ring's three shuffles wait for another, the one that names the
@@ -201,6 +258,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     const uint64_t *slot = ring_slot(p.in, d.hpos) + lane;
     const uint64_t *next = ring_slot(p.in, d.hpos + 1);
     const echo_ready e = echo_prepare(d, p, ka);
+    const echo_guess g = echo_guess_of(e, sh);
     if (d.idle_wait) {
         /* just answered a message here: a read issued now reaches
          * the host right behind the reply (PCIe reads do not pass
@@ -247,7 +305,33 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
 #ifdef RK_KERNEL_EXPERIMENTS
     const long long t_found = clock64();
 #endif
+    bool fast = true;
+#ifdef RK_KERNEL_EXPERIMENTS
+    fast = !(ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN));
+#endif
+    if (fast && echo_fast(g, e, ka, a, flag, lane)) {
+#ifdef RK_KERNEL_EXPERIMENTS
+        if (ka.flags & RK_KF_STAMP)
+            stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
+#endif
+        if (lane == g.rr)
+            p.dpos++;
+        quick = 1;
+        d.idle_wait = sh.idle_fx >> 6;
+        nload = 0;
+        if (after_reply) /* after the answer: off the round trip */
+            idle_adapt(sh, ka, after_reply, lat1, lane);
+        d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
+        return true;
+    }
     const idle_find f = idle_check(e, ka, a, flag, lane);
+    if (f.inl && (f.type == RK_OP_ECHO || f.type == RK_OP_NOP || (sizeof...(A) > 0 && f.type >= RK_OP_USER))) {
+        /* the next guess: this reply ring (lane 0 writes; the warp
+         * reads it at the next poll, after the loop's __syncwarp) */
+        if (lane == 0)
+            sh.idle_rr = f.rr;
+        __syncwarp();
+    }
     if (f.inl && (f.type == RK_OP_ECHO || f.type == RK_OP_NOP)) {
         /* the round trip's common case, answered straight from the
          * registers (no staging in shared memory, no batch bookkeeping

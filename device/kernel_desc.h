@@ -60,6 +60,8 @@ enum {
                                  * find, its first read slow or not (before 2026-11-27) */
     RK_KF_READ1_HIST = 1u << 10, /* measure: the first read's cycles after each idle-path reply,
                                   * by the reads the poll took (scratch, RK_KERNEL_READ1_HIST_OFFSET) */
+    RK_KF_IDLE_CHAIN = 1u << 11, /* comparison: the idle poll answers an echo/NOP only through
+                                  * idle_check (before 2026-11-27; default: echo_fast first) */
 };
 /* comparison: after an idle-path reply, wait (flags >> 16 & 0xff) x 100 cycles before the
  * next poll read (0: the default, RK_KERNEL_IDLE_DELAY in dispatch.cuh; 0xff: none) */
