@@ -40,60 +40,75 @@ __device__ __forceinline__ echo_ready echo_prepare(const dispatch &d, const disp
     return e;
 }
 
-/* The reply ring the next echo most likely answers on: the last idle
- * answer's (a host thread's ping-pong stays on its actor's ring;
- * sh.idle_rr), and that ring's next slot, flag and room in every lane,
- * worked out before the read from e. With them the answer waits for no
- * shuffle from a lane the request names (echo_fast). */
-struct echo_guess {
+/* What echo_fast needs besides the lines, in registers: the request's
+ * flag, the ring's message size, the generation, the lane, the reply
+ * rings' mask, and the reply ring the next echo most likely answers on
+ * (rr: the last idle answer's, sh.idle_rr; a host thread's ping-pong stays
+ * on its actor's ring) with its next slot, flag and room in every lane,
+ * worked out before the read from e. */
+struct echo_pins {
     unsigned long long slot;
-    uint32_t rr, flag, room;
+    uint32_t flag, msg_max, gen, lane, rmask, rr, rflag, room;
 };
 
-__device__ __forceinline__ echo_guess echo_guess_of(const echo_ready &e, const shared0 &sh)
+__device__ __forceinline__ echo_pins echo_pins_of(const echo_ready &e, const shared0 &sh, const rk_kargs &ka,
+                                                  uint32_t flag, uint32_t lane)
 {
-    echo_guess g;
-    g.rr = sh.idle_rr;
-    g.slot = __shfl_sync(FULL, e.slot, g.rr);
-    g.flag = __shfl_sync(FULL, e.flag, g.rr);
-    g.room = __shfl_sync(FULL, e.room, g.rr);
-    asm volatile("" : "+l"(g.slot), "+r"(g.rr), "+r"(g.flag), "+r"(g.room));
-    return g;
+    echo_pins q;
+    q.rr = sh.idle_rr;
+    q.slot = __shfl_sync(FULL, e.slot, q.rr);
+    q.rflag = __shfl_sync(FULL, e.flag, q.rr);
+    q.room = __shfl_sync(FULL, e.room, q.rr);
+    q.flag = flag;
+    q.msg_max = e.msg_max;
+    q.gen = e.gen;
+    q.lane = lane;
+    q.rmask = ka.d2h_rings - 1u;
+    return q;
+}
+
+/* Keeps q in registers from here (the poll pins it between issuing its
+ * read and waiting for it): without this the compiler worked the flag,
+ * the lane and the message size out again after the read, from local
+ * memory and the special registers, ~70 cycles on the round trip. */
+__device__ __forceinline__ void echo_pin(echo_pins &q)
+{
+    asm volatile("" : "+l"(q.slot), "+r"(q.flag), "+r"(q.msg_max), "+r"(q.gen), "+r"(q.lane), "+r"(q.rmask),
+                 "+r"(q.rr), "+r"(q.rflag), "+r"(q.room));
 }
 
 /* The idle poll's echo/NOP answer in the fewest dependent steps (lane i
- * line i: L, its lines' flag: flag): a vote and five shuffles of the lines
- * as they arrive, the checks of slot_inline_at, and the reply stored at
- * the guessed ring's slot. Through idle_check the answer waited for the
- * reply ring's shuffles behind the one that names it, and the compiler
- * worked the lane and the flag out again after the read: ~410 cycles from
- * the read's data to the reply's stores (H200; device/README.md, "The
- * idle answer"). Returns false, having stored nothing, for anything else:
+ * line i: L): a vote and five shuffles of the lines as they arrive, the
+ * checks of slot_inline_at in one predicate, and the reply stored at the
+ * guessed ring's slot. Through idle_check the answer waited for the reply
+ * ring's shuffles behind the one that names it (~410 cycles from the
+ * read's data to the reply's stores, H200; device/README.md, "The idle
+ * answer"). Returns false, having stored nothing, for anything else:
  * another type, another reply ring than guessed, no room, a line not
  * there yet; idle_check then decides as before. */
-__device__ __forceinline__ bool echo_fast(const echo_guess &g, const echo_ready &e, const rk_kargs &ka, uint64_t L,
-                                          uint32_t flag, uint32_t lane)
+__device__ __forceinline__ bool echo_fast(const echo_pins &q, uint64_t L)
 {
     const uint32_t lo = (uint32_t)L;
-    const uint32_t there = __ballot_sync(FULL, (uint32_t)(L >> 32) == flag);
+    const uint32_t there = __ballot_sync(FULL, (uint32_t)(L >> 32) == q.flag);
     const uint32_t l0 = __shfl_sync(FULL, lo, 0);
     const uint32_t w1 = __shfl_sync(FULL, lo, RK__W_TYPE);
     const uint32_t wa = __shfl_sync(FULL, lo, RK__W_ACTOR);
     const uint32_t w5 = __shfl_sync(FULL, lo, RK__W_STATUS);
     const uint32_t w6 = __shfl_sync(FULL, lo, RK__W_PLEN);
-    const uint32_t len = l0 <= e.msg_max ? l0 : e.msg_max;
+    const uint32_t len = l0 <= q.msg_max ? l0 : q.msg_max;
     const uint32_t nl = 1u + (len + 3u) / 4u; /* lines the message uses */
     const uint32_t need = nl >= 32u ? FULL : (1u << nl) - 1u;
     const uint32_t type = w1 & 0xffffu;
-    const bool ok = (there & need) == need && nl <= 32u && w5 == e.gen && len >= sizeof(rk_msg_hdr) &&
-                    !((w1 >> 16) & RK_MSG_ARENA) && w6 <= len - sizeof(rk_msg_hdr) && g.room &&
-                    reply_ring_of(ka, wa) == g.rr && (type == RK_OP_ECHO || type == RK_OP_NOP);
+    /* one predicate (&, not &&: no branch per check) */
+    const bool ok = ((there & need) == need) & (nl <= 32u) & (w5 == q.gen) & (len >= sizeof(rk_msg_hdr)) &
+                    !((w1 >> 16) & RK_MSG_ARENA) & (w6 + (uint32_t)sizeof(rk_msg_hdr) <= len) & (q.room != 0u) &
+                    ((wa & 0xffffu & q.rmask) == q.rr) & (type == RK_OP_ECHO || type == RK_OP_NOP);
     if (!ok)
         return false;
     uint32_t rl;
-    const uint32_t dw = reply_word_of(L, type, w6, lane, rl);
-    if (lane < rl)
-        rk__st_relaxed_sys((uint64_t *)g.slot + lane, ring_line(dw, g.flag));
+    const uint32_t dw = reply_word_of(L, type, w6, q.lane, rl);
+    if (q.lane < rl)
+        rk__st_relaxed_sys((uint64_t *)q.slot + q.lane, ring_line(dw, q.rflag));
     return true;
 }
 
@@ -258,7 +273,8 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     const uint64_t *slot = ring_slot(p.in, d.hpos) + lane;
     const uint64_t *next = ring_slot(p.in, d.hpos + 1);
     const echo_ready e = echo_prepare(d, p, ka);
-    const echo_guess g = echo_guess_of(e, sh);
+    echo_pins q = echo_pins_of(e, sh, ka, flag, lane);
+    const uint32_t waited = d.idle_wait; /* in a register: read after the poll */
     if (d.idle_wait) {
         /* just answered a message here: a read issued now reaches
          * the host right behind the reply (PCIe reads do not pass
@@ -275,27 +291,29 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     uint64_t a = 0, b = 0;
     bool got = false;
     uint32_t reads = 0, lat1 = 0;
+    uint32_t long_idle = d.idle > 300000; /* idle for a while (~20+ ms): back off */
     while (reads < 64 && !got) {
         reads++;
         const long long t_read = clock64();
         a = rk__ld_relaxed_sys(slot);
         /* the next slot: its line 0 only (is a burst coming?) */
         b = lane == 0 ? rk__ld_cv(next) : 0ull;
+        echo_pin(q);
+        asm volatile("" : "+r"(long_idle));
         const uint32_t a0 = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32);
         /* how long the first read took: a clock read behind the shuffle
          * that waits for it (idle_adapt) */
         if (reads == 1)
             lat1 = (uint32_t)(clock64() - t_read);
-        got = a0 == flag;
-        if (!got && d.idle > 300000) {
-            /* idle for a while (~20+ ms): back off */
+        got = a0 == q.flag;
+        if (!got && long_idle) {
             __nanosleep(d.ns);
             d.ns = d.ns < 32000 ? d.ns * 2 + 64 : d.ns;
             break;
         }
     }
     /* the first poll after a reply: how many reads it took (0: not that poll) */
-    const uint32_t after_reply = d.idle_wait ? reads : 0u;
+    const uint32_t after_reply = waited ? reads : 0u;
     d.idle_wait = 0;
     if (!got) {
         d.idle += 64;
@@ -309,12 +327,12 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
 #ifdef RK_KERNEL_EXPERIMENTS
     fast = !(ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN));
 #endif
-    if (fast && echo_fast(g, e, ka, a, flag, lane)) {
+    if (fast && echo_fast(q, a)) {
 #ifdef RK_KERNEL_EXPERIMENTS
         if (ka.flags & RK_KF_STAMP)
             stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
 #endif
-        if (lane == g.rr)
+        if (lane == q.rr)
             p.dpos++;
         quick = 1;
         d.idle_wait = sh.idle_fx >> 6;
