@@ -77,39 +77,53 @@ __device__ __forceinline__ void echo_pin(echo_pins &q)
                  "+r"(q.rr), "+r"(q.rflag), "+r"(q.room));
 }
 
-/* The idle poll's echo/NOP answer in the fewest dependent steps (lane i
- * line i: L): a vote and five shuffles of the lines as they arrive, the
- * checks of slot_inline_at in one predicate, and the reply stored at the
- * guessed ring's slot. Through idle_check the answer waited for the reply
- * ring's shuffles behind the one that names it (~410 cycles from the
- * read's data to the reply's stores, H200; device/README.md, "The idle
- * answer"). Returns false, having stored nothing, for anything else:
- * another type, another reply ring than guessed, no room, a line not
- * there yet; idle_check then decides as before. */
-__device__ __forceinline__ bool echo_fast(const echo_pins &q, uint64_t L)
+/* What echo_fast reads of the lines (lane i line i: L): which carry the
+ * request's flag (a vote) and words 0, 1, the actor, the status and the
+ * payload length (five shuffles), taken in the poll loop as the read's
+ * data comes, so that they issue back to back. */
+struct echo_lines {
+    uint32_t there, l0, w1, wa, w5, w6;
+};
+
+__device__ __forceinline__ echo_lines echo_lines_of(const echo_pins &q, uint64_t L)
 {
     const uint32_t lo = (uint32_t)L;
-    const uint32_t there = __ballot_sync(FULL, (uint32_t)(L >> 32) == q.flag);
-    const uint32_t l0 = __shfl_sync(FULL, lo, 0);
-    const uint32_t w1 = __shfl_sync(FULL, lo, RK__W_TYPE);
-    const uint32_t wa = __shfl_sync(FULL, lo, RK__W_ACTOR);
-    const uint32_t w5 = __shfl_sync(FULL, lo, RK__W_STATUS);
-    const uint32_t w6 = __shfl_sync(FULL, lo, RK__W_PLEN);
-    const uint32_t len = l0 <= q.msg_max ? l0 : q.msg_max;
+    echo_lines x;
+    x.there = __ballot_sync(FULL, (uint32_t)(L >> 32) == q.flag);
+    x.l0 = __shfl_sync(FULL, lo, 0);
+    x.w1 = __shfl_sync(FULL, lo, RK__W_TYPE);
+    x.wa = __shfl_sync(FULL, lo, RK__W_ACTOR);
+    x.w5 = __shfl_sync(FULL, lo, RK__W_STATUS);
+    x.w6 = __shfl_sync(FULL, lo, RK__W_PLEN);
+    return x;
+}
+
+/* The idle poll's echo/NOP answer in the fewest dependent steps: the
+ * checks of slot_inline_at on the lines' words (x) as one predicate, and
+ * the reply stored at the guessed ring's slot under it, no branch between
+ * the read's data and the stores. Through idle_check the answer waited
+ * for the reply ring's shuffles behind the one that names it (~410
+ * cycles from the read's data to the reply's stores, H200;
+ * device/README.md, "The idle answer"). Returns false, having stored
+ * nothing, for anything else: another type, another reply ring than
+ * guessed, no room, a line not there yet; idle_check then decides as
+ * before. */
+__device__ __forceinline__ bool echo_fast(const echo_pins &q, uint64_t L, const echo_lines &x)
+{
+    const uint32_t len = x.l0 <= q.msg_max ? x.l0 : q.msg_max;
     const uint32_t nl = 1u + (len + 3u) / 4u; /* lines the message uses */
     const uint32_t need = nl >= 32u ? FULL : (1u << nl) - 1u;
-    const uint32_t type = w1 & 0xffffu;
+    const uint32_t type = x.w1 & 0xffffu;
     /* one predicate (&, not &&: no branch per check) */
-    const bool ok = ((there & need) == need) & (nl <= 32u) & (w5 == q.gen) & (len >= sizeof(rk_msg_hdr)) &
-                    !((w1 >> 16) & RK_MSG_ARENA) & (w6 + (uint32_t)sizeof(rk_msg_hdr) <= len) & (q.room != 0u) &
-                    ((wa & 0xffffu & q.rmask) == q.rr) & (type == RK_OP_ECHO || type == RK_OP_NOP);
-    if (!ok)
-        return false;
+    const bool ok = ((x.there & need) == need) & (nl <= 32u) & (x.w5 == q.gen) & (len >= sizeof(rk_msg_hdr)) &
+                    !((x.w1 >> 16) & RK_MSG_ARENA) & (x.w6 + (uint32_t)sizeof(rk_msg_hdr) <= len) &
+                    (q.room != 0u) & ((x.wa & 0xffffu & q.rmask) == q.rr) &
+                    ((type == RK_OP_ECHO) | (type == RK_OP_NOP));
     uint32_t rl;
-    const uint32_t dw = reply_word_of(L, type, w6, q.lane, rl);
-    if (q.lane < rl)
+    const uint32_t dw = reply_word_of(L, type, x.w6, q.lane, rl);
+    if (ok & (q.lane < rl))
         rk__st_relaxed_sys((uint64_t *)q.slot + q.lane, ring_line(dw, q.rflag));
-    return true;
+    return ok;
 }
 
 /* What the idle poll found (lane i line i: L, its lines' flag: flag): its
@@ -274,7 +288,6 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     const uint64_t *next = ring_slot(p.in, d.hpos + 1);
     const echo_ready e = echo_prepare(d, p, ka);
     echo_pins q = echo_pins_of(e, sh, ka, flag, lane);
-    const uint32_t waited = d.idle_wait; /* in a register: read after the poll */
     if (d.idle_wait) {
         /* just answered a message here: a read issued now reaches
          * the host right behind the reply (PCIe reads do not pass
@@ -289,6 +302,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         spin_cycles(d.idle_wait);
     }
     uint64_t a = 0, b = 0;
+    echo_lines x = {};
     bool got = false;
     uint32_t reads = 0, lat1 = 0;
     uint32_t long_idle = d.idle > 300000; /* idle for a while (~20+ ms): back off */
@@ -300,38 +314,31 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         b = lane == 0 ? rk__ld_cv(next) : 0ull;
         echo_pin(q);
         asm volatile("" : "+r"(long_idle));
-        const uint32_t a0 = (uint32_t)(__shfl_sync(FULL, a, 0) >> 32);
-        /* how long the first read took: a clock read behind the shuffle
+        x = echo_lines_of(q, a);
+        /* how long the first read took: a clock read behind the vote
          * that waits for it (idle_adapt) */
         if (reads == 1)
             lat1 = (uint32_t)(clock64() - t_read);
-        got = a0 == q.flag;
+        got = x.there & 1u; /* line 0 */
         if (!got && long_idle) {
             __nanosleep(d.ns);
             d.ns = d.ns < 32000 ? d.ns * 2 + 64 : d.ns;
             break;
         }
     }
-    /* the first poll after a reply: how many reads it took (0: not that poll) */
-    const uint32_t after_reply = waited ? reads : 0u;
-    d.idle_wait = 0;
-    if (!got) {
-        d.idle += 64;
-        stat_add(sh, 6, 1, lane);
-        return false;
-    }
 #ifdef RK_KERNEL_EXPERIMENTS
     const long long t_found = clock64();
+    const bool fast = !(ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN));
+#else
+    const bool fast = true;
 #endif
-    bool fast = true;
-#ifdef RK_KERNEL_EXPERIMENTS
-    fast = !(ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN));
-#endif
-    if (fast && echo_fast(q, a)) {
+    if (got && fast && echo_fast(q, a, x)) {
 #ifdef RK_KERNEL_EXPERIMENTS
         if (ka.flags & RK_KF_STAMP)
             stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
 #endif
+        /* the first poll after a reply: how many reads it took */
+        const uint32_t after_reply = d.idle_wait ? reads : 0u;
         if (lane == q.rr)
             p.dpos++;
         quick = 1;
@@ -341,6 +348,14 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
             idle_adapt(sh, ka, after_reply, lat1, lane);
         d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
         return true;
+    }
+    /* the first poll after a reply: how many reads it took (0: not that poll) */
+    const uint32_t after_reply = d.idle_wait ? reads : 0u;
+    d.idle_wait = 0;
+    if (!got) {
+        d.idle += 64;
+        stat_add(sh, 6, 1, lane);
+        return false;
     }
     const idle_find f = idle_check(e, ka, a, flag, lane);
     if (f.inl && (f.type == RK_OP_ECHO || f.type == RK_OP_NOP || (sizeof...(A) > 0 && f.type >= RK_OP_USER))) {
