@@ -66,12 +66,10 @@ __device__ __forceinline__ uint32_t idle_delay_of(uint32_t flags, uint32_t dflt)
 
 /* RK_KF_READ1_HIST: counts the first read after an idle-path reply (lat1
  * cycles; the poll took `reads`, the wait's step counted `seen`) in the
- * scratch's histogram (kernel_desc.h RK_KERNEL_READ1_HIST_OFFSET). */
-__device__ __forceinline__ void read1_hist_add(const rk_kargs &ka, uint32_t reads, uint32_t lat1, uint32_t seen,
-                                               uint32_t lane)
+ * scratch's histogram (kernel_desc.h RK_KERNEL_READ1_HIST_OFFSET). Lane 0
+ * only. */
+__device__ __forceinline__ void read1_hist_add(const rk_kargs &ka, uint32_t reads, uint32_t lat1, uint32_t seen)
 {
-    if (lane != 0)
-        return;
     const uint32_t row = reads == 1 ? 0u : reads == 2 ? (seen == 2 ? 1u : 2u) : 3u;
     const uint32_t bin = lat1 / RK_READ1_BIN < RK_READ1_BINS ? lat1 / RK_READ1_BIN : RK_READ1_BINS - 1;
     atomicAdd((uint32_t *)((char *)ka.scratch + RK_KERNEL_READ1_HIST_OFFSET) + row * RK_READ1_BINS + bin, 1u);

@@ -255,17 +255,18 @@ __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, c
 __device__ __forceinline__ void idle_adapt(shared0 &sh, const rk_kargs &ka, uint32_t reads, uint32_t lat1,
                                            uint32_t lane)
 {
-    uint32_t seen = idle_reads_seen(reads, lat1, sh.read1);
+    if (lane == 0) { /* lane 0 alone reads and writes the wait and the usual first read */
+        uint32_t seen = idle_reads_seen(reads, lat1, sh.read1);
+        bool step = true;
 #ifdef RK_KERNEL_EXPERIMENTS
-    if (ka.flags & RK_KF_READ1_HIST)
-        read1_hist_add(ka, reads, lat1, seen, lane);
-    if (ka.flags & RK_KF_IDLE_NOLAT) /* comparison: every second-read find steps up */
-        seen = reads;
-    if (ka.flags >> 16 & 0xffu) /* RK_KF_IDLE_DELAY(x): a fixed wait */
-        return;
+        if (ka.flags & RK_KF_READ1_HIST)
+            read1_hist_add(ka, reads, lat1, seen);
+        if (ka.flags & RK_KF_IDLE_NOLAT) /* comparison: every second-read find steps up */
+            seen = reads;
+        step = !(ka.flags >> 16 & 0xffu); /* RK_KF_IDLE_DELAY(x): a fixed wait */
 #endif
-    if (lane == 0) {
-        sh.idle_fx = idle_wait_step(sh.idle_fx, seen);
+        if (step)
+            sh.idle_fx = idle_wait_step(sh.idle_fx, seen);
         sh.read1 = idle_read_base(sh.read1, reads, lat1);
     }
     __syncwarp(); /* lane 0's stores before the warp reads them (at the answer) */
@@ -342,10 +343,10 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         if (lane == q.rr)
             p.dpos++;
         quick = 1;
-        d.idle_wait = sh.idle_fx >> 6;
         nload = 0;
         if (after_reply) /* after the answer: off the round trip */
             idle_adapt(sh, ka, after_reply, lat1, lane);
+        d.idle_wait = sh.idle_fx >> 6; /* after idle_adapt's __syncwarp */
         d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
         return true;
     }
