@@ -272,12 +272,54 @@ __device__ __forceinline__ void idle_adapt(shared0 &sh, const rk_kargs &ka, uint
     __syncwarp(); /* lane 0's stores before the warp reads them (at the answer) */
 }
 
+/* What the poll's reads found: lane i's line i (a), lane 0's line 0 of
+ * the next slot (b), echo_fast's words of the lines (x), whether line 0
+ * carried the flag (got), the reads it took and the first one's cycles
+ * (lat1). */
+struct idle_read {
+    uint64_t a, b;
+    echo_lines x;
+    bool got;
+    uint32_t reads, lat1;
+};
+
+/* Reads the slot (lane i line i) until line 0 carries its flag, at most
+ * 64 times, or once after ~20 ms idle (then naps: d.ns). */
+__device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, const uint64_t *slot,
+                                               const uint64_t *next, uint32_t lane)
+{
+    idle_read r = {};
+    uint32_t long_idle = d.idle > 300000; /* idle for a while (~20+ ms): back off */
+    while (r.reads < 64 && !r.got) {
+        r.reads++;
+        const long long t_read = clock64();
+        r.a = rk__ld_relaxed_sys(slot);
+        /* the next slot: its line 0 only (is a burst coming?) */
+        r.b = lane == 0 ? rk__ld_cv(next) : 0ull;
+        echo_pin(q);
+        asm volatile("" : "+r"(long_idle));
+        r.x = echo_lines_of(q, r.a);
+        /* how long the first read took: a clock read behind the vote
+         * that waits for it (idle_adapt) */
+        if (r.reads == 1)
+            r.lat1 = (uint32_t)(clock64() - t_read);
+        r.got = r.x.there & 1u; /* line 0 */
+        if (!r.got && long_idle) {
+            __nanosleep(d.ns);
+            d.ns = d.ns < 32000 ? d.ns * 2 + 64 : d.ns;
+            break;
+        }
+    }
+    return r;
+}
+
 /* Idle: polls the next slot, one strong read in flight (a strong read
  * notices a message ~0.2 us sooner than .cv; two strong reads of one
  * address in flight are served one after the other, and two staggered .cv
  * reads measured 1.5 us slower: device/README.md). Answers an echo/NOP
- * or a small user actor's request found so from the registers (quick =
- * 1), or stages it (nload = 1).
+ * on the guessed reply ring at once (echo_fast), else, through
+ * idle_check, an echo/NOP or a small user actor's request found so from
+ * the registers (quick = 1), or stages it (nload = 1).
  * Returns false when no message came. */
 template <class... A>
 __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
@@ -302,38 +344,17 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
          * wait starts (H200: "Where the late round trips come from") */
         spin_cycles(d.idle_wait);
     }
-    uint64_t a = 0, b = 0;
-    echo_lines x = {};
-    bool got = false;
-    uint32_t reads = 0, lat1 = 0;
-    uint32_t long_idle = d.idle > 300000; /* idle for a while (~20+ ms): back off */
-    while (reads < 64 && !got) {
-        reads++;
-        const long long t_read = clock64();
-        a = rk__ld_relaxed_sys(slot);
-        /* the next slot: its line 0 only (is a burst coming?) */
-        b = lane == 0 ? rk__ld_cv(next) : 0ull;
-        echo_pin(q);
-        asm volatile("" : "+r"(long_idle));
-        x = echo_lines_of(q, a);
-        /* how long the first read took: a clock read behind the vote
-         * that waits for it (idle_adapt) */
-        if (reads == 1)
-            lat1 = (uint32_t)(clock64() - t_read);
-        got = x.there & 1u; /* line 0 */
-        if (!got && long_idle) {
-            __nanosleep(d.ns);
-            d.ns = d.ns < 32000 ? d.ns * 2 + 64 : d.ns;
-            break;
-        }
-    }
+    const idle_read r = idle_reads(d, q, slot, next, lane);
+    const uint64_t a = r.a, b = r.b;
+    const bool got = r.got;
+    const uint32_t reads = r.reads, lat1 = r.lat1;
 #ifdef RK_KERNEL_EXPERIMENTS
     const long long t_found = clock64();
     const bool fast = !(ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN));
 #else
     const bool fast = true;
 #endif
-    if (got && fast && echo_fast(q, a, x)) {
+    if (got && fast && echo_fast(q, a, r.x)) {
 #ifdef RK_KERNEL_EXPERIMENTS
         if (ka.flags & RK_KF_STAMP)
             stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
