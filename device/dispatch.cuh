@@ -46,8 +46,10 @@ __host__ __device__ constexpr uint32_t idle_wait_step(uint32_t fx, uint32_t read
  * 0.5-5.6 us: device/README.md, "Where the late round trips come from"),
  * so the request missed it because the reply reached the host late, not
  * because the host's turn was longer than the wait. Such a find moves
- * nothing, as a later one does: in minutes when replies were often late
- * the wait climbed to its cap and cost p50 (H100: +0.1-0.3 us). */
+ * nothing, as a later one does: replies the platform delays should not
+ * push every round trip's wait toward the cap (in two noisy H100 minutes
+ * the wait sat near it and p50 rose 0.1-0.3 us; how many of those misses
+ * were of this kind was not measured). */
 constexpr uint32_t IDLE_READ_SLOW = 600u;
 
 /* The reads the wait's step counts the first poll after a reply as

@@ -68,9 +68,11 @@ __device__ __forceinline__ echo_pins echo_pins_of(const echo_ready &e, const sha
 }
 
 /* Keeps q in registers from here (the poll pins it between issuing its
- * read and waiting for it): without this the compiler worked the flag,
- * the lane and the message size out again after the read, from local
- * memory and the special registers, ~70 cycles on the round trip. */
+ * read and waiting for it): without this the compiler built the flag
+ * again after the read, from the H2D position in local memory (three
+ * LDL and a shift before the find's compare; SASS, sm_90). ptxas may
+ * still read the lane again from SR_TID: an empty asm hides nothing from
+ * it. */
 __device__ __forceinline__ void echo_pin(echo_pins &q)
 {
     asm volatile("" : "+l"(q.slot), "+r"(q.flag), "+r"(q.msg_max), "+r"(q.gen), "+r"(q.lane), "+r"(q.rmask),
@@ -102,8 +104,8 @@ __device__ __forceinline__ echo_lines echo_lines_of(const echo_pins &q, uint64_t
  * checks of slot_inline_at on the lines' words (x) as one predicate, and
  * the reply stored at the guessed ring's slot under it, no branch between
  * the read's data and the stores. Through idle_check the answer waited
- * for the reply ring's shuffles behind the one that names it (~410
- * cycles from the read's data to the reply's stores, H200;
+ * for the reply ring's shuffles behind the one that names it: 340 cycles
+ * from the find to the reply's stores, 262 this way (RK_KF_STAMP, H200;
  * device/README.md, "The idle answer"). Returns false, having stored
  * nothing, for anything else: another type, another reply ring than
  * guessed, no room, a line not there yet; idle_check then decides as
@@ -382,7 +384,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     const idle_find f = idle_check(e, ka, a, flag, lane);
     if (f.inl && (f.type == RK_OP_ECHO || f.type == RK_OP_NOP || (sizeof...(A) > 0 && f.type >= RK_OP_USER))) {
         /* the next guess: this reply ring (lane 0 writes; the warp
-         * reads it at the next poll, after the loop's __syncwarp) */
+         * reads it at the next poll) */
         if (lane == 0)
             sh.idle_rr = f.rr;
         __syncwarp();
