@@ -84,6 +84,9 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
         const char *what;
         long turn_ns; /* raw rows: host time added between a reply and the next request */
     } V[] = {
+        /* RK_KF_READ1_HIST's atomic add after each answer costs the raw loop
+         * ~0.1 us (H200): compare its rows with each other, and the
+         * RK_KF_STAMP rows with each other */
         {RK_KF_READ1_HIST, 0, "default: one strong poll read, an adaptive wait after a reply", 0},
         {RK_KF_READ1_HIST | RK_KF_IDLE_CHAIN, 0, "the echo answered through idle_check (before)", 0},
         {RK_KF_READ1_HIST | RK_KF_IDLE_NOLAT, 0, "adaptive, a slow first read's miss counted too (before)", 0},
