@@ -100,6 +100,25 @@ __device__ __forceinline__ echo_lines echo_lines_of(const echo_pins &q, uint64_t
     return x;
 }
 
+/* echo_fast's test, as one predicate (&, not &&: no branch per check):
+ * the lines x hold a complete inline echo/NOP of generation gen (messages
+ * up to msg_max bytes; slot_inline_at's checks) whose reply ring (its
+ * actor & rmask) is rr, and that ring has room. A plain function: test
+ * idle_wait checks it against slot_inline_at's rules on the host (it
+ * caught w6 + 24 <= len passing a payload length near 2^32). The
+ * subtraction wraps when len < 24, where the length check fails. */
+__host__ __device__ inline bool echo_fast_ok(const echo_lines &x, uint32_t msg_max, uint32_t gen, uint32_t room,
+                                             uint32_t rmask, uint32_t rr)
+{
+    const uint32_t len = x.l0 <= msg_max ? x.l0 : msg_max;
+    const uint32_t nl = 1u + (len + 3u) / 4u; /* lines the message uses */
+    const uint32_t need = nl >= 32u ? 0xffffffffu : (1u << nl) - 1u;
+    const uint32_t type = x.w1 & 0xffffu;
+    return ((x.there & need) == need) & (nl <= 32u) & (x.w5 == gen) & (len >= sizeof(rk_msg_hdr)) &
+           !((x.w1 >> 16) & RK_MSG_ARENA) & (x.w6 <= len - (uint32_t)sizeof(rk_msg_hdr)) & (room != 0u) &
+           ((x.wa & 0xffffu & rmask) == rr) & ((type == RK_OP_ECHO) | (type == RK_OP_NOP));
+}
+
 /* The idle poll's echo/NOP answer in the fewest dependent steps: the
  * checks of slot_inline_at on the lines' words (x) as one predicate, and
  * the reply stored at the guessed ring's slot under it, no branch between
@@ -112,15 +131,8 @@ __device__ __forceinline__ echo_lines echo_lines_of(const echo_pins &q, uint64_t
  * before. */
 __device__ __forceinline__ bool echo_fast(const echo_pins &q, uint64_t L, const echo_lines &x)
 {
-    const uint32_t len = x.l0 <= q.msg_max ? x.l0 : q.msg_max;
-    const uint32_t nl = 1u + (len + 3u) / 4u; /* lines the message uses */
-    const uint32_t need = nl >= 32u ? FULL : (1u << nl) - 1u;
+    const bool ok = echo_fast_ok(x, q.msg_max, q.gen, q.room, q.rmask, q.rr);
     const uint32_t type = x.w1 & 0xffffu;
-    /* one predicate (&, not &&: no branch per check) */
-    const bool ok = ((x.there & need) == need) & (nl <= 32u) & (x.w5 == q.gen) & (len >= sizeof(rk_msg_hdr)) &
-                    !((x.w1 >> 16) & RK_MSG_ARENA) & (x.w6 + (uint32_t)sizeof(rk_msg_hdr) <= len) &
-                    (q.room != 0u) & ((x.wa & 0xffffu & q.rmask) == q.rr) &
-                    ((type == RK_OP_ECHO) | (type == RK_OP_NOP));
     uint32_t rl;
     const uint32_t dw = reply_word_of(L, type, x.w6, q.lane, rl);
     if (ok & (q.lane < rl))

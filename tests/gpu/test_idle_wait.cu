@@ -5,7 +5,10 @@
  * second-read finds whose first read came back slow (idle_reads_seen: a
  * reply late on its way), and against a host whose turn varies it settles
  * where ~0.5 % of requests miss the first read, late replies or not.
- * Needs no GPU (fast suite). */
+ * And the idle poll's fast echo test (device/idle.cuh echo_fast_ok) says
+ * yes exactly when idle_check's rules (slot_inline_at, the reply ring,
+ * its room, the type) would answer the echo, over random and edge-case
+ * slots. Needs no GPU (fast suite). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +19,7 @@ extern "C" {
 }
 
 #include "dispatch.cuh"
+#include "idle.cuh"
 
 using rk::dev::idle_read_base;
 using rk::dev::idle_reads_seen;
@@ -156,6 +160,95 @@ static void test_a_slow_host_stops_it_at_the_bound(void **)
     assert_true(miss > 0.99);
 }
 
+/* idle_check's rules, lane by lane as slot_inline_at states them (lane i
+ * line L[i], flag: the slot's flag): a complete inline request of
+ * generation gen whose lines fit a warp, an echo or NOP, its reply ring
+ * (actor & rmask) rr, with room. */
+static bool checked_path_answers(const uint64_t *L, uint32_t flag, uint32_t msg_max, uint32_t gen, uint32_t room,
+                                 uint32_t rmask, uint32_t rr)
+{
+    const uint32_t l0 = (uint32_t)L[0];
+    const uint32_t len = l0 <= msg_max ? l0 : msg_max;
+    const uint32_t nl = 1u + (len + 3u) / 4u;
+    bool all = true;
+    for (uint32_t lane = 0; lane < 32; lane++)
+        all = all && (lane >= nl || (uint32_t)(L[lane] >> 32) == flag);
+    const uint32_t w1 = (uint32_t)L[RK__W_TYPE], hlen = (uint32_t)L[RK__W_PLEN];
+    const bool inl = all && (uint32_t)L[RK__W_STATUS] == gen && nl <= 32 && len >= sizeof(rk_msg_hdr) &&
+                     !((w1 >> 16) & RK_MSG_ARENA) && hlen <= len - sizeof(rk_msg_hdr);
+    const uint32_t type = w1 & 0xffffu;
+    const uint32_t ring = RK__REPLY_RING((uint32_t)L[RK__W_ACTOR] & 0xffffu, rmask + 1u);
+    return room && inl && ring == rr && (type == RK_OP_ECHO || type == RK_OP_NOP);
+}
+
+/* The words echo_lines_of takes (its vote and five shuffles), on the host. */
+static rk::dev::echo_lines lines_of(const uint64_t *L, uint32_t flag)
+{
+    rk::dev::echo_lines x;
+    x.there = 0;
+    for (uint32_t lane = 0; lane < 32; lane++)
+        x.there |= (uint32_t)((uint32_t)(L[lane] >> 32) == flag) << lane;
+    x.l0 = (uint32_t)L[0];
+    x.w1 = (uint32_t)L[RK__W_TYPE];
+    x.wa = (uint32_t)L[RK__W_ACTOR];
+    x.w5 = (uint32_t)L[RK__W_STATUS];
+    x.w6 = (uint32_t)L[RK__W_PLEN];
+    return x;
+}
+
+static uint32_t pick(const uint32_t *v, size_t n)
+{
+    return v[(size_t)(uniform() * (double)n) % n];
+}
+
+static void test_fast_echo_check_agrees(void **)
+{
+    static const uint32_t lens[] = {0, 1, 23, 24, 25, 27, 28, 88, 120, 123, 124, 125, 127, 128, 200, 0xffffffffu};
+    static const uint32_t types[] = {RK_OP_NOP, RK_OP_ECHO, RK_OP_VADD, RK_OP_FAULT, RK_OP_USER, RK_OP_USER + 1,
+                                     0x10000u + RK_OP_ECHO, 0x10000u + RK_OP_NOP, 0x20000u + RK_OP_ECHO};
+    static const uint32_t msg_maxes[] = {88, 120, 124, 128, 232};
+    static const uint32_t masks[] = {0, 1, 3, 7, 31};
+    const uint32_t flag = 0x5a5a0007u, gen = 3;
+    uint64_t L[32];
+    long yes = 0, n = 400000;
+    for (long i = 0; i < n; i++) {
+        const uint32_t msg_max = pick(msg_maxes, 5), rmask = pick(masks, 5);
+        const uint32_t rr = (uint32_t)(uniform() * (rmask + 1)) & rmask;
+        const uint32_t room = uniform() < 0.9 ? 1u : 0u;
+        uint32_t len = pick(lens, 16);
+        if (uniform() < 0.3)
+            len = (uint32_t)(uniform() * 140.0);
+        /* words: the length, the type, the actor, the status, the payload length */
+        uint32_t w[32];
+        for (int k = 0; k < 32; k++)
+            w[k] = (uint32_t)(uniform() * 4294967296.0);
+        w[0] = len;
+        w[RK__W_TYPE] = pick(types, 9);
+        w[RK__W_ACTOR] = uniform() < 0.7 ? (rr | (uint32_t)(uniform() * 8.0) << 16) : w[RK__W_ACTOR];
+        w[RK__W_STATUS] = uniform() < 0.9 ? gen : gen + 1;
+        const uint32_t room_for = len >= 24 ? len - 24 : 0;
+        w[RK__W_PLEN] = uniform() < 0.8 ? room_for : room_for + (uint32_t)(uniform() * 3.0) - 1u;
+        /* the flag on every line, or on all but one, or on a prefix */
+        const double u = uniform();
+        const uint32_t hole = u < 0.15 ? (uint32_t)(uniform() * 32.0) : 99u;
+        const uint32_t prefix = u > 0.9 ? (uint32_t)(uniform() * 33.0) : 32u;
+        for (uint32_t lane = 0; lane < 32; lane++) {
+            const uint32_t f = lane == hole || lane >= prefix ? flag - 1u : flag;
+            L[lane] = (uint64_t)f << 32 | w[lane];
+        }
+        const bool want = checked_path_answers(L, flag, msg_max, gen, room, rmask, rr);
+        const bool got = rk::dev::echo_fast_ok(lines_of(L, flag), msg_max, gen, room, rmask, rr);
+        if (want != got)
+            fail_msg("case %ld: echo_fast_ok %d, the checked path %d (len %u, type 0x%x, actor 0x%x, gen %u, "
+                     "plen %u, msg_max %u, rmask %u, rr %u, room %u, hole %u, prefix %u)",
+                     i, got, want, len, w[RK__W_TYPE], w[RK__W_ACTOR], w[RK__W_STATUS], w[RK__W_PLEN], msg_max,
+                     rmask, rr, room, hole, prefix);
+        yes += want;
+    }
+    /* both answers were drawn often enough to mean something */
+    assert_true(yes > n / 20 && yes < n - n / 20);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -164,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_settles_near_half_a_percent),
         cmocka_unit_test(test_late_replies_do_not_raise_it),
         cmocka_unit_test(test_a_slow_host_stops_it_at_the_bound),
+        cmocka_unit_test(test_fast_echo_check_agrees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
