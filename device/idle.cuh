@@ -106,7 +106,9 @@ __device__ __forceinline__ echo_lines echo_lines_of(const echo_pins &q, uint64_t
  * actor & rmask) is rr, and that ring has room. A plain function: test
  * idle_wait checks it against slot_inline_at's rules on the host (it
  * caught w6 + 24 <= len passing a payload length near 2^32). The
- * subtraction wraps when len < 24, where the length check fails. */
+ * subtraction wraps when len < 24, where the length check fails. It
+ * restates slot_inline_at's header rules rather than sharing a function
+ * with it: shared, the busy path's code changed too (PTX), unmeasured. */
 __host__ __device__ inline bool echo_fast_ok(const echo_lines &x, uint32_t msg_max, uint32_t gen, uint32_t room,
                                              uint32_t rmask, uint32_t rr)
 {
