@@ -142,8 +142,8 @@ static void test_settles_near_half_a_percent(void **)
 static void test_late_replies_do_not_raise_it(void **)
 {
     uint32_t end, quiet;
-    double miss = run_late(450.0, 520.0, 0.0, 0.0, false, 400000, &quiet);
-    miss = run_late(450.0, 520.0, 0.0, 0.03, false, 400000, &end);
+    (void)run_late(450.0, 520.0, 0.0, 0.0, false, 400000, &quiet); /* where it sits with no late replies */
+    double miss = run_late(450.0, 520.0, 0.0, 0.03, false, 400000, &end);
     assert_true(end > 520 && end <= quiet + 40);
     assert_true(miss > 0.002 && miss < 0.01);
     /* the rule before: the same minutes hold it at the cap */
