@@ -137,6 +137,8 @@ __device__ __forceinline__ bool echo_fast(const echo_pins &q, uint64_t L, const 
     const uint32_t type = x.w1 & 0xffffu;
     uint32_t rl;
     const uint32_t dw = reply_word_of(L, type, x.w6, q.lane, rl);
+    /* strong LL reply lines, no fence, as echo_answer's: the host takes
+     * the reply once every line carries q.rflag (rk/ring.h, the LL lines) */
     if (ok & (q.lane < rl))
         rk__st_relaxed_sys((uint64_t *)q.slot + q.lane, ring_line(dw, q.rflag));
     return ok;
