@@ -100,25 +100,41 @@ __device__ __forceinline__ echo_lines echo_lines_of(const echo_pins &q, uint64_t
     return x;
 }
 
-/* echo_fast's test, as one predicate (&, not &&: no branch per check):
- * the lines x hold a complete inline echo/NOP of generation gen (messages
- * up to msg_max bytes; slot_inline_at's checks) whose reply ring (its
- * actor & rmask) is rr, and that ring has room. A plain function: test
- * idle_wait checks it against slot_inline_at's rules on the host (it
- * caught w6 + 24 <= len passing a payload length near 2^32). The
- * subtraction wraps when len < 24, where the length check fails. It
- * restates slot_inline_at's header rules rather than sharing a function
- * with it: shared, the busy path's code changed too (PTX), unmeasured. */
-__host__ __device__ inline bool echo_fast_ok(const echo_lines &x, uint32_t msg_max, uint32_t gen, uint32_t room,
-                                             uint32_t rmask, uint32_t rr)
+/* echo_fast's header rules, as one predicate (&, not &&: no branch per
+ * check): the lines x hold a complete inline request of generation gen
+ * (messages up to msg_max bytes; slot_inline_at's checks) whose reply
+ * ring (its actor & rmask) is rr, and that ring has room. Plain
+ * functions, this and the two below: test idle_wait checks them against
+ * slot_inline_at's rules on the host (it caught w6 + 24 <= len passing a
+ * payload length near 2^32). The subtraction wraps when len < 24, where
+ * the length check fails. They restate slot_inline_at's header rules
+ * rather than sharing a function with it: shared, the busy path's code
+ * changed too (PTX), unmeasured. */
+__host__ __device__ inline bool fast_inline_ok(const echo_lines &x, uint32_t msg_max, uint32_t gen, uint32_t room,
+                                               uint32_t rmask, uint32_t rr)
 {
     const uint32_t len = x.l0 <= msg_max ? x.l0 : msg_max;
     const uint32_t nl = 1u + (len + 3u) / 4u; /* lines the message uses */
     const uint32_t need = nl >= 32u ? 0xffffffffu : (1u << nl) - 1u;
-    const uint32_t type = x.w1 & 0xffffu;
     return ((x.there & need) == need) & (nl <= 32u) & (x.w5 == gen) & (len >= sizeof(rk_msg_hdr)) &
            !((x.w1 >> 16) & RK_MSG_ARENA) & (x.w6 <= len - (uint32_t)sizeof(rk_msg_hdr)) & (room != 0u) &
-           ((x.wa & 0xffffu & rmask) == rr) & ((type == RK_OP_ECHO) | (type == RK_OP_NOP));
+           ((x.wa & 0xffffu & rmask) == rr);
+}
+
+/* ... and an echo or a NOP: what echo_fast answers */
+__host__ __device__ inline bool echo_fast_ok(const echo_lines &x, uint32_t msg_max, uint32_t gen, uint32_t room,
+                                             uint32_t rmask, uint32_t rr)
+{
+    const uint32_t type = x.w1 & 0xffffu;
+    return fast_inline_ok(x, msg_max, gen, room, rmask, rr) & ((type == RK_OP_ECHO) | (type == RK_OP_NOP));
+}
+
+/* ... and a user actor's request: what serve_user answers on the guessed
+ * ring, without idle_check's shuffles */
+__host__ __device__ inline bool user_fast_ok(const echo_lines &x, uint32_t msg_max, uint32_t gen, uint32_t room,
+                                             uint32_t rmask, uint32_t rr)
+{
+    return fast_inline_ok(x, msg_max, gen, room, rmask, rr) & ((x.w1 & 0xffffu) >= RK_OP_USER);
 }
 
 /* The idle poll's echo/NOP answer in the fewest dependent steps: the
@@ -169,6 +185,22 @@ __device__ __forceinline__ idle_find idle_check(const echo_ready &e, const rk_ka
     return f;
 }
 
+/* What user_fast_ok passed, as idle_check would have found it: the
+ * guessed reply ring's slot and flag (q), the lines' type and payload
+ * length (x). */
+__device__ __forceinline__ idle_find guessed_find(const echo_pins &q, const echo_lines &x)
+{
+    idle_find f;
+    f.s = (uint64_t *)q.slot;
+    f.rr = q.rr;
+    f.rf = q.rflag;
+    f.type = x.w1 & 0xffffu;
+    f.plen = x.w6;
+    f.inl = true;
+    f.lines = true;
+    return f;
+}
+
 /* Answers an echo/NOP the idle poll found (f.inl): strong reply lines,
  * no fence (LL lines need none between them; measured 0.65 us quicker
  * than weak stores + fence.sc.sys). */
@@ -202,7 +234,8 @@ __device__ __forceinline__ void idle_stage(const idle_find &f, shared0 &sh, uint
  * staging into a batch, no out-of-line calls, the handler inlined, the
  * reply stored from the registers. The staged path (serve_staged,
  * serve_slow) cost a lone warp ~2 600 cycles for a 64-B request (H100:
- * device/README.md, "User actors on the GPU"). */
+ * device/README.md, "User actors on the GPU"). The caller moves ring
+ * f.rr's position. */
 template <class... A>
 __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
                                            uint64_t L, const idle_find &f)
@@ -250,8 +283,6 @@ __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, c
         __syncwarp();
         ring_warp_store(ring_at(p.out, ka.d2h_stride, f.rr), __shfl_sync(FULL, p.dpos, f.rr), r, lane);
     }
-    if (lane == f.rr)
-        p.dpos++;
     if (run && lane == 0) /* answered: no longer running */
         rk__st_relaxed_sys(&ka.region->running[0], 0ull);
     __syncwarp();
@@ -331,13 +362,53 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, const
     return r;
 }
 
+/* What the idle poll does with a request it found that echo_fast did
+ * not answer (idle_check decides): an echo/NOP or a small user actor's
+ * request answered from the registers, its reply ring returned; else
+ * staged for the dispatcher loop (IDLE_STAGED). t_found: the find's
+ * clock (RK_KF_STAMP). */
+constexpr uint32_t IDLE_STAGED = 0xffffffffu;
+
+template <class... A>
+__device__ __forceinline__ uint32_t idle_serve(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
+                                               const echo_ready &e, uint64_t a, uint32_t flag, long long t_found)
+{
+    const uint32_t lane = d.lane;
+    const idle_find f = idle_check(e, ka, a, flag, lane);
+    const bool echo = f.inl && (f.type == RK_OP_ECHO || f.type == RK_OP_NOP);
+    const bool user = sizeof...(A) > 0 && f.inl && f.type >= RK_OP_USER;
+    if (echo || user) {
+        /* the next guess: this reply ring (lane 0 writes; the warp
+         * reads it at the next poll) */
+        if (lane == 0)
+            sh.idle_rr = f.rr;
+        __syncwarp();
+    }
+    if (echo) {
+        /* answered straight from the registers (no staging in shared
+         * memory, no batch bookkeeping before the reply) */
+        echo_answer(f, ka, a, lane);
+#ifdef RK_KERNEL_EXPERIMENTS
+        if (ka.flags & RK_KF_STAMP)
+            stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
+#endif
+        return f.rr;
+    }
+    if (user) {
+        serve_user<A...>(d, p, ka, sh, a, f);
+        return f.rr;
+    }
+    idle_stage(f, sh, a, lane);
+    return IDLE_STAGED;
+}
+
 /* Idle: polls the next slot, one strong read in flight (a strong read
  * notices a message ~0.2 us sooner than .cv; two strong reads of one
  * address in flight are served one after the other, and two staggered .cv
  * reads measured 1.5 us slower: device/README.md). Answers an echo/NOP
- * on the guessed reply ring at once (echo_fast), else, through
- * idle_check, an echo/NOP or a small user actor's request found so from
- * the registers (quick = 1), or stages it (nload = 1).
+ * on the guessed reply ring at once (echo_fast), a small user actor's
+ * request on it from the registers (serve_user), else what idle_serve
+ * decides: answered from the registers (quick = 1) or staged (nload = 1).
  * Returns false when no message came. */
 template <class... A>
 __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
@@ -363,75 +434,43 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         spin_cycles(d.idle_wait);
     }
     const idle_read r = idle_reads(d, q, slot, next, lane);
-    const uint64_t a = r.a, b = r.b;
-    const bool got = r.got;
-    const uint32_t reads = r.reads, lat1 = r.lat1;
-#ifdef RK_KERNEL_EXPERIMENTS
-    const long long t_found = clock64();
-    const bool fast = !(ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN));
-#else
-    const bool fast = true;
-#endif
-    if (got && fast && echo_fast(q, a, r.x)) {
-#ifdef RK_KERNEL_EXPERIMENTS
-        if (ka.flags & RK_KF_STAMP)
-            stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
-#endif
-        /* the first poll after a reply: how many reads it took */
-        const uint32_t after_reply = d.idle_wait ? reads : 0u;
-        if (lane == q.rr)
-            p.dpos++;
-        quick = 1;
-        nload = 0;
-        if (after_reply) /* after the answer: off the round trip */
-            idle_adapt(sh, ka, after_reply, lat1, lane);
-        d.idle_wait = sh.idle_fx >> 6; /* after idle_adapt's __syncwarp */
-        d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
-        return true;
-    }
     /* the first poll after a reply: how many reads it took (0: not that poll) */
-    const uint32_t after_reply = d.idle_wait ? reads : 0u;
-    d.idle_wait = 0;
-    if (!got) {
+    const uint32_t after_reply = d.idle_wait ? r.reads : 0u;
+    if (!r.got) {
+        d.idle_wait = 0;
         d.idle += 64;
         stat_add(sh, 6, 1, lane);
         return false;
     }
-    const idle_find f = idle_check(e, ka, a, flag, lane);
-    if (f.inl && (f.type == RK_OP_ECHO || f.type == RK_OP_NOP || (sizeof...(A) > 0 && f.type >= RK_OP_USER))) {
-        /* the next guess: this reply ring (lane 0 writes; the warp
-         * reads it at the next poll) */
-        if (lane == 0)
-            sh.idle_rr = f.rr;
-        __syncwarp();
-    }
-    if (f.inl && (f.type == RK_OP_ECHO || f.type == RK_OP_NOP)) {
-        /* the round trip's common case, answered straight from the
-         * registers (no staging in shared memory, no batch bookkeeping
-         * before the reply) */
-        echo_answer(f, ka, a, lane);
+#ifdef RK_KERNEL_EXPERIMENTS
+    const long long t_found = clock64();
+    const bool fast = !(ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN));
+#else
+    const long long t_found = 0;
+    const bool fast = true;
+#endif
+    uint32_t rr; /* the reply ring of the answer, or IDLE_STAGED */
+    if (fast && echo_fast(q, r.a, r.x)) {
+        rr = q.rr;
 #ifdef RK_KERNEL_EXPERIMENTS
         if (ka.flags & RK_KF_STAMP)
             stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
 #endif
-        if (lane == f.rr)
-            p.dpos++;
-        quick = 1;
-        d.idle_wait = sh.idle_fx >> 6;
-        nload = 0;
-    } else if (sizeof...(A) > 0 && f.inl && f.type >= RK_OP_USER) {
-        serve_user<A...>(d, p, ka, sh, a, f);
-        quick = 1;
-        d.idle_wait = sh.idle_fx >> 6;
-        nload = 0;
+    } else if (sizeof...(A) > 0 && fast && user_fast_ok(r.x, q.msg_max, q.gen, q.room, q.rmask, q.rr)) {
+        rr = q.rr;
+        serve_user<A...>(d, p, ka, sh, r.a, guessed_find(q, r.x));
     } else {
-        idle_stage(f, sh, a, lane);
-        nload = 1;
+        rr = idle_serve<A...>(d, p, ka, sh, e, r.a, flag, t_found);
     }
+    quick = rr != IDLE_STAGED;
+    nload = !quick;
+    if (lane == rr)
+        p.dpos++;
     if (after_reply) /* after the answer: off the round trip */
-        idle_adapt(sh, ka, after_reply, lat1, lane);
+        idle_adapt(sh, ka, after_reply, r.lat1, lane);
+    d.idle_wait = quick ? sh.idle_fx >> 6 : 0u; /* after idle_adapt's __syncwarp */
     /* a second message already there: read a busy batch next */
-    d.burst = (uint32_t)(__shfl_sync(FULL, b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
+    d.burst = (uint32_t)(__shfl_sync(FULL, r.b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
     return true;
 }
 

@@ -5,10 +5,11 @@
  * second-read finds whose first read came back slow (idle_reads_seen: a
  * reply late on its way), and against a host whose turn varies it settles
  * where ~0.5 % of requests miss the first read, late replies or not.
- * And the idle poll's fast echo test (device/idle.cuh echo_fast_ok) says
- * yes exactly when idle_check's rules (slot_inline_at, the reply ring,
- * its room, the type) would answer the echo, over random and edge-case
- * slots. Needs no GPU (fast suite). */
+ * And the idle poll's fast tests (device/idle.cuh echo_fast_ok,
+ * user_fast_ok) say yes exactly when idle_check's rules (slot_inline_at,
+ * the reply ring, its room, the type) would answer the echo or serve the
+ * user actor, over random and edge-case slots. Needs no GPU (fast
+ * suite). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -162,10 +163,11 @@ static void test_a_slow_host_stops_it_at_the_bound(void **)
 
 /* idle_check's rules, lane by lane as slot_inline_at states them (lane i
  * line L[i], flag: the slot's flag): a complete inline request of
- * generation gen whose lines fit a warp, an echo or NOP, its reply ring
- * (actor & rmask) rr, with room. */
+ * generation gen whose lines fit a warp, its reply ring (actor & rmask)
+ * rr, with room; an echo or NOP (user false) or a user actor's request
+ * (user true). */
 static bool checked_path_answers(const uint64_t *L, uint32_t flag, uint32_t msg_max, uint32_t gen, uint32_t room,
-                                 uint32_t rmask, uint32_t rr)
+                                 uint32_t rmask, uint32_t rr, bool user)
 {
     const uint32_t l0 = (uint32_t)L[0];
     const uint32_t len = l0 <= msg_max ? l0 : msg_max;
@@ -178,7 +180,8 @@ static bool checked_path_answers(const uint64_t *L, uint32_t flag, uint32_t msg_
                      !((w1 >> 16) & RK_MSG_ARENA) && hlen <= len - sizeof(rk_msg_hdr);
     const uint32_t type = w1 & 0xffffu;
     const uint32_t ring = RK__REPLY_RING((uint32_t)L[RK__W_ACTOR] & 0xffffu, rmask + 1u);
-    return room && inl && ring == rr && (type == RK_OP_ECHO || type == RK_OP_NOP);
+    const bool kind = user ? type >= RK_OP_USER : (type == RK_OP_ECHO || type == RK_OP_NOP);
+    return room && inl && ring == rr && kind;
 }
 
 /* The words echo_lines_of takes (its vote and five shuffles), on the host. */
@@ -205,12 +208,13 @@ static void test_fast_echo_check_agrees(void **)
 {
     static const uint32_t lens[] = {0, 1, 23, 24, 25, 27, 28, 88, 120, 123, 124, 125, 127, 128, 200, 0xffffffffu};
     static const uint32_t types[] = {RK_OP_NOP, RK_OP_ECHO, RK_OP_VADD, RK_OP_FAULT, RK_OP_USER, RK_OP_USER + 1,
-                                     0x10000u + RK_OP_ECHO, 0x10000u + RK_OP_NOP, 0x20000u + RK_OP_ECHO};
+                                     0xffffu, 0x10000u + RK_OP_ECHO, 0x10000u + RK_OP_NOP, 0x20000u + RK_OP_ECHO,
+                                     0x10000u + RK_OP_USER};
     static const uint32_t msg_maxes[] = {88, 120, 124, 128, 232};
     static const uint32_t masks[] = {0, 1, 3, 7, 31};
     const uint32_t flag = 0x5a5a0007u, gen = 3;
     uint64_t L[32];
-    long yes = 0, n = 400000;
+    long yes[2] = {0, 0}, n = 400000;
     for (long i = 0; i < n; i++) {
         const uint32_t msg_max = pick(msg_maxes, 5), rmask = pick(masks, 5);
         const uint32_t rr = (uint32_t)(uniform() * (rmask + 1)) & rmask;
@@ -223,7 +227,7 @@ static void test_fast_echo_check_agrees(void **)
         for (int k = 0; k < 32; k++)
             w[k] = (uint32_t)(uniform() * 4294967296.0);
         w[0] = len;
-        w[RK__W_TYPE] = pick(types, 9);
+        w[RK__W_TYPE] = pick(types, sizeof types / sizeof types[0]);
         w[RK__W_ACTOR] = uniform() < 0.7 ? (rr | (uint32_t)(uniform() * 8.0) << 16) : w[RK__W_ACTOR];
         w[RK__W_STATUS] = uniform() < 0.9 ? gen : gen + 1;
         const uint32_t room_for = len >= 24 ? len - 24 : 0;
@@ -236,17 +240,22 @@ static void test_fast_echo_check_agrees(void **)
             const uint32_t f = lane == hole || lane >= prefix ? flag - 1u : flag;
             L[lane] = (uint64_t)f << 32 | w[lane];
         }
-        const bool want = checked_path_answers(L, flag, msg_max, gen, room, rmask, rr);
-        const bool got = rk::dev::echo_fast_ok(lines_of(L, flag), msg_max, gen, room, rmask, rr);
-        if (want != got)
-            fail_msg("case %ld: echo_fast_ok %d, the checked path %d (len %u, type 0x%x, actor 0x%x, gen %u, "
-                     "plen %u, msg_max %u, rmask %u, rr %u, room %u, hole %u, prefix %u)",
-                     i, got, want, len, w[RK__W_TYPE], w[RK__W_ACTOR], w[RK__W_STATUS], w[RK__W_PLEN], msg_max,
-                     rmask, rr, room, hole, prefix);
-        yes += want;
+        for (int user = 0; user < 2; user++) {
+            const bool want = checked_path_answers(L, flag, msg_max, gen, room, rmask, rr, user);
+            const rk::dev::echo_lines x = lines_of(L, flag);
+            const bool got = user ? rk::dev::user_fast_ok(x, msg_max, gen, room, rmask, rr)
+                                  : rk::dev::echo_fast_ok(x, msg_max, gen, room, rmask, rr);
+            if (want != got)
+                fail_msg("case %ld: %s %d, the checked path %d (len %u, type 0x%x, actor 0x%x, gen %u, "
+                         "plen %u, msg_max %u, rmask %u, rr %u, room %u, hole %u, prefix %u)",
+                         i, user ? "user_fast_ok" : "echo_fast_ok", got, want, len, w[RK__W_TYPE], w[RK__W_ACTOR],
+                         w[RK__W_STATUS], w[RK__W_PLEN], msg_max, rmask, rr, room, hole, prefix);
+            yes[user] += want;
+        }
     }
-    /* both answers were drawn often enough to mean something */
-    assert_true(yes > n / 20 && yes < n - n / 20);
+    /* both answers of each were drawn often enough to mean something */
+    for (int user = 0; user < 2; user++)
+        assert_true(yes[user] > n / 50 && yes[user] < n - n / 20);
 }
 
 int main(void)
