@@ -363,21 +363,26 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, const
 }
 
 /* What the idle poll does with a request it found that echo_fast did
- * not answer (idle_check decides): an echo/NOP or a small user actor's
- * request answered from the registers, its reply ring returned; else
- * staged for the dispatcher loop (IDLE_STAGED). t_found: the find's
- * clock (RK_KF_STAMP). */
+ * not answer: a small user actor's request on the guessed reply ring
+ * (user_fast_ok: q and x say all idle_check would) or, as idle_check
+ * decides, an echo/NOP or a user actor's request on another ring,
+ * answered from the registers, its reply ring returned; else staged for
+ * the dispatcher loop (IDLE_STAGED). One call of serve_user: inlined
+ * twice, it made the staged path's vadd 0.06-0.1 us slower (H100).
+ * t_found: the find's clock (RK_KF_STAMP). */
 constexpr uint32_t IDLE_STAGED = 0xffffffffu;
 
 template <class... A>
 __device__ __forceinline__ uint32_t idle_serve(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
-                                               const echo_ready &e, uint64_t a, uint32_t flag, long long t_found)
+                                               const echo_ready &e, const echo_pins &q, const idle_read &r,
+                                               uint32_t flag, bool fast, long long t_found)
 {
     const uint32_t lane = d.lane;
-    const idle_find f = idle_check(e, ka, a, flag, lane);
+    const bool guessed = sizeof...(A) > 0 && fast && user_fast_ok(r.x, q.msg_max, q.gen, q.room, q.rmask, q.rr);
+    const idle_find f = guessed ? guessed_find(q, r.x) : idle_check(e, ka, r.a, flag, lane);
     const bool echo = f.inl && (f.type == RK_OP_ECHO || f.type == RK_OP_NOP);
     const bool user = sizeof...(A) > 0 && f.inl && f.type >= RK_OP_USER;
-    if (echo || user) {
+    if ((echo || user) && !guessed) {
         /* the next guess: this reply ring (lane 0 writes; the warp
          * reads it at the next poll) */
         if (lane == 0)
@@ -387,7 +392,7 @@ __device__ __forceinline__ uint32_t idle_serve(dispatch &d, const dispatch_ref &
     if (echo) {
         /* answered straight from the registers (no staging in shared
          * memory, no batch bookkeeping before the reply) */
-        echo_answer(f, ka, a, lane);
+        echo_answer(f, ka, r.a, lane);
 #ifdef RK_KERNEL_EXPERIMENTS
         if (ka.flags & RK_KF_STAMP)
             stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
@@ -395,10 +400,10 @@ __device__ __forceinline__ uint32_t idle_serve(dispatch &d, const dispatch_ref &
         return f.rr;
     }
     if (user) {
-        serve_user<A...>(d, p, ka, sh, a, f);
+        serve_user<A...>(d, p, ka, sh, r.a, f);
         return f.rr;
     }
-    idle_stage(f, sh, a, lane);
+    idle_stage(f, sh, r.a, lane);
     return IDLE_STAGED;
 }
 
@@ -406,8 +411,7 @@ __device__ __forceinline__ uint32_t idle_serve(dispatch &d, const dispatch_ref &
  * notices a message ~0.2 us sooner than .cv; two strong reads of one
  * address in flight are served one after the other, and two staggered .cv
  * reads measured 1.5 us slower: device/README.md). Answers an echo/NOP
- * on the guessed reply ring at once (echo_fast), a small user actor's
- * request on it from the registers (serve_user), else what idle_serve
+ * on the guessed reply ring at once (echo_fast), else what idle_serve
  * decides: answered from the registers (quick = 1) or staged (nload = 1).
  * Returns false when no message came. */
 template <class... A>
@@ -456,11 +460,8 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         if (ka.flags & RK_KF_STAMP)
             stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
 #endif
-    } else if (sizeof...(A) > 0 && fast && user_fast_ok(r.x, q.msg_max, q.gen, q.room, q.rmask, q.rr)) {
-        rr = q.rr;
-        serve_user<A...>(d, p, ka, sh, r.a, guessed_find(q, r.x));
     } else {
-        rr = idle_serve<A...>(d, p, ka, sh, e, r.a, flag, t_found);
+        rr = idle_serve<A...>(d, p, ka, sh, e, q, r, flag, fast, t_found);
     }
     quick = rr != IDLE_STAGED;
     nload = !quick;
