@@ -367,9 +367,11 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, const
  * (user_fast_ok: q and x say all idle_check would) or, as idle_check
  * decides, an echo/NOP or a user actor's request on another ring,
  * answered from the registers, its reply ring returned; else staged for
- * the dispatcher loop (IDLE_STAGED). One call of serve_user: inlined
- * twice, it made the staged path's vadd 0.06-0.1 us slower (H100).
- * t_found: the find's clock (RK_KF_STAMP). */
+ * the dispatcher loop (IDLE_STAGED). One call of serve_user (inlined at
+ * two sites, the module kernel was 4.8 KB larger). A staged built-in op
+ * in a kernel with user actors pays 0.05-0.1 us for the guessed path
+ * either way, not explained yet (H100; device/README.md, "A user actor's
+ * request on the guessed ring"). t_found: the find's clock (RK_KF_STAMP). */
 constexpr uint32_t IDLE_STAGED = 0xffffffffu;
 
 template <class... A>

@@ -204,7 +204,7 @@ static uint32_t pick(const uint32_t *v, size_t n)
     return v[(size_t)(uniform() * (double)n) % n];
 }
 
-static void test_fast_echo_check_agrees(void **)
+static void test_fast_checks_agree(void **)
 {
     static const uint32_t lens[] = {0, 1, 23, 24, 25, 27, 28, 88, 120, 123, 124, 125, 127, 128, 200, 0xffffffffu};
     static const uint32_t types[] = {RK_OP_NOP, RK_OP_ECHO, RK_OP_VADD, RK_OP_FAULT, RK_OP_USER, RK_OP_USER + 1,
@@ -266,7 +266,7 @@ int main(void)
         cmocka_unit_test(test_settles_near_half_a_percent),
         cmocka_unit_test(test_late_replies_do_not_raise_it),
         cmocka_unit_test(test_a_slow_host_stops_it_at_the_bound),
-        cmocka_unit_test(test_fast_echo_check_agrees),
+        cmocka_unit_test(test_fast_checks_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
