@@ -145,8 +145,8 @@ __host__ __device__ inline bool user_fast_ok(const echo_lines &x, uint32_t msg_m
  * from the find to the reply's stores, 262 this way (RK_KF_STAMP, H200;
  * device/README.md, "The idle answer"). Returns false, having stored
  * nothing, for anything else: another type, another reply ring than
- * guessed, no room, a line not there yet; idle_check then decides as
- * before. */
+ * guessed, no room, a line not there yet; idle_serve then decides (a
+ * user actor's request on the guessed ring without idle_check). */
 __device__ __forceinline__ bool echo_fast(const echo_pins &q, uint64_t L, const echo_lines &x)
 {
     const bool ok = echo_fast_ok(x, q.msg_max, q.gen, q.room, q.rmask, q.rr);
