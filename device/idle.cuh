@@ -137,6 +137,87 @@ __host__ __device__ inline bool user_fast_ok(const echo_lines &x, uint32_t msg_m
     return fast_inline_ok(x, msg_max, gen, room, rmask, rr) & ((x.w1 & 0xffffu) >= RK_OP_USER);
 }
 
+/* What a request of the last answered shape (sh.shape) needs, lane by
+ * lane, worked out before the poll's read so that after it one compare
+ * a lane and one vote decide (shape_match): lane i's line carries the
+ * request's flag where need (the lines the length names) and, under
+ * mask, the word want (line 0 the length, 1 the type and the arena
+ * flag, the actor the guessed ring under rmask, 5 the generation, 6 the
+ * payload length); ok: the shape passes echo_fast_ok now (this
+ * generation, the guessed ring's room). A request that matches in every
+ * lane passes echo_fast_ok, and one that passes it and has the shape
+ * matches (test idle_wait). Its reply: lane i's own word where own, else
+ * rep (reply_word_of's length, status and payload length), stored where
+ * store. Flags as 0/1 words: an empty asm pins them (shape_pin). */
+struct shape_pins {
+    uint32_t want, mask, rep, ok, need, own, store;
+};
+
+__host__ __device__ inline shape_pins shape_pins_of(const echo_shape &s, uint32_t msg_max, uint32_t gen,
+                                                    uint32_t room, uint32_t rmask, uint32_t rr, uint32_t lane)
+{
+    const uint32_t len = s.l0 <= msg_max ? s.l0 : msg_max;
+    const uint32_t nl = 1u + (len + 3u) / 4u;
+    const echo_lines m = {nl >= 32u ? FULL : (1u << nl) - 1u, s.l0, s.type, rr, gen, s.w6};
+    shape_pins p;
+    p.ok = echo_fast_ok(m, msg_max, gen, room, rmask, rr);
+    p.need = lane < nl;
+    p.want = 0u;
+    p.mask = ~0u;
+    if (lane == 0)
+        p.want = s.l0;
+    else if (lane == RK__W_TYPE)
+        p.want = s.type, p.mask = 0xffffu | (uint32_t)RK_MSG_ARENA << 16;
+    else if (lane == RK__W_ACTOR)
+        p.want = rr, p.mask = 0xffffu & rmask;
+    else if (lane == RK__W_STATUS)
+        p.want = gen;
+    else if (lane == RK__W_PLEN)
+        p.want = s.w6;
+    else
+        p.mask = 0u;
+    uint32_t rl;
+    p.rep = reply_word_of(0u, s.type, s.w6, lane, rl);
+    p.own = lane != 0 && lane != RK__W_STATUS && lane != RK__W_PLEN;
+    p.store = lane < rl;
+    return p;
+}
+
+/* Lane i's part of the vote: its line L is what shape p asks of it. */
+__host__ __device__ inline bool shape_match(const shape_pins &p, uint64_t L, uint32_t flag)
+{
+    return p.ok & (!p.need | ((uint32_t)(L >> 32) == flag)) & ((((uint32_t)L ^ p.want) & p.mask) == 0u);
+}
+
+/* Lane i's reply word to a request that matched (line L), where p.store */
+__host__ __device__ inline uint32_t shape_word(const shape_pins &p, uint64_t L)
+{
+    return p.own ? (uint32_t)L : p.rep;
+}
+
+__device__ __forceinline__ void shape_pin(shape_pins &p)
+{
+    asm volatile("" : "+r"(p.want), "+r"(p.mask), "+r"(p.rep), "+r"(p.ok), "+r"(p.need), "+r"(p.own), "+r"(p.store));
+}
+
+/* The echo/NOP answer to a request of the last answered shape (the vote
+ * said every lane matched): echo_fast's stores with nothing worked out
+ * after the read but lane i's word. */
+__device__ __forceinline__ void shape_answer(const echo_pins &q, const shape_pins &p, uint64_t L)
+{
+    if (p.store)
+        rk__st_relaxed_sys((uint64_t *)q.slot + q.lane, ring_line(shape_word(p, L), q.rflag));
+}
+
+/* After echo_fast's full check answered: its shape is the next guess
+ * (lane 0 writes; the warp reads it before the next poll's read). */
+__device__ __forceinline__ void shape_keep(shared0 &sh, const echo_lines &x, uint32_t lane)
+{
+    if (lane == 0)
+        sh.shape = echo_shape{x.l0, x.w1 & 0xffffu, x.w6};
+    __syncwarp();
+}
+
 /* The idle poll's echo/NOP answer in the fewest dependent steps: the
  * checks of slot_inline_at on the lines' words (x) as one predicate, and
  * the reply stored at the guessed ring's slot under it, no branch between
@@ -323,18 +404,18 @@ __device__ __forceinline__ void idle_adapt(shared0 &sh, const rk_kargs &ka, uint
 
 /* What the poll's reads found: lane i's line i (a), lane 0's line 0 of
  * the next slot (b), echo_fast's words of the lines (x), whether line 0
- * carried the flag (got), the reads it took and the first one's cycles
- * (lat1). */
+ * carried the flag (got), whether every lane matched the last answer's
+ * shape (same), the reads it took and the first one's cycles (lat1). */
 struct idle_read {
     uint64_t a, b;
     echo_lines x;
-    bool got;
+    bool got, same;
     uint32_t reads, lat1;
 };
 
 /* Reads the slot (lane i line i) until line 0 carries its flag, at most
  * 64 times, or once after ~20 ms idle (then naps: d.ns). */
-__device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, const uint64_t *slot,
+__device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, shape_pins &sp, const uint64_t *slot,
                                                const uint64_t *next, uint32_t lane)
 {
     idle_read r = {};
@@ -346,8 +427,10 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, const
         /* the next slot: its line 0 only (is a burst coming?) */
         r.b = lane == 0 ? rk__ld_cv(next) : 0ull;
         echo_pin(q);
+        shape_pin(sp);
         asm volatile("" : "+r"(long_idle));
         r.x = echo_lines_of(q, r.a);
+        r.same = __all_sync(FULL, shape_match(sp, r.a, q.flag));
         /* how long the first read took: a clock read behind the vote
          * that waits for it (idle_adapt) */
         if (r.reads == 1)
@@ -426,6 +509,11 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     const uint64_t *next = ring_slot(p.in, d.hpos + 1);
     const echo_ready e = echo_prepare(d, p, ka);
     echo_pins q = echo_pins_of(e, sh, ka, flag, lane);
+    shape_pins sp = shape_pins_of(sh.shape, q.msg_max, q.gen, q.room, q.rmask, q.rr, lane);
+#ifdef RK_KERNEL_EXPERIMENTS
+    if (ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN | RK_KF_NO_SHAPE))
+        sp.ok = 0u; /* comparison: echo_fast's full check on every echo */
+#endif
     if (d.idle_wait) {
         /* just answered a message here: a read issued now reaches
          * the host right behind the reply (PCIe reads do not pass
@@ -439,7 +527,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
          * wait starts (H200: "Where the late round trips come from") */
         spin_cycles(d.idle_wait);
     }
-    const idle_read r = idle_reads(d, q, slot, next, lane);
+    const idle_read r = idle_reads(d, q, sp, slot, next, lane);
     /* the first poll after a reply: how many reads it took (0: not that poll) */
     const uint32_t after_reply = d.idle_wait ? r.reads : 0u;
     if (!r.got) {
@@ -456,12 +544,20 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     const bool fast = true;
 #endif
     uint32_t rr; /* the reply ring of the answer, or IDLE_STAGED */
-    if (fast && echo_fast(q, r.a, r.x)) {
+    if (r.same) { /* the last answer's shape: sp.ok, so fast */
+        shape_answer(q, sp, r.a);
         rr = q.rr;
 #ifdef RK_KERNEL_EXPERIMENTS
         if (ka.flags & RK_KF_STAMP)
             stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
 #endif
+    } else if (fast && echo_fast(q, r.a, r.x)) {
+        rr = q.rr;
+#ifdef RK_KERNEL_EXPERIMENTS
+        if (ka.flags & RK_KF_STAMP)
+            stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
+#endif
+        shape_keep(sh, r.x, lane);
     } else {
         rr = idle_serve<A...>(d, p, ka, sh, e, q, r, flag, fast, t_found);
     }
