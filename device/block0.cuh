@@ -30,11 +30,12 @@ static_assert(RK__D2H_RINGS_MAX * (KP_MAX / 32) == 32, "one pp_rmask word a lane
 static_assert(RK__D2H_RINGS_MAX <= 8 && JMAX * 3 <= 32, "a crew warp's rings in one word");
 constexpr uint32_t MAX_WORDS = RK_RING_SLOT_MAX / 8; /* lines of the largest slot */
 
-/* The last request echo_fast answered after its full check (sh.shape,
- * lane 0 writes; device/idle.cuh shape_pins_of): its length word, type
- * and payload length. A host's ping-pong sends that shape again. */
-struct echo_shape {
-    uint32_t l0, type, w6;
+/* What the idle poll asks, lane by lane, of a request of the last echo
+ * answer's shape (device/idle.cuh shape_pins; lane i writes and reads
+ * entry i): worked out when that shape changes, read before each poll's
+ * wait. bits: ok, need, own, store (shape_pack). */
+struct shape_lane {
+    uint32_t want, mask, rep, bits;
 };
 
 /* block 0's shared state */
@@ -68,8 +69,9 @@ struct shared0 {
                                    * cycles (lane 0 writes: idle_adapt) */
     uint32_t idle_rr;             /* dispatcher: the reply ring of the last idle answer, the
                                    * next one's guess (lane 0 writes: idle_poll) */
-    echo_shape shape;             /* dispatcher: the last echo_fast answer's shape, the next
-                                   * one's guess (lane 0 writes: idle_poll) */
+    alignas(16) shape_lane shape[32]; /* dispatcher: the last echo_fast answer's shape, the
+                                   * next one's guess (lane i: entry i; shape_keep) */
+    uint32_t shape_rr;            /* ... the reply ring it was worked out for (lane 0 writes) */
     uint32_t words[MAX_WORDS];   /* staged request (slow path) */
     uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
     uint32_t jreply[16];         /* a grid job's reply (post_job_replies) */

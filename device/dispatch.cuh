@@ -209,8 +209,9 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
         sh.idle_fx = idle_fx;
         sh.read1 = 0;
         sh.idle_rr = 0;
-        sh.shape = echo_shape{0u, 0u, 0u}; /* length 0: no shape yet (shape_pins_of) */
+        sh.shape_rr = 0;
     }
+    sh.shape[d.lane] = shape_lane{0u, 0u, 0u, 0u}; /* bits 0: no shape yet (idle.cuh shape_now) */
     __syncwarp();
 }
 

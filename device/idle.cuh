@@ -137,30 +137,36 @@ __host__ __device__ inline bool user_fast_ok(const echo_lines &x, uint32_t msg_m
     return fast_inline_ok(x, msg_max, gen, room, rmask, rr) & ((x.w1 & 0xffffu) >= RK_OP_USER);
 }
 
-/* What a request of the last answered shape (sh.shape) needs, lane by
- * lane, worked out before the poll's read so that after it one compare
- * a lane and one vote decide (shape_match): lane i's line carries the
- * request's flag where need (the lines the length names) and, under
- * mask, the word want (line 0 the length, 1 the type and the arena
- * flag, the actor the guessed ring under rmask, 5 the generation, 6 the
- * payload length); ok: the shape passes echo_fast_ok now (this
- * generation, the guessed ring's room). A request that matches in every
- * lane passes echo_fast_ok, and one that passes it and has the shape
- * matches (test idle_wait). Its reply: lane i's own word where own, else
- * rep (reply_word_of's length, status and payload length), stored where
- * store. Flags as 0/1 words: an empty asm pins them (shape_pin). */
+/* The shape of a request echo_fast answered: its length word, type and
+ * payload length. A host's ping-pong sends the same shape again. */
+struct echo_shape {
+    uint32_t l0, type, w6;
+};
+
+/* What a request of shape s needs, lane by lane, so that after the poll's
+ * read one compare a lane and one vote decide (shape_match): lane i's
+ * line carries the request's flag where need (the lines the length
+ * names) and, under mask, the word want (line 0 the length, 1 the type
+ * and the arena flag, the actor the reply ring rr under rmask, 5 the
+ * generation, 6 the payload length); ok: the shape passes echo_fast_ok
+ * with room (shape_ready adds the room of the moment). A request that
+ * matches in every lane passes echo_fast_ok, and one that passes it and
+ * has the shape matches (test idle_wait). Its reply: lane i's own word
+ * where own, else rep (reply_word_of's length, status and payload
+ * length), stored where store. Flags as 0/1 words: an empty asm pins
+ * them (shape_pin). */
 struct shape_pins {
     uint32_t want, mask, rep, ok, need, own, store;
 };
 
 __host__ __device__ inline shape_pins shape_pins_of(const echo_shape &s, uint32_t msg_max, uint32_t gen,
-                                                    uint32_t room, uint32_t rmask, uint32_t rr, uint32_t lane)
+                                                    uint32_t rmask, uint32_t rr, uint32_t lane)
 {
     const uint32_t len = s.l0 <= msg_max ? s.l0 : msg_max;
     const uint32_t nl = 1u + (len + 3u) / 4u;
     const echo_lines m = {nl >= 32u ? FULL : (1u << nl) - 1u, s.l0, s.type, rr, gen, s.w6};
     shape_pins p;
-    p.ok = echo_fast_ok(m, msg_max, gen, room, rmask, rr);
+    p.ok = echo_fast_ok(m, msg_max, gen, 1u, rmask, rr);
     p.need = lane < nl;
     p.want = 0u;
     p.mask = ~0u;
@@ -183,7 +189,26 @@ __host__ __device__ inline shape_pins shape_pins_of(const echo_shape &s, uint32_
     return p;
 }
 
-/* Lane i's part of the vote: its line L is what shape p asks of it. */
+/* ... kept in shared memory (sh.shape[lane]) between the polls */
+__host__ __device__ inline shape_lane shape_pack(const shape_pins &p)
+{
+    return shape_lane{p.want, p.mask, p.rep, p.ok | p.need << 1 | p.own << 2 | p.store << 3};
+}
+
+__host__ __device__ inline shape_pins shape_unpack(const shape_lane &v)
+{
+    return shape_pins{v.want, v.mask, v.rep, v.bits & 1u, v.bits >> 1 & 1u, v.bits >> 2 & 1u, v.bits >> 3 & 1u};
+}
+
+/* ... at this poll: the guessed reply ring is the one the pins were
+ * worked out for (same_ring) and has room */
+__host__ __device__ inline shape_pins shape_ready(shape_pins p, uint32_t room, bool same_ring)
+{
+    p.ok &= (uint32_t)((room != 0u) & same_ring);
+    return p;
+}
+
+/* Lane i's part of the vote: its line L is what the pins ask of it. */
 __host__ __device__ inline bool shape_match(const shape_pins &p, uint64_t L, uint32_t flag)
 {
     return p.ok & (!p.need | ((uint32_t)(L >> 32) == flag)) & ((((uint32_t)L ^ p.want) & p.mask) == 0u);
@@ -200,6 +225,17 @@ __device__ __forceinline__ void shape_pin(shape_pins &p)
     asm volatile("" : "+r"(p.want), "+r"(p.mask), "+r"(p.rep), "+r"(p.ok), "+r"(p.need), "+r"(p.own), "+r"(p.store));
 }
 
+/* This poll's pins, from shared memory; pinned here, before the poll's
+ * wait: worked out after it (where the compiler put them), the shape's
+ * ~50 instructions delayed the read behind a wait already at its least
+ * (H100: every round trip +0.1 us, the staged ops +0.3). */
+__device__ __forceinline__ shape_pins shape_now(const shared0 &sh, const echo_pins &q)
+{
+    shape_pins p = shape_ready(shape_unpack(sh.shape[q.lane]), q.room, sh.shape_rr == q.rr);
+    shape_pin(p);
+    return p;
+}
+
 /* The echo/NOP answer to a request of the last answered shape (the vote
  * said every lane matched): echo_fast's stores with nothing worked out
  * after the read but lane i's word. */
@@ -209,12 +245,15 @@ __device__ __forceinline__ void shape_answer(const echo_pins &q, const shape_pin
         rk__st_relaxed_sys((uint64_t *)q.slot + q.lane, ring_line(shape_word(p, L), q.rflag));
 }
 
-/* After echo_fast's full check answered: its shape is the next guess
- * (lane 0 writes; the warp reads it before the next poll's read). */
-__device__ __forceinline__ void shape_keep(shared0 &sh, const echo_lines &x, uint32_t lane)
+/* After echo_fast's full check answered (lines x, on the guessed ring of
+ * q): its shape is the next guess. Each lane writes its entry, lane 0 the
+ * ring; the warp reads them at the next poll. */
+__device__ __forceinline__ void shape_keep(shared0 &sh, const echo_pins &q, const echo_lines &x)
 {
-    if (lane == 0)
-        sh.shape = echo_shape{x.l0, x.w1 & 0xffffu, x.w6};
+    const echo_shape s{x.l0, x.w1 & 0xffffu, x.w6};
+    sh.shape[q.lane] = shape_pack(shape_pins_of(s, q.msg_max, q.gen, q.rmask, q.rr, q.lane));
+    if (q.lane == 0)
+        sh.shape_rr = q.rr;
     __syncwarp();
 }
 
@@ -509,7 +548,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     const uint64_t *next = ring_slot(p.in, d.hpos + 1);
     const echo_ready e = echo_prepare(d, p, ka);
     echo_pins q = echo_pins_of(e, sh, ka, flag, lane);
-    shape_pins sp = shape_pins_of(sh.shape, q.msg_max, q.gen, q.room, q.rmask, q.rr, lane);
+    shape_pins sp = shape_now(sh, q);
 #ifdef RK_KERNEL_EXPERIMENTS
     if (ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN | RK_KF_NO_SHAPE))
         sp.ok = 0u; /* comparison: echo_fast's full check on every echo */
@@ -557,7 +596,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         if (ka.flags & RK_KF_STAMP)
             stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
 #endif
-        shape_keep(sh, r.x, lane);
+        shape_keep(sh, q, r.x);
     } else {
         rr = idle_serve<A...>(d, p, ka, sh, e, q, r, flag, fast, t_found);
     }

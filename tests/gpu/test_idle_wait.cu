@@ -278,10 +278,12 @@ static void test_fast_checks_agree(void **)
         assert_true(yes[user] > n / 50 && yes[user] < n - n / 20);
 }
 
-/* The one-vote answer (idle.cuh shape_pins_of, shape_match, shape_word):
- * every lane matches the last answer's shape exactly when echo_fast_ok
- * passes and the request has that shape (its length, type and payload
- * length), and then the reply lines it stores are echo_fast's. The shape
+/* The one-vote answer (idle.cuh shape_pins_of, shape_pack / unpack,
+ * shape_ready, shape_match, shape_word): every lane matches the last
+ * answer's shape exactly when echo_fast_ok passes, the request has that
+ * shape (its length, type and payload length) and the guessed ring is the
+ * one the pins were kept for, and then the reply lines it stores are
+ * echo_fast's. The shape
  * is the one shape_keep keeps (a request echo_fast_ok passed) or, a
  * quarter of the time, any words (no answer passed them: ok is then
  * false); the request has the shape's words two times in three, one of
@@ -321,14 +323,18 @@ static void test_shape_answers_as_echo_fast(void **)
                 w[RK__W_TYPE] = pick(TYPES, NELEM(TYPES));
         }
         draw_slot(L, w, like, flag, gen, rr, &hole, &prefix);
+        /* the pins as the kernel keeps them (worked out for the ring of
+         * that answer, kept ring, packed) and takes them at this poll */
+        const uint32_t kept = uniform() < 0.9 ? rr : (rr + 1u) & rmask;
         bool same = true;
         rk::dev::shape_pins p[32];
         for (uint32_t lane = 0; lane < 32; lane++) {
-            p[lane] = rk::dev::shape_pins_of(s, msg_max, gen, room, rmask, rr, lane);
+            const rk::dev::shape_lane v = rk::dev::shape_pack(rk::dev::shape_pins_of(s, msg_max, gen, rmask, kept, lane));
+            p[lane] = rk::dev::shape_ready(rk::dev::shape_unpack(v), room, kept == rr);
             same = same && rk::dev::shape_match(p[lane], L[lane], flag);
         }
         const rk::dev::echo_lines x = lines_of(L, flag);
-        const bool shaped = x.l0 == s.l0 && (x.w1 & 0xffffu) == s.type && x.w6 == s.w6;
+        const bool shaped = x.l0 == s.l0 && (x.w1 & 0xffffu) == s.type && x.w6 == s.w6 && kept == rr;
         const bool want = rk::dev::echo_fast_ok(x, msg_max, gen, room, rmask, rr) && shaped;
         if (same != want)
             fail_msg("case %ld: the vote %d, echo_fast_ok with the shape %d (shape %u/0x%x/%u; len %u, type 0x%x, "
