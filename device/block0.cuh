@@ -31,12 +31,14 @@ static_assert(RK__D2H_RINGS_MAX <= 8 && JMAX * 3 <= 32, "a crew warp's rings in 
 constexpr uint32_t MAX_WORDS = RK_RING_SLOT_MAX / 8; /* lines of the largest slot */
 
 /* What the idle poll asks, lane by lane, of a request of the last echo
- * answer's shape (device/idle.cuh shape_pins; lane i writes and reads
- * entry i): worked out when that shape changes, read before each poll's
- * wait. bits: ok, need, own, store (shape_pack). */
-struct shape_lane {
+ * answer's shape (device/idle.cuh shape_pins_of; lane i writes and reads
+ * entry i of sh.shape): worked out when that shape changes, read before
+ * each poll's wait, four words so that few registers carry them through
+ * the read. bits: SHAPE_OK, _NEED, _OWN, _STORE. */
+struct shape_pins {
     uint32_t want, mask, rep, bits;
 };
+enum : uint32_t { SHAPE_OK = 1u, SHAPE_NEED = 2u, SHAPE_OWN = 4u, SHAPE_STORE = 8u };
 
 /* block 0's shared state */
 struct shared0 {
@@ -69,7 +71,7 @@ struct shared0 {
                                    * cycles (lane 0 writes: idle_adapt) */
     uint32_t idle_rr;             /* dispatcher: the reply ring of the last idle answer, the
                                    * next one's guess (lane 0 writes: idle_poll) */
-    alignas(16) shape_lane shape[32]; /* dispatcher: the last echo_fast answer's shape, the
+    alignas(16) shape_pins shape[32]; /* dispatcher: the last echo_fast answer's shape, the
                                    * next one's guess (lane i: entry i; shape_keep) */
     uint32_t shape_rr;            /* ... the reply ring it was worked out for (lane 0 writes) */
     uint32_t words[MAX_WORDS];   /* staged request (slow path) */

@@ -44,10 +44,11 @@ __device__ __forceinline__ echo_ready echo_prepare(const dispatch &d, const disp
  * flag, the ring's message size, the generation, the lane, the reply
  * rings' mask, and the reply ring the next echo most likely answers on
  * (rr: the last idle answer's, sh.idle_rr; a host thread's ping-pong stays
- * on its actor's ring) with its next slot, flag and room in every lane,
- * worked out before the read from e. */
+ * on its actor's ring) with its next slot's line `lane` (where this lane
+ * stores: no lane read from SR_TID on the path), flag and room in every
+ * lane, worked out before the read from e. */
 struct echo_pins {
-    unsigned long long slot;
+    unsigned long long line;
     uint32_t flag, msg_max, gen, lane, rmask, rr, rflag, room;
 };
 
@@ -56,7 +57,7 @@ __device__ __forceinline__ echo_pins echo_pins_of(const echo_ready &e, const sha
 {
     echo_pins q;
     q.rr = sh.idle_rr;
-    q.slot = __shfl_sync(FULL, e.slot, q.rr);
+    q.line = __shfl_sync(FULL, e.slot, q.rr) + 8ull * lane;
     q.rflag = __shfl_sync(FULL, e.flag, q.rr);
     q.room = __shfl_sync(FULL, e.room, q.rr);
     q.flag = flag;
@@ -75,7 +76,7 @@ __device__ __forceinline__ echo_pins echo_pins_of(const echo_ready &e, const sha
  * it. */
 __device__ __forceinline__ void echo_pin(echo_pins &q)
 {
-    asm volatile("" : "+l"(q.slot), "+r"(q.flag), "+r"(q.msg_max), "+r"(q.gen), "+r"(q.lane), "+r"(q.rmask),
+    asm volatile("" : "+l"(q.line), "+r"(q.flag), "+r"(q.msg_max), "+r"(q.gen), "+r"(q.lane), "+r"(q.rmask),
                  "+r"(q.rr), "+r"(q.rflag), "+r"(q.room));
 }
 
@@ -145,20 +146,15 @@ struct echo_shape {
 
 /* What a request of shape s needs, lane by lane, so that after the poll's
  * read one compare a lane and one vote decide (shape_match): lane i's
- * line carries the request's flag where need (the lines the length
+ * line carries the request's flag where SHAPE_NEED (the lines the length
  * names) and, under mask, the word want (line 0 the length, 1 the type
  * and the arena flag, the actor the reply ring rr under rmask, 5 the
- * generation, 6 the payload length); ok: the shape passes echo_fast_ok
- * with room (shape_ready adds the room of the moment). A request that
- * matches in every lane passes echo_fast_ok, and one that passes it and
- * has the shape matches (test idle_wait). Its reply: lane i's own word
- * where own, else rep (reply_word_of's length, status and payload
- * length), stored where store. Flags as 0/1 words: an empty asm pins
- * them (shape_pin). */
-struct shape_pins {
-    uint32_t want, mask, rep, ok, need, own, store;
-};
-
+ * generation, 6 the payload length); SHAPE_OK: the shape passes
+ * echo_fast_ok with room (shape_ready adds the room of the moment). A
+ * request that matches in every lane passes echo_fast_ok, and one that
+ * passes it and has the shape matches (test idle_wait). Its reply: lane
+ * i's own word where SHAPE_OWN, else rep (reply_word_of's length, status
+ * and payload length), stored where SHAPE_STORE. */
 __host__ __device__ inline shape_pins shape_pins_of(const echo_shape &s, uint32_t msg_max, uint32_t gen,
                                                     uint32_t rmask, uint32_t rr, uint32_t lane)
 {
@@ -166,8 +162,6 @@ __host__ __device__ inline shape_pins shape_pins_of(const echo_shape &s, uint32_
     const uint32_t nl = 1u + (len + 3u) / 4u;
     const echo_lines m = {nl >= 32u ? FULL : (1u << nl) - 1u, s.l0, s.type, rr, gen, s.w6};
     shape_pins p;
-    p.ok = echo_fast_ok(m, msg_max, gen, 1u, rmask, rr);
-    p.need = lane < nl;
     p.want = 0u;
     p.mask = ~0u;
     if (lane == 0)
@@ -184,45 +178,37 @@ __host__ __device__ inline shape_pins shape_pins_of(const echo_shape &s, uint32_
         p.mask = 0u;
     uint32_t rl;
     p.rep = reply_word_of(0u, s.type, s.w6, lane, rl);
-    p.own = lane != 0 && lane != RK__W_STATUS && lane != RK__W_PLEN;
-    p.store = lane < rl;
+    const bool own = lane != 0 && lane != RK__W_STATUS && lane != RK__W_PLEN;
+    p.bits = (echo_fast_ok(m, msg_max, gen, 1u, rmask, rr) ? SHAPE_OK : 0u) | (lane < nl ? SHAPE_NEED : 0u) |
+             (own ? SHAPE_OWN : 0u) | (lane < rl ? SHAPE_STORE : 0u);
     return p;
-}
-
-/* ... kept in shared memory (sh.shape[lane]) between the polls */
-__host__ __device__ inline shape_lane shape_pack(const shape_pins &p)
-{
-    return shape_lane{p.want, p.mask, p.rep, p.ok | p.need << 1 | p.own << 2 | p.store << 3};
-}
-
-__host__ __device__ inline shape_pins shape_unpack(const shape_lane &v)
-{
-    return shape_pins{v.want, v.mask, v.rep, v.bits & 1u, v.bits >> 1 & 1u, v.bits >> 2 & 1u, v.bits >> 3 & 1u};
 }
 
 /* ... at this poll: the guessed reply ring is the one the pins were
  * worked out for (same_ring) and has room */
 __host__ __device__ inline shape_pins shape_ready(shape_pins p, uint32_t room, bool same_ring)
 {
-    p.ok &= (uint32_t)((room != 0u) & same_ring);
+    if (room == 0u || !same_ring)
+        p.bits &= ~SHAPE_OK;
     return p;
 }
 
 /* Lane i's part of the vote: its line L is what the pins ask of it. */
 __host__ __device__ inline bool shape_match(const shape_pins &p, uint64_t L, uint32_t flag)
 {
-    return p.ok & (!p.need | ((uint32_t)(L >> 32) == flag)) & ((((uint32_t)L ^ p.want) & p.mask) == 0u);
+    return (p.bits & SHAPE_OK) && (!(p.bits & SHAPE_NEED) || (uint32_t)(L >> 32) == flag) &&
+           (((uint32_t)L ^ p.want) & p.mask) == 0u;
 }
 
-/* Lane i's reply word to a request that matched (line L), where p.store */
+/* Lane i's reply word to a request that matched (line L), where SHAPE_STORE */
 __host__ __device__ inline uint32_t shape_word(const shape_pins &p, uint64_t L)
 {
-    return p.own ? (uint32_t)L : p.rep;
+    return (p.bits & SHAPE_OWN) ? (uint32_t)L : p.rep;
 }
 
 __device__ __forceinline__ void shape_pin(shape_pins &p)
 {
-    asm volatile("" : "+r"(p.want), "+r"(p.mask), "+r"(p.rep), "+r"(p.ok), "+r"(p.need), "+r"(p.own), "+r"(p.store));
+    asm volatile("" : "+r"(p.want), "+r"(p.mask), "+r"(p.rep), "+r"(p.bits));
 }
 
 /* This poll's pins, from shared memory; pinned here, before the poll's
@@ -231,7 +217,7 @@ __device__ __forceinline__ void shape_pin(shape_pins &p)
  * (H100: every round trip +0.1 us, the staged ops +0.3). */
 __device__ __forceinline__ shape_pins shape_now(const shared0 &sh, const echo_pins &q)
 {
-    shape_pins p = shape_ready(shape_unpack(sh.shape[q.lane]), q.room, sh.shape_rr == q.rr);
+    shape_pins p = shape_ready(sh.shape[q.lane], q.room, sh.shape_rr == q.rr);
     shape_pin(p);
     return p;
 }
@@ -241,8 +227,8 @@ __device__ __forceinline__ shape_pins shape_now(const shared0 &sh, const echo_pi
  * after the read but lane i's word. */
 __device__ __forceinline__ void shape_answer(const echo_pins &q, const shape_pins &p, uint64_t L)
 {
-    if (p.store)
-        rk__st_relaxed_sys((uint64_t *)q.slot + q.lane, ring_line(shape_word(p, L), q.rflag));
+    if (p.bits & SHAPE_STORE)
+        rk__st_relaxed_sys((uint64_t *)q.line, ring_line(shape_word(p, L), q.rflag));
 }
 
 /* After echo_fast's full check answered (lines x, on the guessed ring of
@@ -251,7 +237,7 @@ __device__ __forceinline__ void shape_answer(const echo_pins &q, const shape_pin
 __device__ __forceinline__ void shape_keep(shared0 &sh, const echo_pins &q, const echo_lines &x)
 {
     const echo_shape s{x.l0, x.w1 & 0xffffu, x.w6};
-    sh.shape[q.lane] = shape_pack(shape_pins_of(s, q.msg_max, q.gen, q.rmask, q.rr, q.lane));
+    sh.shape[q.lane] = shape_pins_of(s, q.msg_max, q.gen, q.rmask, q.rr, q.lane);
     if (q.lane == 0)
         sh.shape_rr = q.rr;
     __syncwarp();
@@ -276,7 +262,7 @@ __device__ __forceinline__ bool echo_fast(const echo_pins &q, uint64_t L, const 
     /* strong LL reply lines, no fence, as echo_answer's: the host takes
      * the reply once every line carries q.rflag (rk/ring.h, the LL lines) */
     if (ok & (q.lane < rl))
-        rk__st_relaxed_sys((uint64_t *)q.slot + q.lane, ring_line(dw, q.rflag));
+        rk__st_relaxed_sys((uint64_t *)q.line, ring_line(dw, q.rflag));
     return ok;
 }
 
@@ -311,7 +297,7 @@ __device__ __forceinline__ idle_find idle_check(const echo_ready &e, const rk_ka
 __device__ __forceinline__ idle_find guessed_find(const echo_pins &q, const echo_lines &x)
 {
     idle_find f;
-    f.s = (uint64_t *)q.slot;
+    f.s = (uint64_t *)q.line - q.lane;
     f.rr = q.rr;
     f.rf = q.rflag;
     f.type = x.w1 & 0xffffu;
@@ -551,7 +537,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     shape_pins sp = shape_now(sh, q);
 #ifdef RK_KERNEL_EXPERIMENTS
     if (ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN | RK_KF_NO_SHAPE))
-        sp.ok = 0u; /* comparison: echo_fast's full check on every echo */
+        sp.bits &= ~SHAPE_OK; /* comparison: echo_fast's full check on every echo */
 #endif
     if (d.idle_wait) {
         /* just answered a message here: a read issued now reaches
@@ -583,7 +569,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     const bool fast = true;
 #endif
     uint32_t rr; /* the reply ring of the answer, or IDLE_STAGED */
-    if (r.same) { /* the last answer's shape: sp.ok, so fast */
+    if (r.same) { /* the last answer's shape (SHAPE_OK, so fast) */
         shape_answer(q, sp, r.a);
         rr = q.rr;
 #ifdef RK_KERNEL_EXPERIMENTS

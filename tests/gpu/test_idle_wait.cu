@@ -278,8 +278,8 @@ static void test_fast_checks_agree(void **)
         assert_true(yes[user] > n / 50 && yes[user] < n - n / 20);
 }
 
-/* The one-vote answer (idle.cuh shape_pins_of, shape_pack / unpack,
- * shape_ready, shape_match, shape_word): every lane matches the last
+/* The one-vote answer (idle.cuh shape_pins_of, shape_ready, shape_match,
+ * shape_word): every lane matches the last
  * answer's shape exactly when echo_fast_ok passes, the request has that
  * shape (its length, type and payload length) and the guessed ring is the
  * one the pins were kept for, and then the reply lines it stores are
@@ -324,13 +324,12 @@ static void test_shape_answers_as_echo_fast(void **)
         }
         draw_slot(L, w, like, flag, gen, rr, &hole, &prefix);
         /* the pins as the kernel keeps them (worked out for the ring of
-         * that answer, kept ring, packed) and takes them at this poll */
+         * that answer, kept) and takes them at this poll */
         const uint32_t kept = uniform() < 0.9 ? rr : (rr + 1u) & rmask;
         bool same = true;
         rk::dev::shape_pins p[32];
         for (uint32_t lane = 0; lane < 32; lane++) {
-            const rk::dev::shape_lane v = rk::dev::shape_pack(rk::dev::shape_pins_of(s, msg_max, gen, rmask, kept, lane));
-            p[lane] = rk::dev::shape_ready(rk::dev::shape_unpack(v), room, kept == rr);
+            p[lane] = rk::dev::shape_ready(rk::dev::shape_pins_of(s, msg_max, gen, rmask, kept, lane), room, kept == rr);
             same = same && rk::dev::shape_match(p[lane], L[lane], flag);
         }
         const rk::dev::echo_lines x = lines_of(L, flag);
@@ -349,9 +348,10 @@ static void test_shape_answers_as_echo_fast(void **)
         for (uint32_t lane = 0; lane < 32; lane++) {
             uint32_t rl;
             const uint32_t d = rk::dev::reply_word_of(L[lane], x.w1 & 0xffffu, x.w6, lane, rl);
-            if ((p[lane].store != 0) != (lane < rl) || (lane < rl && rk::dev::shape_word(p[lane], L[lane]) != d))
-                fail_msg("case %ld lane %u: stores %u word 0x%x, echo_fast's %d 0x%x (type 0x%x, plen %u)", i, lane,
-                         p[lane].store, rk::dev::shape_word(p[lane], L[lane]), lane < rl, d, x.w1, x.w6);
+            const bool store = p[lane].bits & rk::dev::SHAPE_STORE;
+            if (store != (lane < rl) || (lane < rl && rk::dev::shape_word(p[lane], L[lane]) != d))
+                fail_msg("case %ld lane %u: stores %d word 0x%x, echo_fast's %d 0x%x (type 0x%x, plen %u)", i, lane,
+                         store, rk::dev::shape_word(p[lane], L[lane]), lane < rl, d, x.w1, x.w6);
         }
     }
     /* matches and near misses both drawn often enough to mean something */
