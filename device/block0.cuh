@@ -71,13 +71,15 @@ struct shared0 {
                                    * cycles (lane 0 writes: idle_adapt) */
     uint32_t idle_rr;             /* dispatcher: the reply ring of the last idle answer, the
                                    * next one's guess (lane 0 writes: idle_poll) */
-    alignas(16) shape_pins shape[32]; /* dispatcher: the last echo_fast answer's shape, the
-                                   * next one's guess (lane i: entry i; shape_keep) */
-    uint32_t shape_rr;            /* ... the reply ring it was worked out for (lane 0 writes) */
     uint32_t words[MAX_WORDS];   /* staged request (slow path) */
     uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
     uint32_t jreply[16];         /* a grid job's reply (post_job_replies) */
     uint64_t lines[KROWS * LS];  /* one busy poll: slots x 32 lines (row stride LS) */
+    /* last: ahead of words / reply / lines, moving them cost a staged
+     * 64-B vadd ~275 cycles of its serving (H100) */
+    alignas(16) shape_pins shape[32]; /* dispatcher: the last echo_fast answer's shape, the
+                                   * next one's guess (lane i: entry i; shape_keep) */
+    uint32_t shape_rr;            /* ... the reply ring it was worked out for (lane 0 writes) */
 };
 
 /* Flag words in shared memory that one warp writes and another polls:
