@@ -95,11 +95,8 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
         {RK_KF_READ1_HIST | RK_KF_IDLE_NOLAT, 0, "slow-read misses counted, the host 300 ns slower", 300},
         {RK_KF_STAMP, 0, "default, the find -> reply cycles counted", 0},
         {RK_KF_STAMP | RK_KF_IDLE_CHAIN, 0, "through idle_check, the find -> reply cycles counted", 0},
-        {RK_KF_STAMP | RK_KF_NO_SHAPE, 0, "echo_fast's full check each time, the cycles counted", 0},
-        {RK_KF_READ1_HIST | RK_KF_NO_SHAPE, 0, "echo_fast's full check each time (before shape_pins)", 0},
         {0, 1, "rk_actor_call, default (adaptive wait)", 0},
         {RK_KF_IDLE_CHAIN, 1, "rk_actor_call, the echo answered through idle_check (before)", 0},
-        {RK_KF_NO_SHAPE, 1, "rk_actor_call, echo_fast's full check each time (before shape_pins)", 0},
         {RK_KF_IDLE_NOLAT, 1, "rk_actor_call, slow-read misses counted too (before)", 0},
         {RK_KF_IDLE_DELAY(4), 1, "rk_actor_call, fixed 400 cycles", 0},
     };

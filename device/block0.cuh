@@ -30,16 +30,6 @@ static_assert(RK__D2H_RINGS_MAX * (KP_MAX / 32) == 32, "one pp_rmask word a lane
 static_assert(RK__D2H_RINGS_MAX <= 8 && JMAX * 3 <= 32, "a crew warp's rings in one word");
 constexpr uint32_t MAX_WORDS = RK_RING_SLOT_MAX / 8; /* lines of the largest slot */
 
-/* What the idle poll asks, lane by lane, of a request of the last echo
- * answer's shape (device/idle.cuh shape_pins_of; lane i writes and reads
- * entry i of sh.shape): worked out when that shape changes, read before
- * each poll's wait, four words so that few registers carry them through
- * the read. bits: SHAPE_OK, _NEED, _OWN, _STORE. */
-struct shape_pins {
-    uint32_t want, mask, rep, bits;
-};
-enum : uint32_t { SHAPE_OK = 1u, SHAPE_NEED = 2u, SHAPE_OWN = 4u, SHAPE_STORE = 8u };
-
 /* block 0's shared state */
 struct shared0 {
     /* dispatcher -> housekeeper at stop: each reply ring's next position */
@@ -75,11 +65,6 @@ struct shared0 {
     uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
     uint32_t jreply[16];         /* a grid job's reply (post_job_replies) */
     uint64_t lines[KROWS * LS];  /* one busy poll: slots x 32 lines (row stride LS) */
-    /* last: ahead of words / reply / lines, moving them cost a staged
-     * 64-B vadd ~275 cycles of its serving (H100) */
-    alignas(16) shape_pins shape[32]; /* dispatcher: the last echo_fast answer's shape, the
-                                   * next one's guess (lane i: entry i; shape_keep) */
-    uint32_t shape_rr;            /* ... the reply ring it was worked out for (lane 0 writes) */
 };
 
 /* Flag words in shared memory that one warp writes and another polls:

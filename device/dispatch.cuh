@@ -209,9 +209,7 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
         sh.idle_fx = idle_fx;
         sh.read1 = 0;
         sh.idle_rr = 0;
-        sh.shape_rr = 0;
     }
-    sh.shape[d.lane] = shape_pins{0u, 0u, 0u, 0u}; /* no SHAPE_OK: no shape yet (idle.cuh shape_now) */
     __syncwarp();
 }
 

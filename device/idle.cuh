@@ -44,11 +44,10 @@ __device__ __forceinline__ echo_ready echo_prepare(const dispatch &d, const disp
  * flag, the ring's message size, the generation, the lane, the reply
  * rings' mask, and the reply ring the next echo most likely answers on
  * (rr: the last idle answer's, sh.idle_rr; a host thread's ping-pong stays
- * on its actor's ring) with its next slot's line `lane` (where this lane
- * stores: no lane read from SR_TID on the path), flag and room in every
- * lane, worked out before the read from e. */
+ * on its actor's ring) with its next slot, flag and room in every lane,
+ * worked out before the read from e. */
 struct echo_pins {
-    unsigned long long line;
+    unsigned long long slot;
     uint32_t flag, msg_max, gen, lane, rmask, rr, rflag, room;
 };
 
@@ -57,7 +56,7 @@ __device__ __forceinline__ echo_pins echo_pins_of(const echo_ready &e, const sha
 {
     echo_pins q;
     q.rr = sh.idle_rr;
-    q.line = __shfl_sync(FULL, e.slot, q.rr) + 8ull * lane;
+    q.slot = __shfl_sync(FULL, e.slot, q.rr);
     q.rflag = __shfl_sync(FULL, e.flag, q.rr);
     q.room = __shfl_sync(FULL, e.room, q.rr);
     q.flag = flag;
@@ -76,7 +75,7 @@ __device__ __forceinline__ echo_pins echo_pins_of(const echo_ready &e, const sha
  * it. */
 __device__ __forceinline__ void echo_pin(echo_pins &q)
 {
-    asm volatile("" : "+l"(q.line), "+r"(q.flag), "+r"(q.msg_max), "+r"(q.gen), "+r"(q.lane), "+r"(q.rmask),
+    asm volatile("" : "+l"(q.slot), "+r"(q.flag), "+r"(q.msg_max), "+r"(q.gen), "+r"(q.lane), "+r"(q.rmask),
                  "+r"(q.rr), "+r"(q.rflag), "+r"(q.room));
 }
 
@@ -138,111 +137,6 @@ __host__ __device__ inline bool user_fast_ok(const echo_lines &x, uint32_t msg_m
     return fast_inline_ok(x, msg_max, gen, room, rmask, rr) & ((x.w1 & 0xffffu) >= RK_OP_USER);
 }
 
-/* The shape of a request echo_fast answered: its length word, type and
- * payload length. A host's ping-pong sends the same shape again. */
-struct echo_shape {
-    uint32_t l0, type, w6;
-};
-
-/* What a request of shape s needs, lane by lane, so that after the poll's
- * read one compare a lane and one vote decide (shape_match): lane i's
- * line carries the request's flag where SHAPE_NEED (the lines the length
- * names) and, under mask, the word want (line 0 the length, 1 the type
- * and the arena flag, the actor the reply ring rr under rmask, 5 the
- * generation, 6 the payload length); SHAPE_OK: the shape passes
- * echo_fast_ok with room (shape_ready adds the room of the moment). A
- * request that matches in every lane passes echo_fast_ok, and one that
- * passes it and has the shape matches (test idle_wait). Its reply: lane
- * i's own word where SHAPE_OWN, else rep (reply_word_of's length, status
- * and payload length), stored where SHAPE_STORE. */
-__host__ __device__ inline shape_pins shape_pins_of(const echo_shape &s, uint32_t msg_max, uint32_t gen,
-                                                    uint32_t rmask, uint32_t rr, uint32_t lane)
-{
-    const uint32_t len = s.l0 <= msg_max ? s.l0 : msg_max;
-    const uint32_t nl = 1u + (len + 3u) / 4u;
-    const echo_lines m = {nl >= 32u ? FULL : (1u << nl) - 1u, s.l0, s.type, rr, gen, s.w6};
-    shape_pins p;
-    p.want = 0u;
-    p.mask = ~0u;
-    if (lane == 0)
-        p.want = s.l0;
-    else if (lane == RK__W_TYPE)
-        p.want = s.type, p.mask = 0xffffu | (uint32_t)RK_MSG_ARENA << 16;
-    else if (lane == RK__W_ACTOR)
-        p.want = rr, p.mask = 0xffffu & rmask;
-    else if (lane == RK__W_STATUS)
-        p.want = gen;
-    else if (lane == RK__W_PLEN)
-        p.want = s.w6;
-    else
-        p.mask = 0u;
-    uint32_t rl;
-    p.rep = reply_word_of(0u, s.type, s.w6, lane, rl);
-    const bool own = lane != 0 && lane != RK__W_STATUS && lane != RK__W_PLEN;
-    p.bits = (echo_fast_ok(m, msg_max, gen, 1u, rmask, rr) ? SHAPE_OK : 0u) | (lane < nl ? SHAPE_NEED : 0u) |
-             (own ? SHAPE_OWN : 0u) | (lane < rl ? SHAPE_STORE : 0u);
-    return p;
-}
-
-/* ... at this poll: the guessed reply ring is the one the pins were
- * worked out for (same_ring) and has room */
-__host__ __device__ inline shape_pins shape_ready(shape_pins p, uint32_t room, bool same_ring)
-{
-    if (room == 0u || !same_ring)
-        p.bits &= ~SHAPE_OK;
-    return p;
-}
-
-/* Lane i's part of the vote: its line L is what the pins ask of it. */
-__host__ __device__ inline bool shape_match(const shape_pins &p, uint64_t L, uint32_t flag)
-{
-    return (p.bits & SHAPE_OK) && (!(p.bits & SHAPE_NEED) || (uint32_t)(L >> 32) == flag) &&
-           (((uint32_t)L ^ p.want) & p.mask) == 0u;
-}
-
-/* Lane i's reply word to a request that matched (line L), where SHAPE_STORE */
-__host__ __device__ inline uint32_t shape_word(const shape_pins &p, uint64_t L)
-{
-    return (p.bits & SHAPE_OWN) ? (uint32_t)L : p.rep;
-}
-
-__device__ __forceinline__ void shape_pin(shape_pins &p)
-{
-    asm volatile("" : "+r"(p.want), "+r"(p.mask), "+r"(p.rep), "+r"(p.bits));
-}
-
-/* This poll's pins, from shared memory; pinned here, before the poll's
- * wait: worked out after it (where the compiler put them), the shape's
- * ~50 instructions delayed the read behind a wait already at its least
- * (H100: every round trip +0.1 us, the staged ops +0.3). */
-__device__ __forceinline__ shape_pins shape_now(const shared0 &sh, const echo_pins &q)
-{
-    shape_pins p = shape_ready(sh.shape[q.lane], q.room, sh.shape_rr == q.rr);
-    shape_pin(p);
-    return p;
-}
-
-/* The echo/NOP answer to a request of the last answered shape (the vote
- * said every lane matched): echo_fast's stores with nothing worked out
- * after the read but lane i's word. */
-__device__ __forceinline__ void shape_answer(const echo_pins &q, const shape_pins &p, uint64_t L)
-{
-    if (p.bits & SHAPE_STORE)
-        rk__st_relaxed_sys((uint64_t *)q.line, ring_line(shape_word(p, L), q.rflag));
-}
-
-/* After echo_fast's full check answered (lines x, on the guessed ring of
- * q): its shape is the next guess. Each lane writes its entry, lane 0 the
- * ring; the warp reads them at the next poll. */
-__device__ __forceinline__ void shape_keep(shared0 &sh, const echo_pins &q, const echo_lines &x)
-{
-    const echo_shape s{x.l0, x.w1 & 0xffffu, x.w6};
-    sh.shape[q.lane] = shape_pins_of(s, q.msg_max, q.gen, q.rmask, q.rr, q.lane);
-    if (q.lane == 0)
-        sh.shape_rr = q.rr;
-    __syncwarp();
-}
-
 /* The idle poll's echo/NOP answer in the fewest dependent steps: the
  * checks of slot_inline_at on the lines' words (x) as one predicate, and
  * the reply stored at the guessed ring's slot under it, no branch between
@@ -262,7 +156,7 @@ __device__ __forceinline__ bool echo_fast(const echo_pins &q, uint64_t L, const 
     /* strong LL reply lines, no fence, as echo_answer's: the host takes
      * the reply once every line carries q.rflag (rk/ring.h, the LL lines) */
     if (ok & (q.lane < rl))
-        rk__st_relaxed_sys((uint64_t *)q.line, ring_line(dw, q.rflag));
+        rk__st_relaxed_sys((uint64_t *)q.slot + q.lane, ring_line(dw, q.rflag));
     return ok;
 }
 
@@ -297,7 +191,7 @@ __device__ __forceinline__ idle_find idle_check(const echo_ready &e, const rk_ka
 __device__ __forceinline__ idle_find guessed_find(const echo_pins &q, const echo_lines &x)
 {
     idle_find f;
-    f.s = (uint64_t *)q.line - q.lane;
+    f.s = (uint64_t *)q.slot;
     f.rr = q.rr;
     f.rf = q.rflag;
     f.type = x.w1 & 0xffffu;
@@ -429,18 +323,18 @@ __device__ __forceinline__ void idle_adapt(shared0 &sh, const rk_kargs &ka, uint
 
 /* What the poll's reads found: lane i's line i (a), lane 0's line 0 of
  * the next slot (b), echo_fast's words of the lines (x), whether line 0
- * carried the flag (got), whether every lane matched the last answer's
- * shape (same), the reads it took and the first one's cycles (lat1). */
+ * carried the flag (got), the reads it took and the first one's cycles
+ * (lat1). */
 struct idle_read {
     uint64_t a, b;
     echo_lines x;
-    bool got, same;
+    bool got;
     uint32_t reads, lat1;
 };
 
 /* Reads the slot (lane i line i) until line 0 carries its flag, at most
  * 64 times, or once after ~20 ms idle (then naps: d.ns). */
-__device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, shape_pins &sp, const uint64_t *slot,
+__device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, const uint64_t *slot,
                                                const uint64_t *next, uint32_t lane)
 {
     idle_read r = {};
@@ -452,10 +346,8 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, shape
         /* the next slot: its line 0 only (is a burst coming?) */
         r.b = lane == 0 ? rk__ld_cv(next) : 0ull;
         echo_pin(q);
-        shape_pin(sp);
         asm volatile("" : "+r"(long_idle));
         r.x = echo_lines_of(q, r.a);
-        r.same = __all_sync(FULL, shape_match(sp, r.a, q.flag));
         /* how long the first read took: a clock read behind the vote
          * that waits for it (idle_adapt) */
         if (r.reads == 1)
@@ -534,11 +426,6 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     const uint64_t *next = ring_slot(p.in, d.hpos + 1);
     const echo_ready e = echo_prepare(d, p, ka);
     echo_pins q = echo_pins_of(e, sh, ka, flag, lane);
-    shape_pins sp = shape_now(sh, q);
-#ifdef RK_KERNEL_EXPERIMENTS
-    if (ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN | RK_KF_NO_SHAPE))
-        sp.bits &= ~SHAPE_OK; /* comparison: echo_fast's full check on every echo */
-#endif
     if (d.idle_wait) {
         /* just answered a message here: a read issued now reaches
          * the host right behind the reply (PCIe reads do not pass
@@ -552,7 +439,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
          * wait starts (H200: "Where the late round trips come from") */
         spin_cycles(d.idle_wait);
     }
-    const idle_read r = idle_reads(d, q, sp, slot, next, lane);
+    const idle_read r = idle_reads(d, q, slot, next, lane);
     /* the first poll after a reply: how many reads it took (0: not that poll) */
     const uint32_t after_reply = d.idle_wait ? r.reads : 0u;
     if (!r.got) {
@@ -569,20 +456,12 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     const bool fast = true;
 #endif
     uint32_t rr; /* the reply ring of the answer, or IDLE_STAGED */
-    if (r.same) { /* the last answer's shape (SHAPE_OK, so fast) */
-        shape_answer(q, sp, r.a);
+    if (fast && echo_fast(q, r.a, r.x)) {
         rr = q.rr;
 #ifdef RK_KERNEL_EXPERIMENTS
         if (ka.flags & RK_KF_STAMP)
             stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
 #endif
-    } else if (fast && echo_fast(q, r.a, r.x)) {
-        rr = q.rr;
-#ifdef RK_KERNEL_EXPERIMENTS
-        if (ka.flags & RK_KF_STAMP)
-            stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
-#endif
-        shape_keep(sh, q, r.x);
     } else {
         rr = idle_serve<A...>(d, p, ka, sh, e, q, r, flag, fast, t_found);
     }

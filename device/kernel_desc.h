@@ -62,9 +62,6 @@ enum {
                                   * by the reads the poll took (scratch, RK_KERNEL_READ1_HIST_OFFSET) */
     RK_KF_IDLE_CHAIN = 1u << 11, /* comparison: the idle poll answers an echo/NOP only through
                                   * idle_check (before 2026-11-27; default: echo_fast first) */
-    RK_KF_NO_SHAPE = 1u << 12,   /* comparison: echo_fast's full check on every echo (before
-                                  * shape_pins; default: a request of the last answer's shape
-                                  * answered on one vote, idle.cuh) */
 };
 /* comparison: after an idle-path reply, wait (flags >> 16 & 0xff) x 100 cycles before the
  * next poll read (0: the default, RK_KERNEL_IDLE_DELAY in dispatch.cuh; 0xff: none) */

@@ -119,7 +119,7 @@ __device__ __forceinline__ void d2h_wait_all(const rk_kargs &ka, const ring_view
  * w6 its header's payload length): lane i's reply word (0: the length, 5:
  * the status, 6: the payload length, the rest the request's) and, in rl,
  * the reply's lines. */
-__host__ __device__ __forceinline__ uint32_t reply_word_of(uint64_t L, uint32_t type, uint32_t w6, uint32_t lane,
+__device__ __forceinline__ uint32_t reply_word_of(uint64_t L, uint32_t type, uint32_t w6, uint32_t lane,
                                                   uint32_t &rl)
 {
     const uint32_t plen = type == RK_OP_ECHO ? w6 : 0u;

@@ -8,9 +8,8 @@
  * And the idle poll's fast tests (device/idle.cuh echo_fast_ok,
  * user_fast_ok) say yes exactly when idle_check's rules (slot_inline_at,
  * the reply ring, its room, the type) would answer the echo or serve the
- * user actor, over random and edge-case slots, and the one-vote answer to
- * a request of the last answer's shape (shape_pins) answers exactly what
- * echo_fast would, with its reply lines. Needs no GPU (fast suite). */
+ * user actor, over random and edge-case slots. Needs no GPU (fast
+ * suite). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -205,61 +204,42 @@ static uint32_t pick(const uint32_t *v, size_t n)
     return v[(size_t)(uniform() * (double)n) % n];
 }
 
-static const uint32_t LENS[] = {0, 1, 23, 24, 25, 27, 28, 88, 120, 123, 124, 125, 127, 128, 200, 0xffffffffu};
-static const uint32_t TYPES[] = {RK_OP_NOP, RK_OP_ECHO, RK_OP_VADD, RK_OP_FAULT, RK_OP_USER, RK_OP_USER + 1,
-                                 0xffffu, 0x10000u + RK_OP_ECHO, 0x10000u + RK_OP_NOP, 0x20000u + RK_OP_ECHO,
-                                 0x10000u + RK_OP_USER};
-static const uint32_t MSG_MAXES[] = {88, 120, 124, 128, 232};
-static const uint32_t MASKS[] = {0, 1, 3, 7, 31};
-#define NELEM(a) (sizeof a / sizeof a[0])
-
-/* What a poll's read may find: a request of generation gen (or not) for
- * reply ring rr (or not), of random length, type and payload length (or
- * the words in w, where given), its lines carrying the flag all, all but
- * one, or a prefix. Returns the hole and the prefix (for messages). */
-static void draw_slot(uint64_t *L, uint32_t *w, bool keep_words, uint32_t flag, uint32_t gen, uint32_t rr,
-                      uint32_t *hole_out, uint32_t *prefix_out)
-{
-    uint32_t len = w[0], type = w[RK__W_TYPE], plen = w[RK__W_PLEN];
-    for (int k = 0; k < 32; k++)
-        w[k] = (uint32_t)(uniform() * 4294967296.0);
-    if (!keep_words) {
-        len = pick(LENS, NELEM(LENS));
-        if (uniform() < 0.3)
-            len = (uint32_t)(uniform() * 140.0);
-        type = pick(TYPES, NELEM(TYPES));
-        const uint32_t room_for = len >= 24 ? len - 24 : 0;
-        plen = uniform() < 0.8 ? room_for : room_for + (uint32_t)(uniform() * 3.0) - 1u;
-    }
-    /* words: the length, the type, the actor, the status, the payload length */
-    w[0] = len;
-    w[RK__W_TYPE] = type;
-    w[RK__W_ACTOR] = uniform() < 0.7 ? (rr | (uint32_t)(uniform() * 8.0) << 16) : w[RK__W_ACTOR];
-    w[RK__W_STATUS] = uniform() < 0.9 ? gen : gen + 1;
-    w[RK__W_PLEN] = plen;
-    const double u = uniform();
-    const uint32_t hole = u < 0.15 ? (uint32_t)(uniform() * 32.0) : 99u;
-    const uint32_t prefix = u > 0.9 ? (uint32_t)(uniform() * 33.0) : 32u;
-    for (uint32_t lane = 0; lane < 32; lane++) {
-        const uint32_t f = lane == hole || lane >= prefix ? flag - 1u : flag;
-        L[lane] = (uint64_t)f << 32 | w[lane];
-    }
-    *hole_out = hole;
-    *prefix_out = prefix;
-}
-
 static void test_fast_checks_agree(void **)
 {
+    static const uint32_t lens[] = {0, 1, 23, 24, 25, 27, 28, 88, 120, 123, 124, 125, 127, 128, 200, 0xffffffffu};
+    static const uint32_t types[] = {RK_OP_NOP, RK_OP_ECHO, RK_OP_VADD, RK_OP_FAULT, RK_OP_USER, RK_OP_USER + 1,
+                                     0xffffu, 0x10000u + RK_OP_ECHO, 0x10000u + RK_OP_NOP, 0x20000u + RK_OP_ECHO,
+                                     0x10000u + RK_OP_USER};
+    static const uint32_t msg_maxes[] = {88, 120, 124, 128, 232};
+    static const uint32_t masks[] = {0, 1, 3, 7, 31};
     const uint32_t flag = 0x5a5a0007u, gen = 3;
     uint64_t L[32];
-    uint32_t w[32];
     long yes[2] = {0, 0}, n = 400000;
     for (long i = 0; i < n; i++) {
-        const uint32_t msg_max = pick(MSG_MAXES, NELEM(MSG_MAXES)), rmask = pick(MASKS, NELEM(MASKS));
+        const uint32_t msg_max = pick(msg_maxes, 5), rmask = pick(masks, 5);
         const uint32_t rr = (uint32_t)(uniform() * (rmask + 1)) & rmask;
         const uint32_t room = uniform() < 0.9 ? 1u : 0u;
-        uint32_t hole, prefix;
-        draw_slot(L, w, false, flag, gen, rr, &hole, &prefix);
+        uint32_t len = pick(lens, 16);
+        if (uniform() < 0.3)
+            len = (uint32_t)(uniform() * 140.0);
+        /* words: the length, the type, the actor, the status, the payload length */
+        uint32_t w[32];
+        for (int k = 0; k < 32; k++)
+            w[k] = (uint32_t)(uniform() * 4294967296.0);
+        w[0] = len;
+        w[RK__W_TYPE] = pick(types, sizeof types / sizeof types[0]);
+        w[RK__W_ACTOR] = uniform() < 0.7 ? (rr | (uint32_t)(uniform() * 8.0) << 16) : w[RK__W_ACTOR];
+        w[RK__W_STATUS] = uniform() < 0.9 ? gen : gen + 1;
+        const uint32_t room_for = len >= 24 ? len - 24 : 0;
+        w[RK__W_PLEN] = uniform() < 0.8 ? room_for : room_for + (uint32_t)(uniform() * 3.0) - 1u;
+        /* the flag on every line, or on all but one, or on a prefix */
+        const double u = uniform();
+        const uint32_t hole = u < 0.15 ? (uint32_t)(uniform() * 32.0) : 99u;
+        const uint32_t prefix = u > 0.9 ? (uint32_t)(uniform() * 33.0) : 32u;
+        for (uint32_t lane = 0; lane < 32; lane++) {
+            const uint32_t f = lane == hole || lane >= prefix ? flag - 1u : flag;
+            L[lane] = (uint64_t)f << 32 | w[lane];
+        }
         for (int user = 0; user < 2; user++) {
             const bool want = checked_path_answers(L, flag, msg_max, gen, room, rmask, rr, user);
             const rk::dev::echo_lines x = lines_of(L, flag);
@@ -268,94 +248,14 @@ static void test_fast_checks_agree(void **)
             if (want != got)
                 fail_msg("case %ld: %s %d, the checked path %d (len %u, type 0x%x, actor 0x%x, gen %u, "
                          "plen %u, msg_max %u, rmask %u, rr %u, room %u, hole %u, prefix %u)",
-                         i, user ? "user_fast_ok" : "echo_fast_ok", got, want, w[0], w[RK__W_TYPE],
-                         w[RK__W_ACTOR], w[RK__W_STATUS], w[RK__W_PLEN], msg_max, rmask, rr, room, hole, prefix);
+                         i, user ? "user_fast_ok" : "echo_fast_ok", got, want, len, w[RK__W_TYPE], w[RK__W_ACTOR],
+                         w[RK__W_STATUS], w[RK__W_PLEN], msg_max, rmask, rr, room, hole, prefix);
             yes[user] += want;
         }
     }
     /* both answers of each were drawn often enough to mean something */
     for (int user = 0; user < 2; user++)
         assert_true(yes[user] > n / 50 && yes[user] < n - n / 20);
-}
-
-/* The one-vote answer (idle.cuh shape_pins_of, shape_ready, shape_match,
- * shape_word): every lane matches the last
- * answer's shape exactly when echo_fast_ok passes, the request has that
- * shape (its length, type and payload length) and the guessed ring is the
- * one the pins were kept for, and then the reply lines it stores are
- * echo_fast's. The shape
- * is the one shape_keep keeps (a request echo_fast_ok passed) or, a
- * quarter of the time, any words (no answer passed them: ok is then
- * false); the request has the shape's words two times in three, one of
- * them changed in a third of those. */
-static void test_shape_answers_as_echo_fast(void **)
-{
-    const uint32_t flag = 0x5a5a0007u, gen = 3;
-    uint64_t L[32], P[32];
-    uint32_t w[32], pw[32];
-    long same_n = 0, near_n = 0, n = 400000;
-    for (long i = 0; i < n; i++) {
-        const uint32_t msg_max = pick(MSG_MAXES, NELEM(MSG_MAXES)), rmask = pick(MASKS, NELEM(MASKS));
-        const uint32_t rr = (uint32_t)(uniform() * (rmask + 1)) & rmask;
-        const uint32_t room = uniform() < 0.9 ? 1u : 0u;
-        uint32_t hole, prefix;
-        rk::dev::echo_shape s;
-        do { /* the last answer's shape */
-            draw_slot(P, pw, false, flag, gen, rr, &hole, &prefix);
-        } while (uniform() < 0.75 && !rk::dev::echo_fast_ok(lines_of(P, flag), msg_max, gen, 1u, rmask, rr));
-        s.l0 = pw[0];
-        s.type = pw[RK__W_TYPE] & 0xffffu;
-        s.w6 = pw[RK__W_PLEN];
-        /* this request */
-        const bool like = uniform() < 0.67;
-        if (like) {
-            w[0] = s.l0;
-            w[RK__W_TYPE] = s.type | (uniform() < 0.2 ? 0x20000u : 0u); /* a flag other than the arena's */
-            w[RK__W_PLEN] = s.w6;
-            const double u = uniform();
-            if (u < 0.1)
-                w[0] += uniform() < 0.5 ? 1u : -1u;
-            else if (u < 0.2)
-                w[RK__W_PLEN] += uniform() < 0.5 ? 1u : -1u;
-            else if (u < 0.25)
-                w[RK__W_TYPE] ^= (uint32_t)RK_MSG_ARENA << 16;
-            else if (u < 0.33)
-                w[RK__W_TYPE] = pick(TYPES, NELEM(TYPES));
-        }
-        draw_slot(L, w, like, flag, gen, rr, &hole, &prefix);
-        /* the pins as the kernel keeps them (worked out for the ring of
-         * that answer, kept) and takes them at this poll */
-        const uint32_t kept = uniform() < 0.9 ? rr : (rr + 1u) & rmask;
-        bool same = true;
-        rk::dev::shape_pins p[32];
-        for (uint32_t lane = 0; lane < 32; lane++) {
-            p[lane] = rk::dev::shape_ready(rk::dev::shape_pins_of(s, msg_max, gen, rmask, kept, lane), room, kept == rr);
-            same = same && rk::dev::shape_match(p[lane], L[lane], flag);
-        }
-        const rk::dev::echo_lines x = lines_of(L, flag);
-        const bool shaped = x.l0 == s.l0 && (x.w1 & 0xffffu) == s.type && x.w6 == s.w6 && kept == rr;
-        const bool want = rk::dev::echo_fast_ok(x, msg_max, gen, room, rmask, rr) && shaped;
-        if (same != want)
-            fail_msg("case %ld: the vote %d, echo_fast_ok with the shape %d (shape %u/0x%x/%u; len %u, type 0x%x, "
-                     "actor 0x%x, gen %u, plen %u, msg_max %u, rmask %u, rr %u, room %u, hole %u, prefix %u)",
-                     i, same, want, s.l0, s.type, s.w6, w[0], w[RK__W_TYPE], w[RK__W_ACTOR], w[RK__W_STATUS],
-                     w[RK__W_PLEN], msg_max, rmask, rr, room, hole, prefix);
-        same_n += same;
-        near_n += like && !same;
-        if (!same)
-            continue;
-        /* the reply: echo_fast's lines, in echo_fast's lanes */
-        for (uint32_t lane = 0; lane < 32; lane++) {
-            uint32_t rl;
-            const uint32_t d = rk::dev::reply_word_of(L[lane], x.w1 & 0xffffu, x.w6, lane, rl);
-            const bool store = p[lane].bits & rk::dev::SHAPE_STORE;
-            if (store != (lane < rl) || (lane < rl && rk::dev::shape_word(p[lane], L[lane]) != d))
-                fail_msg("case %ld lane %u: stores %d word 0x%x, echo_fast's %d 0x%x (type 0x%x, plen %u)", i, lane,
-                         store, rk::dev::shape_word(p[lane], L[lane]), lane < rl, d, x.w1, x.w6);
-        }
-    }
-    /* matches and near misses both drawn often enough to mean something */
-    assert_true(same_n > n / 20 && near_n > n / 20);
 }
 
 int main(void)
@@ -367,7 +267,6 @@ int main(void)
         cmocka_unit_test(test_late_replies_do_not_raise_it),
         cmocka_unit_test(test_a_slow_host_stops_it_at_the_bound),
         cmocka_unit_test(test_fast_checks_agree),
-        cmocka_unit_test(test_shape_answers_as_echo_fast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
