@@ -93,12 +93,17 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
         {RK_KF_READ1_HIST | RK_KF_IDLE_DELAY(4), 0, "a fixed wait of 400 cycles (before 2026-11-27)", 0},
         {RK_KF_READ1_HIST, 0, "default, the host 300 ns slower to send the next request", 300},
         {RK_KF_READ1_HIST | RK_KF_IDLE_NOLAT, 0, "slow-read misses counted, the host 300 ns slower", 300},
+        {RK_KF_READ1_HIST | RK_KF_LATE_FENCE, 0, "the loop's block fences after the next read is out", 0},
+        {RK_KF_READ1_HIST | RK_KF_WAIT_FLOOR0, 0, "the wait's least 0 cycles (default 150)", 0},
+        {RK_KF_READ1_HIST | RK_KF_LATE_FENCE | RK_KF_WAIT_FLOOR0, 0, "late fences, the wait's least 0", 0},
         {RK_KF_STAMP, 0, "default, the find -> reply cycles counted", 0},
         {RK_KF_STAMP | RK_KF_IDLE_CHAIN, 0, "through idle_check, the find -> reply cycles counted", 0},
         {0, 1, "rk_actor_call, default (adaptive wait)", 0},
         {RK_KF_IDLE_CHAIN, 1, "rk_actor_call, the echo answered through idle_check (before)", 0},
         {RK_KF_IDLE_NOLAT, 1, "rk_actor_call, slow-read misses counted too (before)", 0},
         {RK_KF_IDLE_DELAY(4), 1, "rk_actor_call, fixed 400 cycles", 0},
+        {RK_KF_LATE_FENCE, 1, "rk_actor_call, the loop's block fences after the next read is out", 0},
+        {RK_KF_LATE_FENCE | RK_KF_WAIT_FLOOR0, 1, "rk_actor_call, late fences, the wait's least 0", 0},
     };
     const int nv = (int)(sizeof V / sizeof V[0]);
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);

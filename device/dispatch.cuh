@@ -32,10 +32,11 @@ constexpr uint32_t IDLE_WAIT_UP = 1024u, IDLE_WAIT_DOWN = 5u;
 
 /* The idle wait fx (cycles x 64) after the first poll that followed an
  * idle-path reply took `reads` reads (idle.cuh, idle_adapt; a host test
- * checks where it settles: tests/gpu/test_idle_wait.cu). */
-__host__ __device__ constexpr uint32_t idle_wait_step(uint32_t fx, uint32_t reads)
+ * checks where it settles: tests/gpu/test_idle_wait.cu). lo: its least
+ * (IDLE_WAIT_MIN; 0 under the experiment RK_KF_WAIT_FLOOR0). */
+__host__ __device__ constexpr uint32_t idle_wait_step(uint32_t fx, uint32_t reads, uint32_t lo = IDLE_WAIT_MIN)
 {
-    return reads == 1   ? (fx > IDLE_WAIT_MIN + IDLE_WAIT_DOWN ? fx - IDLE_WAIT_DOWN : IDLE_WAIT_MIN)
+    return reads == 1   ? (fx > lo + IDLE_WAIT_DOWN ? fx - IDLE_WAIT_DOWN : lo)
            : reads == 2 ? (fx + IDLE_WAIT_UP < IDLE_WAIT_MAX ? fx + IDLE_WAIT_UP : IDLE_WAIT_MAX)
                         : fx;
 }
@@ -149,6 +150,10 @@ struct dispatch {
     uint32_t pp_par; /* the pp_rmask set of the next pipelined poll */
     uint32_t gen;    /* the request generation served (rk_kargs.gen) */
     uint32_t nrings; /* reply rings (rk_kargs.d2h_rings) */
+#ifdef RK_KERNEL_EXPERIMENTS
+    bool defer;      /* RK_KF_LATE_FENCE: h2d_done's publish and the stop check still to do */
+    bool stop_seen;  /* ... and the stop check, done there, saw a stop */
+#endif
 };
 
 /* The dispatcher's locals that its out-of-line helpers (serve_slow,
@@ -192,6 +197,8 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.nrings = ka.d2h_rings;
     d.pp_par = 0;
 #ifdef RK_KERNEL_EXPERIMENTS
+    d.defer = false;
+    d.stop_seen = false;
     const uint32_t idle_fx = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY) << 6;
     d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
     d.pipe_n = pipe_slots(d.ncrew - 1, (ka.flags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX);

@@ -319,8 +319,15 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
     dispatch_open(d, p, ka, sh, has_loader);
     const uint32_t lane = d.lane;
     for (;;) {
+#ifdef RK_KERNEL_EXPERIMENTS
+        if (d.busy)
+            late_fences(d, sh, lane); /* RK_KF_LATE_FENCE, before a busy poll */
+        if (d.stop_seen || (!d.defer && warp_stop(sh, 1)))
+            break;
+#else
         if (warp_stop(sh, 1))
             break;
+#endif
         if (ka.flags & RK_KF_MUTE) { /* test only: never answer */
             __nanosleep(10000);
             continue;
@@ -363,8 +370,14 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         if (done) {
             d.hpos += done;
             /* consumed: the housekeeper publishes cons_head (release) */
+#ifdef RK_KERNEL_EXPERIMENTS
+            d.defer = quick && (ka.flags & RK_KF_LATE_FENCE); /* then late_fences publishes it */
+            if (lane == 0 && !d.defer)
+                flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
+#else
             if (lane == 0)
                 flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
+#endif
             d.idle = 0;
             d.ns = 0;
         }

@@ -313,6 +313,10 @@ __device__ __forceinline__ void idle_adapt(shared0 &sh, const rk_kargs &ka, uint
         if (ka.flags & RK_KF_IDLE_NOLAT) /* comparison: every second-read find steps up */
             seen = reads;
         step = !(ka.flags >> 16 & 0xffu); /* RK_KF_IDLE_DELAY(x): a fixed wait */
+        if (step && (ka.flags & RK_KF_WAIT_FLOOR0)) {
+            sh.idle_fx = idle_wait_step(sh.idle_fx, seen, 0u);
+            step = false;
+        }
 #endif
         if (step)
             sh.idle_fx = idle_wait_step(sh.idle_fx, seen);
@@ -332,9 +336,28 @@ struct idle_read {
     uint32_t reads, lat1;
 };
 
+#ifdef RK_KERNEL_EXPERIMENTS
+/* RK_KF_LATE_FENCE: what the dispatcher loop does after an answer with a
+ * block fence each (h2d_done's publish, the stop check), done once the
+ * next poll read is out (or at the loop's top before a busy poll). The
+ * question it asks: do those fences wait for the reply's stores to host
+ * memory, keeping the next read ~1 450 cycles behind the reply
+ * (device/README.md, "On these H100 hosts the first read waits for the
+ * kernel, not the host")? A stop seen here ends the loop at its top. */
+__device__ __forceinline__ void late_fences(dispatch &d, shared0 &sh, uint32_t lane)
+{
+    if (!d.defer)
+        return;
+    if (lane == 0)
+        flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
+    d.stop_seen = warp_stop(sh, 1);
+    d.defer = false;
+}
+#endif
+
 /* Reads the slot (lane i line i) until line 0 carries its flag, at most
  * 64 times, or once after ~20 ms idle (then naps: d.ns). */
-__device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, const uint64_t *slot,
+__device__ __forceinline__ idle_read idle_reads(dispatch &d, shared0 &sh, echo_pins &q, const uint64_t *slot,
                                                const uint64_t *next, uint32_t lane)
 {
     idle_read r = {};
@@ -345,6 +368,11 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, echo_pins &q, const
         r.a = rk__ld_relaxed_sys(slot);
         /* the next slot: its line 0 only (is a burst coming?) */
         r.b = lane == 0 ? rk__ld_cv(next) : 0ull;
+#ifdef RK_KERNEL_EXPERIMENTS
+        late_fences(d, sh, lane); /* RK_KF_LATE_FENCE: the read is out */
+#else
+        (void)sh;
+#endif
         echo_pin(q);
         asm volatile("" : "+r"(long_idle));
         r.x = echo_lines_of(q, r.a);
@@ -439,7 +467,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
          * wait starts (H200: "Where the late round trips come from") */
         spin_cycles(d.idle_wait);
     }
-    const idle_read r = idle_reads(d, q, slot, next, lane);
+    const idle_read r = idle_reads(d, sh, q, slot, next, lane);
     /* the first poll after a reply: how many reads it took (0: not that poll) */
     const uint32_t after_reply = d.idle_wait ? r.reads : 0u;
     if (!r.got) {

@@ -49,6 +49,13 @@ static void test_bounds_and_directions(void **)
     assert_int_equal(fx, IDLE_WAIT_MAX);
     assert_int_equal(idle_wait_step(IDLE_WAIT_MAX, 2), IDLE_WAIT_MAX);
     assert_int_equal(idle_wait_step(IDLE_WAIT_MIN, 1), IDLE_WAIT_MIN);
+    /* the experiment RK_KF_WAIT_FLOOR0's least: down past IDLE_WAIT_MIN to 0, not below */
+    fx = START;
+    for (int i = 0; i < 100000; i++)
+        fx = idle_wait_step(fx, 1, 0u);
+    assert_int_equal(fx, 0u);
+    assert_int_equal(idle_wait_step(3u, 1, 0u), 0u);
+    assert_int_equal(idle_wait_step(0u, 2, 0u), 16u * 64u);
 }
 
 static void test_slow_first_read(void **)
