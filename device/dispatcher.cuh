@@ -370,14 +370,12 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         if (done) {
             d.hpos += done;
             /* consumed: the housekeeper publishes cons_head (release) */
+            bool defer = false;
 #ifdef RK_KERNEL_EXPERIMENTS
-            d.defer = quick && (ka.flags & RK_KF_LATE_FENCE); /* then late_fences publishes it */
-            if (lane == 0 && !d.defer)
-                flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
-#else
-            if (lane == 0)
-                flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
+            defer = d.defer = quick && (ka.flags & RK_KF_LATE_FENCE); /* then late_fences publishes it */
 #endif
+            if (lane == 0 && !defer)
+                flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
             d.idle = 0;
             d.ns = 0;
         }
