@@ -87,23 +87,23 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
         /* RK_KF_READ1_HIST's atomic add after each answer costs the raw loop
          * ~0.1 us (H200): compare its rows with each other, and the
          * RK_KF_STAMP rows with each other */
-        {RK_KF_READ1_HIST, 0, "default: one strong poll read, an adaptive wait after a reply", 0},
+        {RK_KF_READ1_HIST, 0, "default: one strong poll read, an adaptive wait (least 0) after a reply", 0},
         {RK_KF_READ1_HIST | RK_KF_IDLE_CHAIN, 0, "the echo answered through idle_check (before)", 0},
         {RK_KF_READ1_HIST | RK_KF_IDLE_NOLAT, 0, "adaptive, a slow first read's miss counted too (before)", 0},
         {RK_KF_READ1_HIST | RK_KF_IDLE_DELAY(4), 0, "a fixed wait of 400 cycles (before 2026-11-27)", 0},
+        {RK_KF_READ1_HIST | RK_KF_EARLY_FENCE, 0, "the loop's block fences before the next read (before)", 0},
+        {RK_KF_READ1_HIST | RK_KF_WAIT_MIN150, 0, "the wait's least 150 cycles (before)", 0},
+        {RK_KF_READ1_HIST | RK_KF_EARLY_FENCE | RK_KF_WAIT_MIN150, 0, "early fences, least 150 (before 2026-11-27)", 0},
         {RK_KF_READ1_HIST, 0, "default, the host 300 ns slower to send the next request", 300},
-        {RK_KF_READ1_HIST | RK_KF_IDLE_NOLAT, 0, "slow-read misses counted, the host 300 ns slower", 300},
-        {RK_KF_READ1_HIST | RK_KF_LATE_FENCE, 0, "the loop's block fences after the next read is out", 0},
-        {RK_KF_READ1_HIST | RK_KF_WAIT_FLOOR0, 0, "the wait's least 0 cycles (default 150)", 0},
-        {RK_KF_READ1_HIST | RK_KF_LATE_FENCE | RK_KF_WAIT_FLOOR0, 0, "late fences, the wait's least 0", 0},
+        {RK_KF_READ1_HIST | RK_KF_EARLY_FENCE | RK_KF_WAIT_MIN150, 0, "early fences, least 150, the host 300 ns slower", 300},
         {RK_KF_STAMP, 0, "default, the find -> reply cycles counted", 0},
         {RK_KF_STAMP | RK_KF_IDLE_CHAIN, 0, "through idle_check, the find -> reply cycles counted", 0},
-        {0, 1, "rk_actor_call, default (adaptive wait)", 0},
+        {0, 1, "rk_actor_call, default (adaptive wait, least 0)", 0},
         {RK_KF_IDLE_CHAIN, 1, "rk_actor_call, the echo answered through idle_check (before)", 0},
-        {RK_KF_IDLE_NOLAT, 1, "rk_actor_call, slow-read misses counted too (before)", 0},
         {RK_KF_IDLE_DELAY(4), 1, "rk_actor_call, fixed 400 cycles", 0},
-        {RK_KF_LATE_FENCE, 1, "rk_actor_call, the loop's block fences after the next read is out", 0},
-        {RK_KF_LATE_FENCE | RK_KF_WAIT_FLOOR0, 1, "rk_actor_call, late fences, the wait's least 0", 0},
+        {RK_KF_EARLY_FENCE, 1, "rk_actor_call, the loop's block fences before the next read (before)", 0},
+        {RK_KF_WAIT_MIN150, 1, "rk_actor_call, the wait's least 150 cycles (before)", 0},
+        {RK_KF_EARLY_FENCE | RK_KF_WAIT_MIN150, 1, "rk_actor_call, early fences, least 150 (before 2026-11-27)", 0},
     };
     const int nv = (int)(sizeof V / sizeof V[0]);
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);

@@ -27,13 +27,16 @@ namespace dev {
  * requests miss the first read (at ~0.3 % the platform's own late
  * replies held it high: +0.1-0.35 us of p50 on an H100 host). At most
  * 800 cycles: ~0.2 us more than the start, what the p50 can give. */
-constexpr uint32_t IDLE_WAIT_MIN = 150u << 6, IDLE_WAIT_MAX = 800u << 6;
+constexpr uint32_t IDLE_WAIT_MIN = 0u, IDLE_WAIT_MAX = 800u << 6;
+constexpr uint32_t IDLE_WAIT_MIN_OLD = 150u << 6; /* the least before 2026-11-27 (RK_KF_WAIT_MIN150) */
 constexpr uint32_t IDLE_WAIT_UP = 1024u, IDLE_WAIT_DOWN = 5u;
 
 /* The idle wait fx (cycles x 64) after the first poll that followed an
  * idle-path reply took `reads` reads (idle.cuh, idle_adapt; a host test
  * checks where it settles: tests/gpu/test_idle_wait.cu). lo: its least
- * (IDLE_WAIT_MIN; 0 under the experiment RK_KF_WAIT_FLOOR0). */
+ * (IDLE_WAIT_MIN, 0: on H100 hosts the read after a reply goes out after
+ * the host's next request nearly always even with no wait; the
+ * comparison RK_KF_WAIT_MIN150 keeps the old 150). */
 __host__ __device__ constexpr uint32_t idle_wait_step(uint32_t fx, uint32_t reads, uint32_t lo = IDLE_WAIT_MIN)
 {
     return reads == 1   ? (fx > lo + IDLE_WAIT_DOWN ? fx - IDLE_WAIT_DOWN : lo)
@@ -145,15 +148,15 @@ struct dispatch {
     uint32_t idle;   /* empty idle polls (back off after ~20 ms of them) */
     uint32_t ns;     /* ... the back-off */
     uint32_t idle_wait; /* cycles still to wait before the next idle poll read (sh.idle_fx) */
+    bool after;      /* the last poll answered one message: the next idle poll's reads step the wait */
     bool pipe;       /* pipelined busy polls: the crew is warps 2.. */
     uint32_t pipe_n; /* slots per pipelined poll */
     uint32_t pp_par; /* the pp_rmask set of the next pipelined poll */
     uint32_t gen;    /* the request generation served (rk_kargs.gen) */
     uint32_t nrings; /* reply rings (rk_kargs.d2h_rings) */
-#ifdef RK_KERNEL_EXPERIMENTS
-    bool defer;      /* RK_KF_LATE_FENCE: h2d_done's publish and the stop check still to do */
+    bool defer;      /* after an idle answer: h2d_done's publish and the stop check still to do
+                      * (late_fences, once the next poll read is out) */
     bool stop_seen;  /* ... and the stop check, done there, saw a stop */
-#endif
 };
 
 /* The dispatcher's locals that its out-of-line helpers (serve_slow,
@@ -191,14 +194,15 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.idle = 0;
     d.ns = 0;
     d.idle_wait = 0;
+    d.after = false;
+    d.defer = false;
+    d.stop_seen = false;
     d.busy = false;
     d.burst = false;
     d.gen = ka.gen;
     d.nrings = ka.d2h_rings;
     d.pp_par = 0;
 #ifdef RK_KERNEL_EXPERIMENTS
-    d.defer = false;
-    d.stop_seen = false;
     const uint32_t idle_fx = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY) << 6;
     d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
     d.pipe_n = pipe_slots(d.ncrew - 1, (ka.flags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX);

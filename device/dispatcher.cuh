@@ -128,6 +128,7 @@ __device__ __forceinline__ void pipe_poll(dispatch &d, const dispatch_ref &p, co
 {
     const uint32_t lane = d.lane;
     d.idle_wait = 0; /* a burst came instead: no wait for the next idle poll */
+    d.after = false;
     /* room for all the replies first, on every reply ring (they might
      * all be for one; lane r checks ring r) */
     const uint32_t n = d.pipe_n < p.out.slots ? d.pipe_n : p.out.slots;
@@ -161,6 +162,7 @@ __device__ __forceinline__ void serial_poll(dispatch &d, const dispatch_ref &p, 
 {
     const uint32_t lane = d.lane;
     d.idle_wait = 0;
+    d.after = false;
     /* room for a whole batch of replies first (the crew writes them at
      * wr_dpos + k without asking; one reply ring only: with several, the
      * crew answers nothing and serve_staged every slot, crew_check) */
@@ -319,15 +321,10 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
     dispatch_open(d, p, ka, sh, has_loader);
     const uint32_t lane = d.lane;
     for (;;) {
-#ifdef RK_KERNEL_EXPERIMENTS
         if (d.busy)
-            late_fences(d, sh, lane); /* RK_KF_LATE_FENCE, before a busy poll */
+            late_fences(d, sh, lane); /* before a busy poll (an idle poll does them once its read is out) */
         if (d.stop_seen || (!d.defer && warp_stop(sh, 1)))
             break;
-#else
-        if (warp_stop(sh, 1))
-            break;
-#endif
         if (ka.flags & RK_KF_MUTE) { /* test only: never answer */
             __nanosleep(10000);
             continue;
@@ -359,8 +356,10 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         __syncwarp();
         /* a request the idle poll staged (a user actor, vadd) was
          * answered by this warp: its next read waits as after an echo */
-        if (!d.busy && !quick && done == 1 && p.posted == p.replied)
+        if (!d.busy && !quick && done == 1 && p.posted == p.replied) {
             d.idle_wait = sh.idle_fx >> 6;
+            d.after = true;
+        }
         const long long c2 = clock64();
         if (lane == 0) { /* counters: after the replies, off the round trip */
             sh.st[2] += done;
@@ -370,11 +369,13 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         if (done) {
             d.hpos += done;
             /* consumed: the housekeeper publishes cons_head (release) */
-            bool defer = false;
+            /* after an idle answer late_fences publishes it, once the next read is out */
+            d.defer = quick;
 #ifdef RK_KERNEL_EXPERIMENTS
-            defer = d.defer = quick && (ka.flags & RK_KF_LATE_FENCE); /* then late_fences publishes it */
+            if (ka.flags & RK_KF_EARLY_FENCE) /* comparison: here, before the next read (before 2026-11-27) */
+                d.defer = false;
 #endif
-            if (lane == 0 && !defer)
+            if (lane == 0 && !d.defer)
                 flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
             d.idle = 0;
             d.ns = 0;

@@ -11,8 +11,8 @@
  * dispatch.cuh: RK_KF_SERIAL / KP64 / IDLE_DELAY in dispatch_open; idle.cuh:
  * RK_KF_IDLE_SC in echo_answer, RK_KF_STAMP in idle_poll and idle_serve,
  * RK_KF_IDLE_CHAIN in idle_poll, RK_KF_IDLE_NOLAT, RK_KF_READ1_HIST and
- * RK_KF_WAIT_FLOOR0 in idle_adapt, RK_KF_LATE_FENCE in late_fences (its
- * callers: idle_reads and the dispatcher loop);
+ * RK_KF_WAIT_MIN150 in idle_adapt; dispatcher.cuh: RK_KF_EARLY_FENCE in
+ * the dispatcher loop;
  * kernel.cuh: the serial crew's launch). */
 #ifndef RK_DEVICE_EXPERIMENTS_CUH
 #define RK_DEVICE_EXPERIMENTS_CUH

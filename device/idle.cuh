@@ -313,8 +313,8 @@ __device__ __forceinline__ void idle_adapt(shared0 &sh, const rk_kargs &ka, uint
         if (ka.flags & RK_KF_IDLE_NOLAT) /* comparison: every second-read find steps up */
             seen = reads;
         step = !(ka.flags >> 16 & 0xffu); /* RK_KF_IDLE_DELAY(x): a fixed wait */
-        if (step && (ka.flags & RK_KF_WAIT_FLOOR0)) {
-            sh.idle_fx = idle_wait_step(sh.idle_fx, seen, 0u);
+        if (step && (ka.flags & RK_KF_WAIT_MIN150)) {
+            sh.idle_fx = idle_wait_step(sh.idle_fx, seen, IDLE_WAIT_MIN_OLD);
             step = false;
         }
 #endif
@@ -336,14 +336,12 @@ struct idle_read {
     uint32_t reads, lat1;
 };
 
-#ifdef RK_KERNEL_EXPERIMENTS
-/* RK_KF_LATE_FENCE: what the dispatcher loop does after an answer with a
- * block fence each (h2d_done's publish, the stop check), done once the
- * next poll read is out (or at the loop's top before a busy poll). The
- * question it asks: do those fences wait for the reply's stores to host
- * memory, keeping the next read ~1 450 cycles behind the reply
- * (device/README.md, "On these H100 hosts the first read waits for the
- * kernel, not the host")? A stop seen here ends the loop at its top. */
+/* What the dispatcher loop does after an answer with a block fence each
+ * (h2d_done's publish, the stop check), done once the next poll read is
+ * out (idle_reads), or at the loop's top before a busy poll. Done before
+ * the read, they kept it behind the reply (H100, raw loop: p50 -0.08 us
+ * done here, experiments build; device/README.md, "The read after a
+ * reply"). A stop seen here ends the reads and the loop at its top. */
 __device__ __forceinline__ void late_fences(dispatch &d, shared0 &sh, uint32_t lane)
 {
     if (!d.defer)
@@ -353,7 +351,6 @@ __device__ __forceinline__ void late_fences(dispatch &d, shared0 &sh, uint32_t l
     d.stop_seen = warp_stop(sh, 1);
     d.defer = false;
 }
-#endif
 
 /* Reads the slot (lane i line i) until line 0 carries its flag, at most
  * 64 times, or once after ~20 ms idle (then naps: d.ns). */
@@ -362,17 +359,13 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, shared0 &sh, echo_p
 {
     idle_read r = {};
     uint32_t long_idle = d.idle > 300000; /* idle for a while (~20+ ms): back off */
-    while (r.reads < 64 && !r.got) {
+    while (r.reads < 64 && !r.got && !d.stop_seen) {
         r.reads++;
         const long long t_read = clock64();
         r.a = rk__ld_relaxed_sys(slot);
         /* the next slot: its line 0 only (is a burst coming?) */
         r.b = lane == 0 ? rk__ld_cv(next) : 0ull;
-#ifdef RK_KERNEL_EXPERIMENTS
-        late_fences(d, sh, lane); /* RK_KF_LATE_FENCE: the read is out */
-#else
-        (void)sh;
-#endif
+        late_fences(d, sh, lane); /* the read is out */
         echo_pin(q);
         asm volatile("" : "+r"(long_idle));
         r.x = echo_lines_of(q, r.a);
@@ -469,9 +462,10 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     }
     const idle_read r = idle_reads(d, sh, q, slot, next, lane);
     /* the first poll after a reply: how many reads it took (0: not that poll) */
-    const uint32_t after_reply = d.idle_wait ? r.reads : 0u;
+    const uint32_t after_reply = d.after ? r.reads : 0u;
     if (!r.got) {
         d.idle_wait = 0;
+        d.after = false;
         d.idle += 64;
         stat_add(sh, 6, 1, lane);
         return false;
@@ -500,6 +494,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
     if (after_reply) /* after the answer: off the round trip */
         idle_adapt(sh, ka, after_reply, r.lat1, lane);
     d.idle_wait = quick ? sh.idle_fx >> 6 : 0u; /* after idle_adapt's __syncwarp */
+    d.after = quick;
     /* a second message already there: read a busy batch next */
     d.burst = (uint32_t)(__shfl_sync(FULL, r.b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
     return true;

@@ -62,11 +62,12 @@ enum {
                                   * by the reads the poll took (scratch, RK_KERNEL_READ1_HIST_OFFSET) */
     RK_KF_IDLE_CHAIN = 1u << 11, /* comparison: the idle poll answers an echo/NOP only through
                                   * idle_check (before 2026-11-27; default: echo_fast first) */
-    RK_KF_LATE_FENCE = 1u << 12, /* experiment: after an idle answer, the dispatcher loop's two
-                                  * block fences (h2d_done's publish, the stop check) wait until
-                                  * the next poll read is out (device/experiments.cuh late_fences) */
-    RK_KF_WAIT_FLOOR0 = 1u << 13, /* experiment: the adaptive idle wait may go down to 0 cycles
-                                   * (default: IDLE_WAIT_MIN, 150) */
+    RK_KF_EARLY_FENCE = 1u << 12, /* comparison: after an idle answer, the dispatcher loop's two
+                                   * block fences (h2d_done's publish, the stop check) before the
+                                   * next poll read (before 2026-11-27; default: once it is out,
+                                   * idle.cuh late_fences) */
+    RK_KF_WAIT_MIN150 = 1u << 13, /* comparison: the adaptive idle wait's least 150 cycles (before
+                                   * 2026-11-27; default: IDLE_WAIT_MIN, 0) */
 };
 /* comparison: after an idle-path reply, wait (flags >> 16 & 0xff) x 100 cycles before the
  * next poll read (0: the default, RK_KERNEL_IDLE_DELAY in dispatch.cuh; 0xff: none) */

@@ -28,6 +28,7 @@ using rk::dev::idle_wait_step;
 using rk::dev::IDLE_READ_SLOW;
 using rk::dev::IDLE_WAIT_MAX;
 using rk::dev::IDLE_WAIT_MIN;
+using rk::dev::IDLE_WAIT_MIN_OLD;
 
 static const uint32_t START = RK_KERNEL_IDLE_DELAY << 6;
 
@@ -49,13 +50,16 @@ static void test_bounds_and_directions(void **)
     assert_int_equal(fx, IDLE_WAIT_MAX);
     assert_int_equal(idle_wait_step(IDLE_WAIT_MAX, 2), IDLE_WAIT_MAX);
     assert_int_equal(idle_wait_step(IDLE_WAIT_MIN, 1), IDLE_WAIT_MIN);
-    /* the experiment RK_KF_WAIT_FLOOR0's least: down past IDLE_WAIT_MIN to 0, not below */
+    /* the least is no wait at all, not below (no wrap), and a miss there steps up */
+    assert_int_equal(IDLE_WAIT_MIN, 0u);
+    assert_int_equal(idle_wait_step(3u, 1), 0u);
+    assert_int_equal(idle_wait_step(0u, 2), 16u * 64u);
+    /* the comparison RK_KF_WAIT_MIN150's least: down to 150 cycles, not past */
     fx = START;
     for (int i = 0; i < 100000; i++)
-        fx = idle_wait_step(fx, 1, 0u);
-    assert_int_equal(fx, 0u);
-    assert_int_equal(idle_wait_step(3u, 1, 0u), 0u);
-    assert_int_equal(idle_wait_step(0u, 2, 0u), 16u * 64u);
+        fx = idle_wait_step(fx, 1, IDLE_WAIT_MIN_OLD);
+    assert_int_equal(fx, 150u << 6);
+    assert_int_equal(idle_wait_step(IDLE_WAIT_MIN_OLD + 3u, 1, IDLE_WAIT_MIN_OLD), IDLE_WAIT_MIN_OLD);
 }
 
 static void test_slow_first_read(void **)
