@@ -339,9 +339,10 @@ struct idle_read {
 /* What the dispatcher loop does after an answer with a block fence each
  * (h2d_done's publish, the stop check), done once the next poll read is
  * out (idle_reads), or at the loop's top before a busy poll. Done before
- * the read, they kept it behind the reply (H100, raw loop: p50 -0.08 us
- * done here, experiments build; device/README.md, "The read after a
- * reply"). A stop seen here ends the reads and the loop at its top. */
+ * the read, they kept it behind the reply (raw loop p50 +0.08-0.1 us,
+ * experiments build, H100 and H200: device/README.md, "The read after a
+ * reply goes out first"). A stop seen here ends the reads and the loop at
+ * its top. */
 __device__ __forceinline__ void late_fences(dispatch &d, shared0 &sh, uint32_t lane)
 {
     if (!d.defer)
