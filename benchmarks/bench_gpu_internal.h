@@ -86,6 +86,7 @@ typedef struct raw {
     void *scratch;
     cudaStream_t s;
     uint32_t slots;
+    uint32_t kflags; /* the kernel's RK_KF_* flags (raw_close: what counter 3 holds) */
 } raw;
 
 int raw_open(raw *r, uint32_t slots, size_t arena_size, int sm_count, int block = 256, uint32_t kflags = 0);

@@ -25,6 +25,7 @@ int raw_open(raw *r, uint32_t slots, size_t arena_size, int sm_count, int block,
 {
     memset(r, 0, sizeof *r);
     r->slots = slots;
+    r->kflags = kflags;
     size_t ring = rk_ring_memsize(slots, 256);
     size_t ring_pg = (ring + 4095) & ~(size_t)4095;
     r->size = 4096 + 2 * ring_pg + arena_size;
@@ -118,8 +119,9 @@ void raw_close(raw *r, const char *label)
             printf("    [%s] per message: %.0f cycles polling it, %.0f serving it\n", label,
                    (double)st[4] / (double)st[2], (double)st[5] / (double)st[2]);
         if (st[2] && st[3] && !st[1])
-            printf("    [%s] idle answers: %.0f cycles from the find to the reply's stores\n", label,
-                   (double)st[3] / (double)st[2]);
+            printf((r->kflags & RK_KF_GAP) ? "    [%s] idle answers: %.0f cycles from the reply's stores to the next read\n"
+                                           : "    [%s] idle answers: %.0f cycles from the find to the reply's stores\n",
+                   label, (double)st[3] / (double)st[2]);
         if (st[0] && st[7])
             printf("    [%s] idle polls that saw line 0 before the rest of the slot: %llu (%.2f %% of messages)\n", label,
                    st[7], st[2] ? 100.0 * (double)st[7] / (double)st[2] : 0.0);

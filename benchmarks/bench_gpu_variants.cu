@@ -98,6 +98,8 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
         {RK_KF_READ1_HIST | RK_KF_EARLY_FENCE | RK_KF_WAIT_MIN150, 0, "early fences, least 150, the host 300 ns slower", 300},
         {RK_KF_STAMP, 0, "default, the find -> reply cycles counted", 0},
         {RK_KF_STAMP | RK_KF_IDLE_CHAIN, 0, "through idle_check, the find -> reply cycles counted", 0},
+        {RK_KF_GAP, 0, "default, the reply -> next read cycles counted", 0},
+        {RK_KF_GAP | RK_KF_EARLY_FENCE | RK_KF_WAIT_MIN150, 0, "before (early fences, least 150), reply -> next read", 0},
         {0, 1, "rk_actor_call, default (adaptive wait, least 0)", 0},
         {RK_KF_IDLE_CHAIN, 1, "rk_actor_call, the echo answered through idle_check (before)", 0},
         {RK_KF_IDLE_DELAY(4), 1, "rk_actor_call, fixed 400 cycles", 0},

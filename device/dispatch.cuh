@@ -157,6 +157,9 @@ struct dispatch {
     bool defer;      /* after an idle answer: h2d_done's publish and the stop check still to do
                       * (late_fences, once the next poll read is out) */
     bool stop_seen;  /* ... and the stop check, done there, saw a stop */
+#ifdef RK_KERNEL_EXPERIMENTS
+    long long t_ans; /* RK_KF_GAP: the clock after the last echo_fast answer (0: none) */
+#endif
 };
 
 /* The dispatcher's locals that its out-of-line helpers (serve_slow,
@@ -203,6 +206,7 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.nrings = ka.d2h_rings;
     d.pp_par = 0;
 #ifdef RK_KERNEL_EXPERIMENTS
+    d.t_ans = 0;
     const uint32_t idle_fx = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY) << 6;
     d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
     d.pipe_n = pipe_slots(d.ncrew - 1, (ka.flags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX);

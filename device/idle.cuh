@@ -367,6 +367,12 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, shared0 &sh, echo_p
         /* the next slot: its line 0 only (is a burst coming?) */
         r.b = lane == 0 ? rk__ld_cv(next) : 0ull;
         late_fences(d, sh, lane); /* the read is out */
+#ifdef RK_KERNEL_EXPERIMENTS
+        if (d.t_ans) { /* RK_KF_GAP: from the last answer's stores to this read */
+            stat_add(sh, 3, (unsigned long long)(t_read - d.t_ans), lane);
+            d.t_ans = 0;
+        }
+#endif
         echo_pin(q);
         asm volatile("" : "+r"(long_idle));
         r.x = echo_lines_of(q, r.a);
@@ -484,6 +490,8 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
 #ifdef RK_KERNEL_EXPERIMENTS
         if (ka.flags & RK_KF_STAMP)
             stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
+        if (ka.flags & RK_KF_GAP)
+            d.t_ans = clock64();
 #endif
     } else {
         rr = idle_serve<A...>(d, p, ka, sh, e, q, r, flag, fast, t_found);

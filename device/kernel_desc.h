@@ -68,6 +68,9 @@ enum {
                                    * idle.cuh late_fences) */
     RK_KF_WAIT_MIN150 = 1u << 13, /* comparison: the adaptive idle wait's least 150 cycles (before
                                    * 2026-11-27; default: IDLE_WAIT_MIN, 0) */
+    RK_KF_GAP = 1u << 14, /* measure: cycles from an echo_fast answer's stores to the next poll's
+                           * first read (its wait included), summed in the dispatcher's counter 3
+                           * (instead of RK_KF_STAMP's) */
 };
 /* comparison: after an idle-path reply, wait (flags >> 16 & 0xff) x 100 cycles before the
  * next poll read (0: the default, RK_KERNEL_IDLE_DELAY in dispatch.cuh; 0xff: none) */
