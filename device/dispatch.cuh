@@ -26,8 +26,10 @@ namespace dev {
  * 1024 after one found by its first, so it settles where ~0.5 % of
  * requests miss the first read (at ~0.3 % the platform's own late
  * replies held it high: +0.1-0.35 us of p50 on an H100 host). At most
- * 800 cycles: ~0.2 us more than the start, what the p50 can give. */
-constexpr uint32_t IDLE_WAIT_MIN = 0u, IDLE_WAIT_MAX = 800u << 6;
+ * 2 400 cycles, about a read's time: waiting longer than that costs more
+ * than the miss it avoids. (800 while the dispatcher loop's bookkeeping
+ * put ~2 000 cycles between a reply and the next read by itself.) */
+constexpr uint32_t IDLE_WAIT_MIN = 0u, IDLE_WAIT_MAX = 2400u << 6;
 constexpr uint32_t IDLE_WAIT_MIN_OLD = 150u << 6; /* the least before 2026-11-27 (RK_KF_WAIT_MIN150) */
 constexpr uint32_t IDLE_WAIT_UP = 1024u, IDLE_WAIT_DOWN = 5u;
 
@@ -155,8 +157,10 @@ struct dispatch {
     uint32_t gen;    /* the request generation served (rk_kargs.gen) */
     uint32_t nrings; /* reply rings (rk_kargs.d2h_rings) */
     bool defer;      /* after an idle answer: h2d_done's publish and the stop check still to do
-                      * (late_fences, once the next poll read is out) */
+                      * (after_read, once the next poll read is out) */
     bool stop_seen;  /* ... and the stop check, done there, saw a stop */
+    uint32_t pend;   /* ... answers idle_poll made without returning, not yet counted */
+    uint32_t ad_reads, ad_lat1; /* ... the wait's step still to take (idle_adapt; 0: none) */
 #ifdef RK_KERNEL_EXPERIMENTS
     long long t_ans; /* RK_KF_GAP: the clock after the last echo_fast answer (0: none) */
 #endif
@@ -200,6 +204,9 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.after = false;
     d.defer = false;
     d.stop_seen = false;
+    d.pend = 0;
+    d.ad_reads = 0;
+    d.ad_lat1 = 0;
     d.busy = false;
     d.burst = false;
     d.gen = ka.gen;

@@ -322,7 +322,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
     const uint32_t lane = d.lane;
     for (;;) {
         if (d.busy)
-            late_fences(d, sh, lane); /* before a busy poll (an idle poll does them once its read is out) */
+            after_read(d, sh, ka, lane); /* before a busy poll (an idle poll does it once its read is out) */
         if (d.stop_seen || (!d.defer && warp_stop(sh, 1)))
             break;
         if (ka.flags & RK_KF_MUTE) { /* test only: never answer */
@@ -354,12 +354,13 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         }
         serve_staged<A...>(d, p, ka, sh, ds, has_workers, done, nload);
         __syncwarp();
-        /* a request the idle poll staged (a user actor, vadd) was
-         * answered by this warp: its next read waits as after an echo */
-        if (!d.busy && !quick && done == 1 && p.posted == p.replied) {
-            d.idle_wait = sh.idle_fx >> 6;
-            d.after = true;
-        }
+        /* a request the idle poll staged (vadd, a user actor that does not
+         * fit a warp) was answered by this warp: its next read is not
+         * held back, and not counted by the wait's step (idle_adapt). The
+         * staging and this loop's bookkeeping after the reply put ~2 000
+         * cycles before that read by themselves; with the wait learnt by
+         * the echo loop on top (1 200-1 400 cycles), a 64-B vadd through
+         * the module kernel took 0.4-0.7 us longer (H100). */
         const long long c2 = clock64();
         if (lane == 0) { /* counters: after the replies, off the round trip */
             sh.st[2] += done;
@@ -369,7 +370,7 @@ __device__ void dispatcher(const rk_kargs &ka, shared0 &sh, scratch *ds, bool ha
         if (done) {
             d.hpos += done;
             /* consumed: the housekeeper publishes cons_head (release) */
-            /* after an idle answer late_fences publishes it, once the next read is out */
+            /* after an idle answer after_read publishes it, once the next read is out */
             d.defer = quick;
 #ifdef RK_KERNEL_EXPERIMENTS
             if (ka.flags & RK_KF_EARLY_FENCE) /* comparison: here, before the next read (before 2026-11-27) */

@@ -10,7 +10,7 @@
  * RK_KF_SERIAL's crew warps, RK_KF_NOPF / NARROW / WR_V2 in crew_pipe;
  * dispatch.cuh: RK_KF_SERIAL / KP64 / IDLE_DELAY in dispatch_open; idle.cuh:
  * RK_KF_IDLE_SC in echo_answer, RK_KF_STAMP in idle_poll and idle_serve,
- * RK_KF_GAP in idle_poll and idle_reads,
+ * RK_KF_GAP in idle_poll and idle_reads, RK_KF_IDLE_ONE in idle_poll,
  * RK_KF_IDLE_CHAIN in idle_poll, RK_KF_IDLE_NOLAT, RK_KF_READ1_HIST and
  * RK_KF_WAIT_MIN150 in idle_adapt; dispatcher.cuh: RK_KF_EARLY_FENCE in
  * the dispatcher loop;

@@ -336,15 +336,25 @@ struct idle_read {
     uint32_t reads, lat1;
 };
 
-/* What the dispatcher loop does after an answer with a block fence each
- * (h2d_done's publish, the stop check), done once the next poll read is
- * out (idle_reads), or at the loop's top before a busy poll. Done before
- * the read, they kept it behind the reply (raw loop p50 +0.08-0.1 us,
- * experiments build, H100 and H200: device/README.md, "The read after a
- * reply goes out first"). A stop seen here ends the reads and the loop at
- * its top. */
-__device__ __forceinline__ void late_fences(dispatch &d, shared0 &sh, uint32_t lane)
+/* What is left to do after an idle answer, done once the next poll read
+ * is out (idle_reads), or at the dispatcher loop's top before a busy poll:
+ * the wait's step from the answered poll's reads (idle_adapt: the next
+ * wait lags it by one poll), the counters of answers idle_poll made
+ * without returning (d.pend), and the two steps with a block fence each
+ * (h2d_done's publish, the stop check). Done before the read, they kept
+ * it behind the reply (device/README.md, "The read after a reply goes out
+ * first"). A stop seen here ends the reads and the loop at its top. */
+__device__ __forceinline__ void after_read(dispatch &d, shared0 &sh, const rk_kargs &ka, uint32_t lane)
 {
+    if (d.ad_reads) {
+        idle_adapt(sh, ka, d.ad_reads, d.ad_lat1, lane);
+        d.ad_reads = 0;
+    }
+    if (d.pend) { /* a poll and a message each (the loop's counters 0 and 2) */
+        stat_add(sh, 0, d.pend, lane);
+        stat_add(sh, 2, d.pend, lane);
+        d.pend = 0;
+    }
     if (!d.defer)
         return;
     if (lane == 0)
@@ -355,8 +365,8 @@ __device__ __forceinline__ void late_fences(dispatch &d, shared0 &sh, uint32_t l
 
 /* Reads the slot (lane i line i) until line 0 carries its flag, at most
  * 64 times, or once after ~20 ms idle (then naps: d.ns). */
-__device__ __forceinline__ idle_read idle_reads(dispatch &d, shared0 &sh, echo_pins &q, const uint64_t *slot,
-                                               const uint64_t *next, uint32_t lane)
+__device__ __forceinline__ idle_read idle_reads(dispatch &d, shared0 &sh, const rk_kargs &ka, echo_pins &q,
+                                               const uint64_t *slot, const uint64_t *next, uint32_t lane)
 {
     idle_read r = {};
     uint32_t long_idle = d.idle > 300000; /* idle for a while (~20+ ms): back off */
@@ -366,7 +376,7 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, shared0 &sh, echo_p
         r.a = rk__ld_relaxed_sys(slot);
         /* the next slot: its line 0 only (is a burst coming?) */
         r.b = lane == 0 ? rk__ld_cv(next) : 0ull;
-        late_fences(d, sh, lane); /* the read is out */
+        after_read(d, sh, ka, lane); /* the read is out */
 #ifdef RK_KERNEL_EXPERIMENTS
         if (d.t_ans) { /* RK_KF_GAP: from the last answer's stores to this read */
             stat_add(sh, 3, (unsigned long long)(t_read - d.t_ans), lane);
@@ -443,70 +453,93 @@ __device__ __forceinline__ uint32_t idle_serve(dispatch &d, const dispatch_ref &
  * reads measured 1.5 us slower: device/README.md). Answers an echo/NOP
  * on the guessed reply ring at once (echo_fast), else what idle_serve
  * decides: answered from the registers (quick = 1) or staged (nload = 1).
- * Returns false when no message came. */
+ * After an answer from the registers with nothing else waiting (no
+ * burst, no grid job's reply to post, no stop) it polls the next slot
+ * itself: the dispatcher loop's bookkeeping for that answer (the H2D
+ * position's publish, the stop check, the counters, the wait's step) is
+ * left to after_read, done while the next read is in flight. Back in the
+ * loop it cost ~2 000 cycles between a reply's stores and the next read
+ * (RK_KF_GAP, H100), all of it on the round trip (device/README.md, "The
+ * read after a reply goes out first"). Returns false when no message
+ * came; quick / nload describe the last message. */
 template <class... A>
 __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
                                           uint32_t &nload, uint32_t &quick)
 {
     const uint32_t lane = d.lane;
-    const uint32_t flag = ring_flag(p.in, d.hpos);
-    const uint64_t *slot = ring_slot(p.in, d.hpos) + lane;
-    const uint64_t *next = ring_slot(p.in, d.hpos + 1);
-    const echo_ready e = echo_prepare(d, p, ka);
-    echo_pins q = echo_pins_of(e, sh, ka, flag, lane);
-    if (d.idle_wait) {
-        /* just answered a message here: a read issued now reaches
-         * the host right behind the reply (PCIe reads do not pass
-         * writes), before a host waiting for that reply can send
-         * its next request, and the read after it comes a whole
-         * read time (~1 us) later. Issued later, the first read
-         * finds that request nearly always (measured: round-trip p99
-         * 3.6 -> 3.0 us for +0.3 us at p50), if the host's turn is
-         * short (device/README.md, "The host's turn"). The loop's
-         * bookkeeping since the reply took ~1 440 cycles before this
-         * wait starts (H200: "Where the late round trips come from") */
-        spin_cycles(d.idle_wait);
-    }
-    const idle_read r = idle_reads(d, sh, q, slot, next, lane);
-    /* the first poll after a reply: how many reads it took (0: not that poll) */
-    const uint32_t after_reply = d.after ? r.reads : 0u;
-    if (!r.got) {
-        d.idle_wait = 0;
-        d.after = false;
-        d.idle += 64;
-        stat_add(sh, 6, 1, lane);
-        return false;
-    }
+    for (;;) {
+        const uint32_t flag = ring_flag(p.in, d.hpos);
+        const uint64_t *slot = ring_slot(p.in, d.hpos) + lane;
+        const uint64_t *next = ring_slot(p.in, d.hpos + 1);
+        const echo_ready e = echo_prepare(d, p, ka);
+        echo_pins q = echo_pins_of(e, sh, ka, flag, lane);
+        if (d.idle_wait) {
+            /* just answered a message here: a read issued now reaches
+             * the host right behind the reply (PCIe reads do not pass
+             * writes), before a host waiting for that reply can send
+             * its next request, and the read after it comes a whole
+             * read time (~1 us) later. Issued later, the first read
+             * finds that request nearly always (measured: round-trip
+             * p99 3.6 -> 3.0 us for +0.3 us at p50), if the host's turn
+             * is short (device/README.md, "The host's turn"). The wait
+             * adapts (idle_adapt) down to none. */
+            spin_cycles(d.idle_wait);
+        }
+        const idle_read r = idle_reads(d, sh, ka, q, slot, next, lane);
+        /* the first poll after a reply: how many reads it took (0: not that poll) */
+        const uint32_t after_reply = d.after ? r.reads : 0u;
+        if (!r.got) {
+            d.idle_wait = 0;
+            d.after = false;
+            d.idle += 64;
+            stat_add(sh, 6, 1, lane);
+            return false;
+        }
 #ifdef RK_KERNEL_EXPERIMENTS
-    const long long t_found = clock64();
-    const bool fast = !(ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN));
+        const long long t_found = clock64();
+        const bool fast = !(ka.flags & (RK_KF_IDLE_SC | RK_KF_IDLE_CHAIN));
 #else
-    const long long t_found = 0;
-    const bool fast = true;
+        const long long t_found = 0;
+        const bool fast = true;
 #endif
-    uint32_t rr; /* the reply ring of the answer, or IDLE_STAGED */
-    if (fast && echo_fast(q, r.a, r.x)) {
-        rr = q.rr;
+        uint32_t rr; /* the reply ring of the answer, or IDLE_STAGED */
+        if (fast && echo_fast(q, r.a, r.x)) {
+            rr = q.rr;
 #ifdef RK_KERNEL_EXPERIMENTS
-        if (ka.flags & RK_KF_STAMP)
-            stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
-        if (ka.flags & RK_KF_GAP)
-            d.t_ans = clock64();
+            if (ka.flags & RK_KF_STAMP)
+                stat_add(sh, 3, (unsigned long long)(clock64() - t_found), lane);
+            if (ka.flags & RK_KF_GAP)
+                d.t_ans = clock64();
 #endif
-    } else {
-        rr = idle_serve<A...>(d, p, ka, sh, e, q, r, flag, fast, t_found);
+        } else {
+            rr = idle_serve<A...>(d, p, ka, sh, e, q, r, flag, fast, t_found);
+        }
+        quick = rr != IDLE_STAGED;
+        nload = !quick;
+        if (lane == rr)
+            p.dpos++;
+        if (after_reply) { /* the wait's step: once the next read is out (after_read) */
+            d.ad_reads = after_reply;
+            d.ad_lat1 = r.lat1;
+        }
+        d.idle_wait = quick ? sh.idle_fx >> 6 : 0u; /* (lane 0 stored it before after_read's __syncwarp) */
+        d.after = quick;
+        /* a second message already there: read a busy batch next */
+        d.burst = (uint32_t)(__shfl_sync(FULL, r.b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
+        bool stay = quick && !d.burst && !d.stop_seen && p.posted == p.replied;
+#ifdef RK_KERNEL_EXPERIMENTS
+        if (ka.flags & (RK_KF_IDLE_ONE | RK_KF_EARLY_FENCE)) /* comparison: back to the loop each time */
+            stay = false;
+#endif
+        if (!stay)
+            return true;
+        /* the dispatcher loop's steps for one answer (counters: after_read) */
+        d.hpos++;
+        d.pend++;
+        d.defer = true;
+        d.idle = 0;
+        d.ns = 0;
     }
-    quick = rr != IDLE_STAGED;
-    nload = !quick;
-    if (lane == rr)
-        p.dpos++;
-    if (after_reply) /* after the answer: off the round trip */
-        idle_adapt(sh, ka, after_reply, r.lat1, lane);
-    d.idle_wait = quick ? sh.idle_fx >> 6 : 0u; /* after idle_adapt's __syncwarp */
-    d.after = quick;
-    /* a second message already there: read a busy batch next */
-    d.burst = (uint32_t)(__shfl_sync(FULL, r.b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);
-    return true;
 }
 
 } // namespace dev

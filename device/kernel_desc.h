@@ -65,12 +65,15 @@ enum {
     RK_KF_EARLY_FENCE = 1u << 12, /* comparison: after an idle answer, the dispatcher loop's two
                                    * block fences (h2d_done's publish, the stop check) before the
                                    * next poll read (before 2026-11-27; default: once it is out,
-                                   * idle.cuh late_fences) */
+                                   * idle.cuh after_read); implies RK_KF_IDLE_ONE */
     RK_KF_WAIT_MIN150 = 1u << 13, /* comparison: the adaptive idle wait's least 150 cycles (before
                                    * 2026-11-27; default: IDLE_WAIT_MIN, 0) */
     RK_KF_GAP = 1u << 14, /* measure: cycles from an echo_fast answer's stores to the next poll's
                            * first read (its wait included), summed in the dispatcher's counter 3
                            * (instead of RK_KF_STAMP's) */
+    RK_KF_IDLE_ONE = 1u << 15, /* comparison: idle_poll returns to the dispatcher loop after each
+                                * answer (before 2026-11-27; default: it polls the next slot
+                                * itself while nothing else waits) */
 };
 /* comparison: after an idle-path reply, wait (flags >> 16 & 0xff) x 100 cycles before the
  * next poll read (0: the default, RK_KERNEL_IDLE_DELAY in dispatch.cuh; 0xff: none) */
