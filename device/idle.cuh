@@ -460,8 +460,8 @@ __device__ __forceinline__ uint32_t idle_serve(dispatch &d, const dispatch_ref &
  * left to after_read, done while the next read is in flight. Back in the
  * loop it cost ~2 000 cycles between a reply's stores and the next read
  * (RK_KF_GAP, H100), all of it on the round trip (device/README.md, "The
- * read after a reply goes out first"). Returns false when no message
- * came; quick / nload describe the last message. */
+ * idle poll polls again itself"). Returns false when no message came;
+ * quick / nload describe the last message. */
 template <class... A>
 __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
                                           uint32_t &nload, uint32_t &quick)
