@@ -90,6 +90,7 @@ int raw_idle_variants(bench_report *rep, int sm_count, long count)
         {RK_KF_READ1_HIST, 0, "default: one strong poll read, an adaptive wait (least 0) after a reply", 0},
         {RK_KF_READ1_HIST | RK_KF_IDLE_CHAIN, 0, "the echo answered through idle_check (before)", 0},
         {RK_KF_READ1_HIST | RK_KF_IDLE_ONE, 0, "back to the dispatcher loop after each answer (before)", 0},
+        {RK_KF_READ1_HIST | RK_KF_IDLE_NOLAT, 0, "adaptive, a slow first read's miss counted too (before)", 0},
         {RK_KF_READ1_HIST | RK_KF_IDLE_DELAY(4), 0, "a fixed wait of 400 cycles (before 2026-11-27)", 0},
         {RK_KF_READ1_HIST | RK_KF_EARLY_FENCE, 0, "the loop's block fences before the next read (before)", 0},
         {RK_KF_READ1_HIST | RK_KF_WAIT_MIN150, 0, "the wait's least 150 cycles (before)", 0},
