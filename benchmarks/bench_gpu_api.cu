@@ -290,10 +290,11 @@ static int api_isolation_pair(bench_report *rep, int device, long count, double 
     return 0;
 }
 
-/* ---- pipelined echo from several host threads, an actor each ---- */
+/* ---- pipelined requests from several host threads, an actor each ---- */
 typedef struct api_thread {
     rk_runtime *rt;
     double seconds;
+    api_pipe_fn fn;
     pthread_barrier_t *go;
     uint64_t count;
     double rate;
@@ -306,22 +307,21 @@ static void *api_thread_main(void *p)
     int rc = rk_actor_open(t->rt, &a);
     pthread_barrier_wait(t->go);
     if (rc == 0) {
-        t->rate = api_pipelined(a, t->seconds, &t->count);
+        t->rate = t->fn(a, t->seconds, &t->count);
         rk_actor_close(a);
     }
     return NULL;
 }
 
-/* throughput_echo_64_api_Nt<suffix>: `threads` host threads, each with
- * its own actor pipelining as api_pipelined does, on rt */
-int api_threads_on(bench_report *rep, rk_runtime *rt, int threads, double seconds, const char *suffix)
+int api_threads_run(rk_runtime *rt, int threads, double seconds, api_pipe_fn fn, const char *what, double *rate,
+                    uint64_t *count)
 {
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, (unsigned)threads);
     api_thread t[16];
     pthread_t th[16];
     for (int i = 0; i < threads; i++) {
-        t[i] = (api_thread){rt, seconds, &go, 0, 0};
+        t[i] = (api_thread){rt, seconds, fn, &go, 0, 0};
         int e = pthread_create(&th[i], NULL, api_thread_main, &t[i]);
         if (e) { /* the started ones wait at the barrier for it: no way back */
             fprintf(stderr, "rk-bench gpu: starting host thread %d of %d failed: %s\n", i + 1, threads, strerror(e));
@@ -339,9 +339,22 @@ int api_threads_on(bench_report *rep, rk_runtime *rt, int threads, double second
     }
     pthread_barrier_destroy(&go);
     if (failed) {
-        fprintf(stderr, "rk-bench gpu: pipelined echo failed in %d of %d threads\n", failed, threads);
+        fprintf(stderr, "rk-bench gpu: %s failed in %d of %d threads\n", what, failed, threads);
         return 1;
     }
+    *rate = total;
+    *count = n;
+    return 0;
+}
+
+/* throughput_echo_64_api_Nt<suffix>: `threads` host threads, each with
+ * its own actor pipelining as api_pipelined does, on rt */
+int api_threads_on(bench_report *rep, rk_runtime *rt, int threads, double seconds, const char *suffix)
+{
+    double total;
+    uint64_t n;
+    if (api_threads_run(rt, threads, seconds, api_pipelined, "pipelined echo", &total, &n))
+        return 1;
     char name[64];
     snprintf(name, sizeof name, "throughput_echo_64_api_%dt%s", threads, suffix);
     bench_result *b = bench_add(rep, name, "cuda");

@@ -113,6 +113,14 @@ int api_echo_lat(rk_actor *a, uint64_t *smp, long count);
 double api_pipelined(rk_actor *a, double seconds, uint64_t *count);
 /* throughput_echo_64_api_<threads>t<suffix>: an actor per thread on rt */
 int api_threads_on(bench_report *rep, rk_runtime *rt, int threads, double seconds, const char *suffix);
+/* One pipelining loop on actor a for about `seconds`: returns messages per
+ * second (0 on failure) and adds the messages to *count. */
+typedef double (*api_pipe_fn)(rk_actor *a, double seconds, uint64_t *count);
+/* `threads` host threads, an actor each (rk_actor_open: placed by the
+ * runtime), running fn at once: the summed rate and count; 1 (and a line
+ * naming `what`) when a thread failed. */
+int api_threads_run(rk_runtime *rt, int threads, double seconds, api_pipe_fn fn, const char *what, double *rate,
+                    uint64_t *count);
 /* ring_echo_64(_inprocess), throughput_echo_64_api(_inprocess),
  * throughput_echo_64_api_Nt for each of threads[0..n_threads),
  * vadd_16777216_api, vadd_16777216_buf_api, then idle_cpu over idle_s

@@ -5,8 +5,9 @@
  * killed, or faulting on a poison request, under load on one device while
  * the others serve with no error, a device failed for good taken out of
  * placement, a vadd split across the devices, and the bad configurations.
- * Suite: isolation. RK_TEST_BACKEND=cuda runs the same on real GPUs (three
- * for the spread and split cases). */
+ * Suite: isolation. RK_TEST_BACKEND=cuda runs the same on real GPUs (the
+ * gpu suite's gpu_devices: up to three, skipped below two), where a GPU
+ * down must also cost the other's stream no wait over 5 ms (issue 12). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -21,18 +22,38 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <cmocka.h>
 #include <rk/rk.h>
 
-enum { N_DEV = 3 };
+/* RK_TEST_BACKEND=cuda: the same on real GPUs */
+static bool on_gpus(void)
+{
+    const char *be = getenv("RK_TEST_BACKEND");
+    return be && !strcmp(be, "cuda");
+}
+
+/* The devices the spread, split and relaunch cases use: three CPU workers,
+ * or up to three of the GPUs the driver lists (as RK_DEVICES_ALL counts). */
+static int n_dev(void)
+{
+    if (!on_gpus())
+        return 3;
+    int n = 0;
+    DIR *d = opendir("/proc/driver/nvidia/gpus");
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n < 3 ? n : 3;
+}
 
 static rk_config devices_config(int n)
 {
     rk_config c;
     rk_config_init(&c);
-    /* RK_TEST_BACKEND=cuda: the same on real GPUs (a machine with n of them) */
-    const char *be = getenv("RK_TEST_BACKEND");
-    c.backend = be && !strcmp(be, "cuda") ? RK_BACKEND_CUDA : RK_BACKEND_CPU;
+    c.backend = on_gpus() ? RK_BACKEND_CUDA : RK_BACKEND_CPU;
     c.isolation = RK_ISOLATION_PROCESS;
     c.arena_size = 16 << 20;
     c.max_payload = 1 << 20;
@@ -67,11 +88,12 @@ static void echo_ok(rk_actor *a, uint64_t tag)
 static void test_spread(void **state)
 {
     (void)state;
-    rk_runtime *rt = open_devices(N_DEV);
-    assert_int_equal(rk_runtime_device_count(rt), N_DEV);
-    assert_null(rk_runtime_device(rt, N_DEV));
-    int pids[N_DEV];
-    for (int i = 0; i < N_DEV; i++) {
+    const int nd = n_dev();
+    rk_runtime *rt = open_devices(nd);
+    assert_int_equal(rk_runtime_device_count(rt), nd);
+    assert_null(rk_runtime_device(rt, nd));
+    int pids[3];
+    for (int i = 0; i < nd; i++) {
         rk_worker_info w;
         rk_runtime_worker(rk_runtime_device(rt, i), &w);
         assert_int_equal(w.state, RK_WORKER_RUNNING);
@@ -79,28 +101,28 @@ static void test_spread(void **state)
         for (int j = 0; j < i; j++)
             assert_int_not_equal(pids[i], pids[j]);
     }
-    rk_actor *a[2 * N_DEV];
-    int per[N_DEV] = {0};
-    for (int i = 0; i < 2 * N_DEV; i++) {
+    rk_actor *a[2 * 3];
+    int per[3] = {0};
+    for (int i = 0; i < 2 * nd; i++) {
         assert_int_equal(rk_actor_open(rt, &a[i]), 0);
         int d = rk_actor_device(a[i]);
-        assert_true(d >= 0 && d < N_DEV);
+        assert_true(d >= 0 && d < nd);
         per[d]++;
         echo_ok(a[i], (uint64_t)i);
     }
-    for (int d = 0; d < N_DEV; d++)
+    for (int d = 0; d < nd; d++)
         assert_int_equal(per[d], 2);
     rk_stats s, one;
     rk_runtime_stats(rt, &s);
     uint64_t sum = 0;
-    for (int d = 0; d < N_DEV; d++) {
+    for (int d = 0; d < nd; d++) {
         rk_runtime_stats(rk_runtime_device(rt, d), &one);
         assert_true(one.requests >= 2);
         sum += one.requests;
     }
     assert_int_equal(s.requests, sum);
     assert_int_equal(rk_runtime_health(rt), 0);
-    for (int i = 0; i < 2 * N_DEV; i++)
+    for (int i = 0; i < 2 * nd; i++)
         rk_actor_close(a[i]);
     rk_runtime_close(rt);
 }
@@ -241,6 +263,10 @@ static void one_down(bool kill_it)
             (long)s[1].done, (long)s[1].done - before1, s[1].errors, s[1].worst_s[1] * 1e3, s[1].worst_s[0] * 1e3);
     assert_int_equal(s[0].errors, 0); /* recovered: re-posted, answered once */
     assert_int_equal(s[1].errors, 0);
+    /* GPUs: the bound of issue 12 (CPU workers share this host's cores with
+     * the recovery, so on them the wait is only printed) */
+    if (on_gpus() && s[1].worst_s[1] > 5e-3)
+        fail_msg("device 1 waited %.2f ms while device 0 recovered; the bound is 5 ms", s[1].worst_s[1] * 1e3);
     assert_true(atomic_load(&s[1].done) - before1 > 100);
     rk_worker_info w;
     rk_runtime_worker(rk_runtime_device(rt, 1), &w);
@@ -299,14 +325,15 @@ static void test_degraded_out(void **state)
     rk_runtime_close(rt);
 }
 
-/* One vadd split across 3 devices: each adds a share, the result is the
+/* One vadd split across 3 devices (GPUs: 2 or 3): each adds a share, the result is the
  * elementwise sum in order, for sizes that do not divide evenly and for
  * fewer elements than devices; after a call that timed out, the next ones
  * get their own results; the bad calls are refused with what is wrong. */
 static void test_split(void **state)
 {
     (void)state;
-    rk_runtime *rt = open_devices(N_DEV);
+    const int nd = n_dev();
+    rk_runtime *rt = open_devices(nd);
     rk_split *sp;
     assert_int_equal(rk_split_open(rt, &sp), 0);
     static const size_t sizes[] = {1, 2, 3, 1000, 100003, 300000};
@@ -318,8 +345,8 @@ static void test_split(void **state)
             in[i] = (float)i * 0.25f - 7.0f;
             in[n + i] = 1.0f / (float)(i + 3);
         }
-        uint64_t before[N_DEV];
-        for (int d = 0; d < N_DEV; d++) {
+        uint64_t before[3];
+        for (int d = 0; d < nd; d++) {
             rk_stats st;
             rk_runtime_stats(rk_runtime_device(rt, d), &st);
             before[d] = st.requests;
@@ -333,12 +360,12 @@ static void test_split(void **state)
                 fail_msg("n=%zu: element %zu is %a, not %a", n, i, out[i], want);
         }
         int used = 0;
-        for (int d = 0; d < N_DEV; d++) {
+        for (int d = 0; d < nd; d++) {
             rk_stats st;
             rk_runtime_stats(rk_runtime_device(rt, d), &st);
             used += st.requests > before[d];
         }
-        assert_int_equal(used, n < N_DEV ? (int)n : N_DEV); /* every device, no empty chunk */
+        assert_int_equal(used, n < (size_t)nd ? (int)n : nd); /* every device, no empty chunk */
     }
     /* a call that times out (timeout 0: nothing is waited for) leaves its
      * chunks in flight; the next calls return their own sums, not its
@@ -376,6 +403,58 @@ static void test_split(void **state)
     rk_runtime_close(rt);
 }
 
+/* A split larger than max_payload goes in parts (at most max_payload / 8
+ * elements each, a few in flight per device), the chunks in threads (above
+ * 2^16 elements a device) or in turn: the sum is exact and each device
+ * served as many requests as its chunk has parts. */
+static void test_split_parts(void **state)
+{
+    (void)state;
+    const int nd = n_dev();
+    rk_config c = devices_config(nd);
+    c.max_payload = 64 << 10; /* parts of 8192 elements */
+    rk_runtime *rt = NULL;
+    assert_int_equal(rk_runtime_open(&rt, &c), 0);
+    rk_split *sp;
+    assert_int_equal(rk_split_open(rt, &sp), 0);
+    static const size_t sizes[] = {100003, 3 * 70001}; /* in turn; in threads */
+    const size_t most = 3 * 70001;
+    float *in = malloc(2 * most * sizeof *in), *out = malloc(most * sizeof *out);
+    assert_true(in && out);
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        const size_t n = sizes[t];
+        for (size_t i = 0; i < n; i++) {
+            in[i] = (float)i * 0.5f + 0.125f;
+            in[n + i] = -1.0f / (float)(i + 1);
+        }
+        uint64_t before[3];
+        for (int d = 0; d < nd; d++) {
+            rk_stats st;
+            rk_runtime_stats(rk_runtime_device(rt, d), &st);
+            before[d] = st.requests;
+        }
+        size_t got = 0;
+        if (rk_split_call(sp, RK_OP_VADD, in, n * 8, out, n * 4, &got, 10000))
+            fail_msg("n=%zu: %s", n, rk_last_detail());
+        assert_int_equal(got, n * 4);
+        for (size_t i = 0; i < n; i++) {
+            float want = in[i] + in[n + i];
+            if (memcmp(&out[i], &want, 4))
+                fail_msg("n=%zu: element %zu is %a, not %a", n, i, out[i], want);
+        }
+        for (int d = 0; d < nd; d++) {
+            const size_t m = n * (size_t)(d + 1) / (size_t)nd - n * (size_t)d / (size_t)nd;
+            rk_stats st;
+            rk_runtime_stats(rk_runtime_device(rt, d), &st);
+            assert_int_equal(st.requests - before[d], (m + 8191) / 8192);
+        }
+    }
+    free(in);
+    free(out);
+    rk_split_close(sp);
+    rk_runtime_close(rt);
+}
+
 /* The bad configurations name the value and the limit. */
 /* Each device's running configuration. */
 static void expect_config(rk_runtime *rt, uint32_t grid, uint32_t block)
@@ -395,14 +474,17 @@ static void expect_config(rk_runtime *rt, uint32_t grid, uint32_t block)
 static void test_relaunch_all_or_none(void **state)
 {
     (void)state;
-    rk_runtime *rt = open_devices(N_DEV);
+    const int nd = n_dev();
+    rk_runtime *rt = open_devices(nd);
     assert_int_equal(rk_runtime_relaunch(rt, 2, 128, 0), 0);
     expect_config(rt, 2, 128);
     setenv("RK_TEST_REFUSE_RELAUNCH", "1", 1);
     assert_int_equal(rk_runtime_relaunch(rt, 3, 256, 0), -RK_EINVAL);
     unsetenv("RK_TEST_REFUSE_RELAUNCH");
     print_message("refused: %s\n", rk_last_detail());
-    assert_non_null(strstr(rk_last_detail(), "device 1 (2 of 3) refused grid 3, block 256"));
+    char want[64];
+    snprintf(want, sizeof want, "device 1 (2 of %d) refused grid 3, block 256", nd);
+    assert_non_null(strstr(rk_last_detail(), want));
     assert_non_null(strstr(rk_last_detail(), "went back"));
     expect_config(rt, 2, 128);
     rk_actor *a;
@@ -413,7 +495,7 @@ static void test_relaunch_all_or_none(void **state)
     echo_ok(a, 8);
     rk_stats st;
     rk_runtime_stats(rt, &st);
-    assert_int_equal(st.restarts, 3 + 2 + 3); /* device 0 twice in the refused one */
+    assert_int_equal(st.restarts, nd + 2 + nd); /* device 0 twice in the refused one */
     rk_actor_close(a);
     rk_runtime_close(rt);
 }
@@ -449,6 +531,10 @@ static void test_bad_config(void **state)
 
 int main(void)
 {
+    if (on_gpus() && n_dev() < 2) {
+        fprintf(stderr, "test_devices: RK_TEST_BACKEND=cuda needs two GPUs; the driver lists %d: skipped\n", n_dev());
+        return 77;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spread),
         cmocka_unit_test(test_placement),
@@ -456,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_fault_one),
         cmocka_unit_test(test_degraded_out),
         cmocka_unit_test(test_split),
+        cmocka_unit_test(test_split_parts),
         cmocka_unit_test(test_relaunch_all_or_none),
         cmocka_unit_test(test_bad_config),
     };

@@ -344,8 +344,11 @@ int rk_actor_device(const rk_actor *a);
  * built-ins that is vadd (RK_OP_VADD, payload a || b of float32): each
  * device adds a contiguous share, gathered from the caller's buffer, all at
  * once (shares of 2^16 elements or more by a thread per device, so that the
- * host's copies into and out of each device's arena run side by side).
- * rk_split_call writes the n * 4 result bytes to out and
+ * host's copies into and out of each device's arena run side by side). A
+ * share goes in parts of up to 2^20 elements (fewer where max_payload / 8
+ * is), up to 4 in flight (fewer where half the arena would not hold them),
+ * so that the copies overlap the device's adds and a split is not bounded
+ * by max_payload. rk_split_call writes the n * 4 result bytes to out and
  * *out_len; -RK_ENOTSUP for another type, -RK_EINVAL for a payload that is
  * not a || b, -RK_EMSGSIZE when out_cap is too small, else the first
  * device's error (every chunk's reply is still taken). The result is the
