@@ -120,6 +120,7 @@ void bench_gpu_usage(FILE *f)
 "  -S, --ring-slots N   the runtime rows' rk_config.ring_slots (default the library's)\n"
 "  -D, --devices N      also one device against devices 0..N-1 behind one runtime\n"
 "                       (ring_echo_64_<d>gpu, throughput_echo_64_api_<t>t_<d>gpu,\n"
+"                       throughput_vadd_1m_api_<t>t_<d>gpu,\n"
 "                       vadd_16777216_split_<d>gpu; N >= 2)\n"
 "  -o, --only LIST      run only these sections (comma list of baselines, raw,\n"
 "                       runtime, modules, devices, faults; default all): ratios\n"

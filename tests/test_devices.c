@@ -404,9 +404,11 @@ static void test_split(void **state)
 }
 
 /* A split larger than max_payload goes in parts (at most max_payload / 8
- * elements each, a few in flight per device), the chunks in threads (above
- * 2^16 elements a device) or in turn: the sum is exact and each device
- * served as many requests as its chunk has parts. */
+ * elements each, a few in flight per actor), the chunks in turn, in a
+ * thread per device (2^16 elements a device or more) or in up to four per
+ * device (each of 2^16 or more): the sum is exact and each device served as
+ * many requests as its chunks have parts. On a GPU the parts' replies come
+ * in completion order, not in order. */
 static void test_split_parts(void **state)
 {
     (void)state;
@@ -417,8 +419,9 @@ static void test_split_parts(void **state)
     assert_int_equal(rk_runtime_open(&rt, &c), 0);
     rk_split *sp;
     assert_int_equal(rk_split_open(rt, &sp), 0);
-    static const size_t sizes[] = {100003, 3 * 70001}; /* in turn; in threads */
-    const size_t most = 3 * 70001;
+    /* in turn; a thread per device; four per device (its lanes) */
+    const size_t sizes[] = {100003, 3 * 70001, (size_t)nd * 300001};
+    const size_t most = (size_t)nd * 300001;
     float *in = malloc(2 * most * sizeof *in), *out = malloc(most * sizeof *out);
     assert_true(in && out);
     for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
@@ -446,9 +449,28 @@ static void test_split_parts(void **state)
             const size_t m = n * (size_t)(d + 1) / (size_t)nd - n * (size_t)d / (size_t)nd;
             rk_stats st;
             rk_runtime_stats(rk_runtime_device(rt, d), &st);
-            assert_int_equal(st.requests - before[d], (m + 8191) / 8192);
+            if (t < 2) /* one lane */
+                assert_int_equal(st.requests - before[d], (m + 8191) / 8192);
+            else /* four: each its share in parts */
+                assert_in_range(st.requests - before[d], (m + 8191) / 8192, (m + 8191) / 8192 + 3);
         }
     }
+    rk_split_close(sp);
+    rk_runtime_close(rt);
+    /* room for one actor a device: a split of one lane each, as exact */
+    c.max_actors = 1;
+    assert_int_equal(rk_runtime_open(&rt, &c), 0);
+    assert_int_equal(rk_split_open(rt, &sp), 0);
+    const size_t n = most;
+    size_t got = 0;
+    assert_int_equal(rk_split_call(sp, RK_OP_VADD, in, n * 8, out, n * 4, &got, 10000), 0);
+    for (size_t i = 0; i < n; i++) {
+        float want = in[i] + in[n + i];
+        if (memcmp(&out[i], &want, 4))
+            fail_msg("one lane: element %zu is %a, not %a", i, out[i], want);
+    }
+    rk_actor *extra;
+    assert_int_equal(rk_actor_open(rt, &extra), -RK_EBUSY); /* the split holds every slot */
     free(in);
     free(out);
     rk_split_close(sp);

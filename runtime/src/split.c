@@ -1,17 +1,23 @@
 /* runtime/src/split.c - one large operation split across the devices of a
  * runtime (rk_config.n_devices), its reply assembled in order.
  *
- * A split holds one actor per device. rk_split_call cuts an elementwise
- * operation into one contiguous chunk per device, sends every chunk before
- * waiting for any (the devices work at once), and copies each reply to its
- * place in the caller's buffer. Only vadd is elementwise among the built-in
+ * A split holds RK__SPLIT_LANES actors per device. rk_split_call cuts an
+ * elementwise operation into one contiguous chunk per device and, when
+ * large, each chunk into one per lane; it sends every chunk before waiting
+ * for any (the devices work at once) and copies each reply to its place in
+ * the caller's buffer. Only vadd is elementwise among the built-in
  * operations: its payload a || b is cut as a[i..j) || b[i..j), gathered
- * from the caller's buffer without an extra copy (rk_actor_sendv). Large
- * chunks are sent and taken by a thread each: the host's copies into each
- * device's arena and out of it are what a large split waits for, and one
- * thread doing all of them made 2 GPUs no faster than one (H200 x2,
- * ba6327d: 6.2 -> 6.4 GB/s for 2^24 floats). A chunk goes in parts, a few
- * in flight, so that those copies overlap the device's adds. */
+ * from the caller's buffer without an extra copy (rk_actor_sendv).
+ *
+ * What a large split waits for is the host's copies into each device's
+ * arena and out of it: one thread doing all of them made 2 GPUs no faster
+ * than one (H200 x2, ba6327d: 6.2 -> 6.4 GB/s for 2^24 floats), a thread
+ * per device 1.4-2.0 x, and one thread still left each GPU idle most of the
+ * time (it adds about 48 GB/s of vadd fed by four threads, rk-bench gpu
+ * --devices). So large chunks go a thread per lane, and each in parts, a
+ * few in flight, so the copies also overlap the device's adds. Replies come
+ * in completion order (grid jobs finish in any order): each is matched to
+ * its part by request id. */
 #include "internal.h"
 
 #include <pthread.h>
@@ -22,18 +28,20 @@
 /* chunks of at least this many elements go in a thread each (below it a
  * thread's start costs more than the copies it shares out) */
 #define RK__SPLIT_THREAD_MIN (1u << 16)
-/* A chunk goes in parts of at most this many elements (4 MiB of each
- * operand), up to RK__SPLIT_WINDOW of them in flight: the host copies part
- * k + 1 in and part k - 1 out while the device adds part k, where one
- * request per chunk left the device idle through both copies. Smaller when
+/* actors (and, for large calls, threads) per device: four threads fed a
+ * GPU's vadd at 48 GB/s where one made 6-7 (H200) */
+#define RK__SPLIT_LANES 4
+/* A chunk goes in parts of at most this many elements (1 MiB of each
+ * operand), up to RK__SPLIT_WINDOW of them in flight; fewer where
  * max_payload or the arena asks. */
-#define RK__SPLIT_PART (1u << 20)
+#define RK__SPLIT_PART (1u << 18)
 #define RK__SPLIT_WINDOW 4
 
 struct rk_split {
     rk_runtime *rt;
-    int n;
-    rk_actor *act[RK_MAX_DEVICES];
+    int n;     /* devices */
+    int lanes; /* actors per device: RK__SPLIT_LANES, fewer where max_actors said no */
+    rk_actor *act[RK_MAX_DEVICES][RK__SPLIT_LANES];
 };
 
 int rk_split_open(rk_runtime *rt, rk_split **out)
@@ -46,13 +54,21 @@ int rk_split_open(rk_runtime *rt, rk_split **out)
         return rk__fail(RK_ENOMEM, "rk_split_open: out of memory");
     s->rt = rt;
     s->n = rk_runtime_device_count(rt);
-    for (int i = 0; i < s->n; i++) {
-        int rc = rk_actor_open_on(rt, i, &s->act[i]);
-        if (rc) {
-            rk_split_close(s);
-            return rc;
+    s->lanes = RK__SPLIT_LANES;
+    for (int j = 0; j < s->lanes; j++)
+        for (int i = 0; i < s->n; i++) {
+            int rc = rk_actor_open_on(rt, i, &s->act[i][j]);
+            if (rc == -RK_EBUSY && j > 0) { /* max_actors: fewer lanes */
+                for (int k = 0; k < i; k++)
+                    rk_actor_close(s->act[k][j]);
+                s->lanes = j;
+                break;
+            }
+            if (rc) {
+                rk_split_close(s);
+                return rc;
+            }
         }
-    }
     *out = s;
     return 0;
 }
@@ -62,7 +78,8 @@ void rk_split_close(rk_split *s)
     if (!s)
         return;
     for (int i = 0; i < s->n; i++)
-        rk_actor_close(s->act[i]);
+        for (int j = 0; j < RK__SPLIT_LANES; j++)
+            rk_actor_close(s->act[i][j]);
     free(s);
 }
 
@@ -85,48 +102,22 @@ static int rk__split_left(int timeout_ms, int64_t end)
     return ns > 0 ? (int)((ns + 999999) / 1000000) : 0;
 }
 
-/* Waits for the reply to device k's request `id` and puts its bytes at dst
- * (want bytes). Replies to earlier calls' requests that timed out (they
- * stayed in flight) come first on the actor: they are dropped, not taken
- * for this call's. */
-static int rk__split_take(rk_split *s, int k, uint64_t id, uint8_t *dst, size_t want, int timeout_ms,
-                          int64_t end)
-{
-    rk_reply r;
-    for (;;) {
-        int rc = rk_actor_recv(s->act[k], &r, rk__split_left(timeout_ms, end));
-        if (rc)
-            return rk__split_fail(rc, k);
-        if (r.id == id)
-            break;
-        rk_reply_release(s->act[k], &r); /* an abandoned call's */
-    }
-    int rc = r.status;
-    if (rc == 0 && r.len != want)
-        rc = rk__fail(RK_EPROTO, "rk_split_call: device %d answered %zu B for a %zu B part", k, r.len, want);
-    else if (rc)
-        rk__fail(rc, "rk_split_call: device %d: %s", k, rk_strerror(rc));
-    else
-        memcpy(dst, r.data, want);
-    rk_reply_release(s->act[k], &r);
-    return rc;
-}
-
-/* One device's chunk, elements [i, i + m): a[..] || b[..] sent in parts of
- * `part` elements, up to `window` in flight, each reply taken into o[..].
- * rc and detail: the first error (the thread's own detail is copied, as
- * rk_last_detail is per thread). */
+/* One lane's chunk, elements [i, i + m) on device k's actor `act`: a[..] ||
+ * b[..] sent in parts of `part` elements, up to `window` in flight, each
+ * reply copied to o[..]. rc and detail: the first error (the thread's own
+ * detail is copied, as rk_last_detail is per thread). */
 typedef struct rk__chunk {
-    rk_split *s;
+    rk_actor *act;
     int k, timeout_ms;
     int64_t end; /* the call's deadline, for timeout_ms > 0 */
     const uint8_t *a, *b;
     uint8_t *o;
     size_t i, m, part;
     int window;
-    uint64_t id; /* a single part's request (rk__chunk_send) */
+    int n_fl; /* parts in flight: their request ids and indexes */
+    uint64_t fl_id[RK__SPLIT_WINDOW];
+    size_t fl_part[RK__SPLIT_WINDOW];
     int rc;
-    bool sent;
     char detail[512];
 } rk__chunk;
 
@@ -138,59 +129,90 @@ static void rk__chunk_error(rk__chunk *c, int rc)
     }
 }
 
-/* part [i, i + m) of the operands, as one request */
-static int rk__part_send(rk__chunk *c, size_t i, size_t m, uint64_t *id)
+/* elements [at, at + len) of part p of c */
+static void rk__part_range(const rk__chunk *c, size_t p, size_t *at, size_t *len)
 {
-    rk_iov iov[2] = {{c->a + i * 4, m * 4}, {c->b + i * 4, m * 4}};
-    int rc = rk_actor_sendv(c->s->act[c->k], RK_OP_VADD, iov, 2, 0, id, rk__split_left(c->timeout_ms, c->end));
+    *at = c->i + p * c->part;
+    *len = c->m - p * c->part < c->part ? c->m - p * c->part : c->part;
+}
+
+/* sends part p as one request; on success it is in flight */
+static int rk__part_send(rk__chunk *c, size_t p)
+{
+    size_t at, len;
+    rk__part_range(c, p, &at, &len);
+    rk_iov iov[2] = {{c->a + at * 4, len * 4}, {c->b + at * 4, len * 4}};
+    uint64_t id;
+    int rc = rk_actor_sendv(c->act, RK_OP_VADD, iov, 2, 0, &id, rk__split_left(c->timeout_ms, c->end));
     if (rc) {
         rk__split_fail(rc, c->k);
         rk__chunk_error(c, rc);
+        return rc;
     }
-    return rc;
+    c->fl_id[c->n_fl] = id;
+    c->fl_part[c->n_fl++] = p;
+    return 0;
 }
 
-static void rk__part_take(rk__chunk *c, size_t i, size_t m, uint64_t id)
+/* Takes the next reply to one of c's parts in flight and puts its bytes in
+ * place (a failed one's status becomes c's error); replies to an earlier
+ * call's requests that timed out are dropped. 0, or -1 when no reply came
+ * (c's error set: the parts still in flight are left to a later call). */
+static int rk__part_take(rk__chunk *c)
 {
-    rk__chunk_error(c, rk__split_take(c->s, c->k, id, c->o + i * 4, m * 4, c->timeout_ms, c->end));
-}
-
-/* a chunk of one part: sent here, taken by rk__chunk_take */
-static void rk__chunk_send(rk__chunk *c)
-{
-    c->sent = rk__part_send(c, c->i, c->m, &c->id) == 0;
-}
-
-static void rk__chunk_take(rk__chunk *c)
-{
-    rk__part_take(c, c->i, c->m, c->id);
+    for (;;) {
+        rk_reply r;
+        int rc = rk_actor_recv(c->act, &r, rk__split_left(c->timeout_ms, c->end));
+        if (rc) {
+            rk__split_fail(rc, c->k);
+            rk__chunk_error(c, rc);
+            return -1;
+        }
+        int f = 0;
+        while (f < c->n_fl && c->fl_id[f] != r.id)
+            f++;
+        if (f == c->n_fl) {
+            rk_reply_release(c->act, &r); /* an abandoned call's */
+            continue;
+        }
+        size_t at, len;
+        rk__part_range(c, c->fl_part[f], &at, &len);
+        rc = r.status;
+        if (rc == 0 && r.len != len * 4)
+            rc = rk__fail(RK_EPROTO, "rk_split_call: device %d answered %zu B for a %zu B part", c->k, r.len,
+                          len * 4);
+        else if (rc)
+            rk__fail(rc, "rk_split_call: device %d: %s", c->k, rk_strerror(rc));
+        else
+            memcpy(c->o + at * 4, r.data, len * 4);
+        rk_reply_release(c->act, &r);
+        rk__chunk_error(c, rc);
+        c->fl_id[f] = c->fl_id[c->n_fl - 1];
+        c->fl_part[f] = c->fl_part[--c->n_fl];
+        return 0;
+    }
 }
 
 /* a chunk of any size, its parts pipelined; every part that went has its
- * reply taken, failed or not */
-static void *rk__chunk_main(void *p)
+ * reply taken, failed or not, unless one never came */
+static void *rk__chunk_main(void *arg)
 {
-    rk__chunk *c = p;
-    uint64_t ids[RK__SPLIT_WINDOW];
+    rk__chunk *c = arg;
     const size_t parts = (c->m + c->part - 1) / c->part;
-    size_t sent = 0, taken = 0;
-    while (taken < sent || (sent < parts && !c->rc)) {
-        if (sent < parts && !c->rc && sent - taken < (size_t)c->window) {
-            const size_t i = sent * c->part, m = c->m - i < c->part ? c->m - i : c->part;
-            if (rk__part_send(c, c->i + i, m, &ids[sent % RK__SPLIT_WINDOW]) == 0)
-                sent++;
-            continue;
-        }
-        const size_t i = taken * c->part, m = c->m - i < c->part ? c->m - i : c->part;
-        rk__part_take(c, c->i + i, m, ids[taken % RK__SPLIT_WINDOW]);
-        taken++;
+    size_t next = 0;
+    while (c->n_fl > 0 || (next < parts && !c->rc)) {
+        if (next < parts && !c->rc && c->n_fl < c->window)
+            rk__part_send(c, next++);
+        else if (rk__part_take(c))
+            break;
     }
     return NULL;
 }
 
-/* The part size and window for device k: parts within max_payload, and
- * the window's requests and replies within half the arena. */
-static void rk__split_parts(rk_split *s, int k, size_t *part, int *window)
+/* The part size and window for one of `lanes` chunks on device k: parts
+ * within max_payload, and the device's requests and replies in flight
+ * within half its arena. */
+static void rk__split_parts(rk_split *s, int k, int lanes, size_t *part, int *window)
 {
     rk_info in;
     rk_runtime_info(rk_runtime_device(s->rt, k), &in);
@@ -198,7 +220,7 @@ static void rk__split_parts(rk_split *s, int k, size_t *part, int *window)
     if (in.max_payload / 8 < p)
         p = in.max_payload / 8;
     int w = RK__SPLIT_WINDOW;
-    while (w > 1 && (size_t)w * p * 12 > in.arena_size / 2)
+    while (w > 1 && (size_t)(w * lanes) * p * 12 > in.arena_size / 2)
         w--;
     *part = p ? p : 1;
     *window = w;
@@ -217,48 +239,59 @@ int rk_split_call(rk_split *s, uint16_t type, const void *data, size_t len, void
     size_t n = len / 8;
     if (out_cap < n * 4)
         return rk__fail(RK_EMSGSIZE, "rk_split_call: the reply needs %zu B; out has %zu", n * 4, out_cap);
-    int k_max = (size_t)s->n < n ? s->n : (int)n; /* no empty chunks */
+    const int k_max = (size_t)s->n < n ? s->n : (int)n; /* no empty chunks */
+    /* large calls: a chunk per lane (each of at least the minimum), each
+     * in a thread but the first */
+    const size_t fit = n / (size_t)k_max / RK__SPLIT_THREAD_MIN;
+    const bool large = fit > 0;
+    const int lanes = !large ? 1 : fit < (size_t)s->lanes ? (int)fit : s->lanes;
+    const int units = k_max * lanes;
     const int64_t end = timeout_ms > 0 ? rk__now_ns() + (int64_t)timeout_ms * 1000000 : 0;
-    rk__chunk c[RK_MAX_DEVICES];
+    rk__chunk *c = calloc((size_t)units, sizeof *c);
+    if (!c)
+        return rk__fail(RK_ENOMEM, "rk_split_call: out of memory");
     bool one_part = true; /* every chunk one request */
-    for (int k = 0; k < k_max; k++) {
-        size_t i = n * (size_t)k / (size_t)k_max, j = n * (size_t)(k + 1) / (size_t)k_max;
-        c[k] = (rk__chunk){.s = s, .k = k, .timeout_ms = timeout_ms, .end = end, .a = data,
-                           .b = (const uint8_t *)data + n * 4, .o = out, .i = i, .m = j - i};
-        rk__split_parts(s, k, &c[k].part, &c[k].window);
-        one_part &= c[k].m <= c[k].part;
+    for (int u = 0; u < units; u++) {
+        const int k = u / lanes; /* device k's chunk [i, j) of n, then lane u % lanes's share of it */
+        const size_t i = n * (size_t)k / (size_t)k_max, j = n * (size_t)(k + 1) / (size_t)k_max;
+        const size_t li = i + (j - i) * (size_t)(u % lanes) / (size_t)lanes;
+        const size_t lj = i + (j - i) * (size_t)(u % lanes + 1) / (size_t)lanes;
+        c[u] = (rk__chunk){.act = s->act[k][u % lanes], .k = k, .timeout_ms = timeout_ms, .end = end, .a = data,
+                           .b = (const uint8_t *)data + n * 4, .o = out, .i = li, .m = lj - li};
+        rk__split_parts(s, k, lanes, &c[u].part, &c[u].window);
+        one_part &= c[u].m <= c[u].part;
     }
-    /* large chunks: chunks 1.. in threads of their own, chunk 0 here */
-    pthread_t th[RK_MAX_DEVICES];
-    bool threaded[RK_MAX_DEVICES] = {false};
-    if (k_max > 1 && n / (size_t)k_max >= RK__SPLIT_THREAD_MIN) {
-        for (int k = 1; k < k_max; k++)
-            threaded[k] = pthread_create(&th[k], NULL, rk__chunk_main, &c[k]) == 0;
+    pthread_t th[RK_MAX_DEVICES * RK__SPLIT_LANES];
+    bool threaded[RK_MAX_DEVICES * RK__SPLIT_LANES] = {false};
+    if (large) {
+        for (int u = 1; u < units; u++)
+            threaded[u] = pthread_create(&th[u], NULL, rk__chunk_main, &c[u]) == 0;
         rk__chunk_main(&c[0]);
-        for (int k = 1; k < k_max; k++) {
-            if (threaded[k])
-                pthread_join(th[k], NULL);
+        for (int u = 1; u < units; u++) {
+            if (threaded[u])
+                pthread_join(th[u], NULL);
             else
-                rk__chunk_main(&c[k]); /* no thread to be had: here, after the others */
+                rk__chunk_main(&c[u]); /* no thread to be had: here, after the others */
         }
     } else if (one_part) {
         /* every chunk sent before any is waited for (the devices work at
          * once); every chunk that went gets its reply taken, failed or not */
         int sent = 0;
-        for (; sent < k_max; sent++) {
-            rk__chunk_send(&c[sent]);
-            if (!c[sent].sent)
-                break;
-        }
-        for (int k = 0; k < sent; k++)
-            rk__chunk_take(&c[k]);
+        while (sent < units && rk__part_send(&c[sent], 0) == 0)
+            sent++;
+        for (int u = 0; u < sent; u++)
+            rk__part_take(&c[u]);
     } else { /* small chunks above a small max_payload: in turn */
-        for (int k = 0; k < k_max; k++)
-            rk__chunk_main(&c[k]);
+        for (int u = 0; u < units; u++)
+            rk__chunk_main(&c[u]);
     }
-    for (int k = 0; k < k_max; k++)
-        if (c[k].rc)
-            return rk__fail(c[k].rc, "%s", c[k].detail[0] ? c[k].detail : rk_strerror(c[k].rc));
+    int rc = 0;
+    for (int u = 0; u < units && !rc; u++)
+        if (c[u].rc)
+            rc = rk__fail(c[u].rc, "%s", c[u].detail[0] ? c[u].detail : rk_strerror(c[u].rc));
+    free(c);
+    if (rc)
+        return rc;
     *out_len = n * 4;
     return 0;
 }

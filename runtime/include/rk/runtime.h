@@ -339,23 +339,24 @@ int rk_actor_open_on(rk_runtime *rt, int device, rk_actor **out);
 int rk_actor_device(const rk_actor *a);
 
 /* One large operation split across every device of a runtime, its reply
- * assembled in order: a split holds an actor on each device (so it costs
- * one actor slot per device). Only elementwise operations split; of the
- * built-ins that is vadd (RK_OP_VADD, payload a || b of float32): each
- * device adds a contiguous share, gathered from the caller's buffer, all at
- * once (shares of 2^16 elements or more by a thread per device, so that the
- * host's copies into and out of each device's arena run side by side). A
- * share goes in parts of up to 2^20 elements (fewer where max_payload / 8
- * is), up to 4 in flight (fewer where half the arena would not hold them),
- * so that the copies overlap the device's adds and a split is not bounded
- * by max_payload. rk_split_call writes the n * 4 result bytes to out and
- * *out_len; -RK_ENOTSUP for another type, -RK_EINVAL for a payload that is
- * not a || b, -RK_EMSGSIZE when out_cap is too small, else the first
- * device's error (every chunk's reply is still taken). The result is the
- * same as one unsplit call. A call that timed out leaves its chunks in
- * flight: their late replies are dropped by the next call, which waits
- * for its own. A split is used by one thread at a time;
- * rk_split_close before closing the runtime. */
+ * assembled in order: a split holds four actors on each device (fewer when
+ * max_actors has no room for them; at least one). Only elementwise
+ * operations split; of the built-ins that is vadd (RK_OP_VADD, payload
+ * a || b of float32): each device adds a contiguous share, gathered from
+ * the caller's buffer, all at once. Shares of 2^16 elements or more go by
+ * a thread each, and by up to four threads a device where each still has
+ * 2^16 (the host's copies into and out of the arenas are what a large split
+ * waits for). Each thread's share goes in parts of up to 2^18 elements
+ * (fewer where max_payload / 8 is), a few in flight (within half the
+ * arena), so the copies overlap the device's adds and a split is not
+ * bounded by max_payload. rk_split_call writes the n * 4 result bytes to
+ * out and *out_len; -RK_ENOTSUP for another type, -RK_EINVAL for a payload
+ * that is not a || b, -RK_EMSGSIZE when out_cap is too small, else the
+ * first device's error (every part's reply is still taken). The result is
+ * the same as one unsplit call. A call that timed out leaves its parts in
+ * flight: their late replies are dropped by the next call, which waits for
+ * its own. A split is used by one thread at a time; rk_split_close before
+ * closing the runtime. */
 typedef struct rk_split rk_split;
 int rk_split_open(rk_runtime *rt, rk_split **out);
 void rk_split_close(rk_split *s);
