@@ -31,7 +31,10 @@ namespace dev {
  * put ~2 000 cycles between a reply and the next read by itself.) */
 constexpr uint32_t IDLE_WAIT_MIN = 0u, IDLE_WAIT_MAX = 2400u << 6;
 constexpr uint32_t IDLE_WAIT_MIN_OLD = 150u << 6; /* the least before 2026-11-27 (RK_KF_WAIT_MIN150) */
-constexpr uint32_t IDLE_WAIT_UP = 1024u, IDLE_WAIT_DOWN = 5u;
+#ifndef RK_KERNEL_IDLE_WAIT_DOWN
+#define RK_KERNEL_IDLE_WAIT_DOWN 5u /* a compile-time define for A/B builds (-Dcuda_args=...) */
+#endif
+constexpr uint32_t IDLE_WAIT_UP = 1024u, IDLE_WAIT_DOWN = RK_KERNEL_IDLE_WAIT_DOWN;
 
 /* The idle wait fx (cycles x 64) after the first poll that followed an
  * idle-path reply took `reads` reads (idle.cuh, idle_adapt; a host test
