@@ -325,6 +325,31 @@ static void test_degraded_out(void **state)
     rk_runtime_close(rt);
 }
 
+/* Each device's requests so far. */
+static void device_requests(rk_runtime *rt, int nd, uint64_t *req)
+{
+    for (int d = 0; d < nd; d++) {
+        rk_stats st;
+        rk_runtime_stats(rk_runtime_device(rt, d), &st);
+        req[d] = st.requests;
+    }
+}
+
+/* A split vadd of in (n elements a side) into out: in[i] + in[n + i], bit
+ * for bit. */
+static void split_exact(rk_split *sp, const float *in, float *out, size_t n)
+{
+    size_t got = 0;
+    if (rk_split_call(sp, RK_OP_VADD, in, n * 8, out, n * 4, &got, 10000))
+        fail_msg("n=%zu: %s", n, rk_last_detail());
+    assert_int_equal(got, n * 4);
+    for (size_t i = 0; i < n; i++) {
+        float want = in[i] + in[n + i];
+        if (memcmp(&out[i], &want, 4))
+            fail_msg("n=%zu: element %zu is %a, not %a", n, i, out[i], want);
+    }
+}
+
 /* One vadd split across 3 devices (GPUs: 2 or 3): each adds a share, the result is the
  * elementwise sum in order, for sizes that do not divide evenly and for
  * fewer elements than devices; after a call that timed out, the next ones
@@ -345,26 +370,13 @@ static void test_split(void **state)
             in[i] = (float)i * 0.25f - 7.0f;
             in[n + i] = 1.0f / (float)(i + 3);
         }
-        uint64_t before[3];
-        for (int d = 0; d < nd; d++) {
-            rk_stats st;
-            rk_runtime_stats(rk_runtime_device(rt, d), &st);
-            before[d] = st.requests;
-        }
-        size_t got = 0;
-        assert_int_equal(rk_split_call(sp, RK_OP_VADD, in, n * 8, out, n * 4, &got, 10000), 0);
-        assert_int_equal(got, n * 4);
-        for (size_t i = 0; i < n; i++) {
-            float want = in[i] + in[n + i];
-            if (memcmp(&out[i], &want, 4))
-                fail_msg("n=%zu: element %zu is %a, not %a", n, i, out[i], want);
-        }
+        uint64_t before[3], after[3];
+        device_requests(rt, nd, before);
+        split_exact(sp, in, out, n);
+        device_requests(rt, nd, after);
         int used = 0;
-        for (int d = 0; d < nd; d++) {
-            rk_stats st;
-            rk_runtime_stats(rk_runtime_device(rt, d), &st);
-            used += st.requests > before[d];
-        }
+        for (int d = 0; d < nd; d++)
+            used += after[d] > before[d];
         assert_int_equal(used, n < (size_t)nd ? (int)n : nd); /* every device, no empty chunk */
     }
     /* a call that times out (timeout 0: nothing is waited for) leaves its
@@ -430,29 +442,16 @@ static void test_split_parts(void **state)
             in[i] = (float)i * 0.5f + 0.125f;
             in[n + i] = -1.0f / (float)(i + 1);
         }
-        uint64_t before[3];
-        for (int d = 0; d < nd; d++) {
-            rk_stats st;
-            rk_runtime_stats(rk_runtime_device(rt, d), &st);
-            before[d] = st.requests;
-        }
-        size_t got = 0;
-        if (rk_split_call(sp, RK_OP_VADD, in, n * 8, out, n * 4, &got, 10000))
-            fail_msg("n=%zu: %s", n, rk_last_detail());
-        assert_int_equal(got, n * 4);
-        for (size_t i = 0; i < n; i++) {
-            float want = in[i] + in[n + i];
-            if (memcmp(&out[i], &want, 4))
-                fail_msg("n=%zu: element %zu is %a, not %a", n, i, out[i], want);
-        }
+        uint64_t before[3], after[3];
+        device_requests(rt, nd, before);
+        split_exact(sp, in, out, n);
+        device_requests(rt, nd, after);
         for (int d = 0; d < nd; d++) {
             const size_t m = n * (size_t)(d + 1) / (size_t)nd - n * (size_t)d / (size_t)nd;
-            rk_stats st;
-            rk_runtime_stats(rk_runtime_device(rt, d), &st);
             if (t < 2) /* one lane */
-                assert_int_equal(st.requests - before[d], (m + 8191) / 8192);
+                assert_int_equal(after[d] - before[d], (m + 8191) / 8192);
             else /* four: each its share in parts */
-                assert_in_range(st.requests - before[d], (m + 8191) / 8192, (m + 8191) / 8192 + 3);
+                assert_in_range(after[d] - before[d], (m + 8191) / 8192, (m + 8191) / 8192 + 3);
         }
     }
     rk_split_close(sp);
@@ -461,14 +460,7 @@ static void test_split_parts(void **state)
     c.max_actors = 1;
     assert_int_equal(rk_runtime_open(&rt, &c), 0);
     assert_int_equal(rk_split_open(rt, &sp), 0);
-    const size_t n = most;
-    size_t got = 0;
-    assert_int_equal(rk_split_call(sp, RK_OP_VADD, in, n * 8, out, n * 4, &got, 10000), 0);
-    for (size_t i = 0; i < n; i++) {
-        float want = in[i] + in[n + i];
-        if (memcmp(&out[i], &want, 4))
-            fail_msg("one lane: element %zu is %a, not %a", i, out[i], want);
-    }
+    split_exact(sp, in, out, most);
     rk_actor *extra;
     assert_int_equal(rk_actor_open(rt, &extra), -RK_EBUSY); /* the split holds every slot */
     free(in);
