@@ -30,7 +30,9 @@ static int open_devices(rk_runtime **rt, int n)
 
 /* pipelined vadds: PV_N elements a request, PV_WINDOW in flight per actor
  * (so 8 actors on one device hold 96 MiB of the 256 MiB arena); the
- * operands are one buffer every thread sends from */
+ * operands are one buffer every thread sends from (in the host's cache:
+ * these rows are the devices' and the runtime's pace, the split's row the
+ * host memory's) */
 enum { PV_N = 1 << 17, PV_WINDOW = 8 };
 static float *pv_in;
 
