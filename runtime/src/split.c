@@ -34,7 +34,9 @@
 /* A chunk goes in parts of at most this many elements (1 MiB of each
  * operand), up to RK__SPLIT_WINDOW of them in flight; fewer where
  * max_payload or the arena asks. */
+#ifndef RK__SPLIT_PART /* a define for A/B builds (-Dc_args=...) */
 #define RK__SPLIT_PART (1u << 18)
+#endif
 #define RK__SPLIT_WINDOW 4
 
 struct rk_split {
