@@ -313,8 +313,8 @@ static void *api_thread_main(void *p)
     return NULL;
 }
 
-int api_threads_run(rk_runtime *rt, int threads, double seconds, api_pipe_fn fn, const char *what, double *rate,
-                    uint64_t *count)
+bench_result *api_threads_row(bench_report *rep, const char *name, rk_runtime *rt, int threads, double seconds,
+                             api_pipe_fn fn, const char *what)
 {
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, (unsigned)threads);
@@ -340,33 +340,30 @@ int api_threads_run(rk_runtime *rt, int threads, double seconds, api_pipe_fn fn,
     pthread_barrier_destroy(&go);
     if (failed) {
         fprintf(stderr, "rk-bench gpu: %s failed in %d of %d threads\n", what, failed, threads);
-        return 1;
+        return NULL;
     }
-    *rate = total;
-    *count = n;
-    return 0;
+    bench_result *b = bench_add(rep, name, "cuda");
+    b->msgs_per_s = total;
+    b->count = n;
+    return b;
 }
 
 /* throughput_echo_64_api_Nt<suffix>: `threads` host threads, each with
  * its own actor pipelining as api_pipelined does, on rt */
 int api_threads_on(bench_report *rep, rk_runtime *rt, int threads, double seconds, const char *suffix)
 {
-    double total;
-    uint64_t n;
-    if (api_threads_run(rt, threads, seconds, api_pipelined, "pipelined echo", &total, &n))
-        return 1;
     char name[64];
     snprintf(name, sizeof name, "throughput_echo_64_api_%dt%s", threads, suffix);
-    bench_result *b = bench_add(rep, name, "cuda");
-    b->msgs_per_s = total;
-    b->count = n;
+    bench_result *b = api_threads_row(rep, name, rt, threads, seconds, api_pipelined, "pipelined echo");
+    if (!b)
+        return 1;
     rk_info in;
     rk_runtime_info(rt, &in);
     snprintf(b->extra, sizeof b->extra,
              "\"path\": \"rk_actor_send_batch/recv_batch, an actor per thread, batches of 32, window 256 each, "
              "worker process\", \"threads\": %d, \"devices\": %d, \"reply_rings\": %u, \"block\": %u, "
              "\"ring_slots\": %u", threads, rk_runtime_device_count(rt), in.reply_rings, in.block, in.ring_slots);
-    printf("  %-32s %.2f M msg/s\n", name, total / 1e6);
+    printf("  %-32s %.2f M msg/s\n", name, b->msgs_per_s / 1e6);
     return 0;
 }
 

@@ -68,21 +68,17 @@ static double vadd_pipelined(rk_actor *a, double seconds, uint64_t *count)
 
 static int vadd_threads_on(bench_report *rep, rk_runtime *rt, int threads, double seconds, const char *suffix)
 {
-    double rate;
-    uint64_t n;
-    if (api_threads_run(rt, threads, seconds, vadd_pipelined, "pipelined vadd", &rate, &n))
-        return 1;
     char name[64];
     snprintf(name, sizeof name, "throughput_vadd_1m_api_%dt%s", threads, suffix);
-    bench_result *b = bench_add(rep, name, "cuda");
-    b->msgs_per_s = rate;
-    b->gb_per_s = rate * 3.0 * PV_N * 4 / 1e9;
-    b->count = n;
+    bench_result *b = api_threads_row(rep, name, rt, threads, seconds, vadd_pipelined, "pipelined vadd");
+    if (!b)
+        return 1;
+    b->gb_per_s = b->msgs_per_s * 3.0 * PV_N * 4 / 1e9;
     snprintf(b->extra, sizeof b->extra,
              "\"path\": \"rk_actor_send/recv, an actor per thread, vadd of 2 x %d float32, window %d each, "
              "worker process\", \"threads\": %d, \"devices\": %d", PV_N, PV_WINDOW, threads,
              rk_runtime_device_count(rt));
-    printf("  %-32s %.1f GB/s (%.0f k requests/s)\n", name, b->gb_per_s, rate / 1e3);
+    printf("  %-32s %.1f GB/s (%.0f k requests/s)\n", name, b->gb_per_s, b->msgs_per_s / 1e3);
     return 0;
 }
 

@@ -117,10 +117,11 @@ int api_threads_on(bench_report *rep, rk_runtime *rt, int threads, double second
  * second (0 on failure) and adds the messages to *count. */
 typedef double (*api_pipe_fn)(rk_actor *a, double seconds, uint64_t *count);
 /* `threads` host threads, an actor each (rk_actor_open: placed by the
- * runtime), running fn at once: the summed rate and count; 1 (and a line
- * naming `what`) when a thread failed. */
-int api_threads_run(rk_runtime *rt, int threads, double seconds, api_pipe_fn fn, const char *what, double *rate,
-                    uint64_t *count);
+ * runtime), running fn at once: a row `name` with their summed rate and
+ * count (the caller adds its fields), or NULL (and a line naming `what`)
+ * when a thread failed. */
+bench_result *api_threads_row(bench_report *rep, const char *name, rk_runtime *rt, int threads, double seconds,
+                             api_pipe_fn fn, const char *what);
 /* ring_echo_64(_inprocess), throughput_echo_64_api(_inprocess),
  * throughput_echo_64_api_Nt for each of threads[0..n_threads),
  * vadd_16777216_api, vadd_16777216_buf_api, then idle_cpu over idle_s
