@@ -9,9 +9,14 @@
  * first read s x w cycles after the last answer (+ d). The first warp to
  * see i answers (a shared-memory claim). "wide": each lane reads its 8
  * bytes of the slot, as the ring kernel's idle poll does. "pair": one
- * warp keeps two reads in flight, of copies 0 and 1, s cycles apart.
+ * warp keeps two reads in flight, of copies 0 and 1, s cycles apart, or
+ * of copy 0 and copy 0 again ("one address"), or of copy 0 and the same
+ * bytes through a second mapping of the same memory ("alias": the host
+ * memory is a memfd mapped twice, each mapping registered with CUDA, as
+ * the worker registers the runtime's region).
  *
  *   rk-poll-probe [round trips per row, default 40000] [host turn ns, default 0]
+ *                 [rounds, default 2] [rows whose name holds this]
  *
  * The second argument makes the host wait that long after each answer
  * before its next request, as an API's longer turn does.
@@ -21,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../device/ring.cuh" /* the kernel's strong loads and stores of host memory */
 #include "probe.h"
@@ -42,7 +49,9 @@ struct row {
                  * after the answer (spy_s < 0: back to back, all the time): 1 a warp of
                  * this block, 2 a warp of another block */
     int spy_s;
+    int pair_to; /* pair: its second read is of 0 copy 1, 1 copy 0 through the alias, 2 copy 0 */
 };
+enum { PAIR_COPY = 0, PAIR_ALIAS = 1, PAIR_SAME = 2 };
 
 /* words between the copies of row r (the kernel reads them, the host writes them) */
 __host__ __device__ static inline int copy_stride(const row &r) { return r.stride ? r.stride : SLOT_WORDS; }
@@ -95,7 +104,8 @@ __device__ static bool spy_loop(const uint32_t *word, const volatile uint32_t *d
 
 /* n round trips; err[0] = TIMED_OUT when a wait ran away; err[1]: the
  * answers, for a spy in another block */
-__global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, row r, unsigned *err)
+__global__ void poll_kernel(const uint32_t *ping, const uint32_t *alias, uint32_t *pong, uint32_t n, row r,
+                            unsigned *err)
 {
     __shared__ uint32_t claim, done;
     __shared__ long long t_answer;
@@ -119,7 +129,10 @@ __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, ro
         while (clock64() < start)
             ;
         if (r.pair) { /* one warp: no claim */
-            if (!pair_wait(a, a + copy_stride(r), i, r)) {
+            const uint32_t *a1 = r.pair_to == PAIR_ALIAS ? alias + (a - ping)
+                                 : r.pair_to == PAIR_SAME ? a
+                                                          : a + copy_stride(r);
+            if (!pair_wait(a, a1, i, r)) {
                 *err = TIMED_OUT;
                 return;
             }
@@ -171,8 +184,8 @@ __global__ void poll_kernel(const uint32_t *ping, uint32_t *pong, uint32_t n, ro
     }
 }
 
-static int run(const row &r, long count, long turn_ns, uint32_t *hw, uint32_t *dw, unsigned *err, cudaStream_t s,
-               uint64_t *smp)
+static int run(const row &r, long count, long turn_ns, uint32_t *hw, uint32_t *dw, const uint32_t *dalias,
+               unsigned *err, cudaStream_t s, uint64_t *smp)
 {
     const long warm = 10000;
     memset(hw, 0, FAR_BYTES + 8192);
@@ -180,7 +193,7 @@ static int run(const row &r, long count, long turn_ns, uint32_t *hw, uint32_t *d
     uint32_t *pong = hw + PONG_WORD;
     err[1] = 0;
     const int blocks = r.spy == 2 ? 2 : 1, threads = 32 * (r.warps + (r.spy == 1));
-    poll_kernel<<<blocks, threads, 0, s>>>(dw, dw + PONG_WORD, (uint32_t)(warm + count), r, err);
+    poll_kernel<<<blocks, threads, 0, s>>>(dw, dalias, dw + PONG_WORD, (uint32_t)(warm + count), r, err);
     CK(cudaGetLastError());
     for (long i = 1; i <= warm + count; i++) {
         if (turn_ns) { /* the host's turn made longer, as an API's */
@@ -215,56 +228,79 @@ int main(int argc, char **argv)
 {
     const long count = argc > 1 ? atol(argv[1]) : 40000;
     const long turn_ns = argc > 2 ? atol(argv[2]) : 0;
-    if (count < 100) {
-        fprintf(stderr, "usage: rk-poll-probe [round trips per row, at least 100] [host turn ns, default 0]\n");
+    const int rounds = argc > 3 ? atoi(argv[3]) : 2;
+    const char *only = argc > 4 ? argv[4] : "";
+    if (count < 100 || rounds < 1) {
+        fprintf(stderr, "usage: rk-poll-probe [round trips per row, at least 100] [host turn ns, default 0] "
+                        "[rounds, default 2] [rows whose name holds this]\n");
         return 2;
     }
     cudaDeviceProp prop;
     cudaStream_t s;
     if (probe_open("rk-poll-probe", &prop, &s))
         return 77;
-    uint32_t *hw, *dw;
+    /* one memfd mapped twice, both mappings registered: hw and its alias */
+    const size_t bytes = FAR_BYTES + 8192;
+    const int fd = memfd_create("rk-poll-probe", 0);
+    if (fd < 0 || ftruncate(fd, (off_t)bytes)) {
+        perror("rk-poll-probe: memfd");
+        return 1;
+    }
+    uint32_t *hw = (uint32_t *)mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *ha = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (hw == MAP_FAILED || ha == MAP_FAILED) {
+        perror("rk-poll-probe: mmap");
+        return 1;
+    }
+    uint32_t *dw, *dalias;
     unsigned *err;
-    CK(cudaHostAlloc((void **)&hw, FAR_BYTES + 8192, cudaHostAllocMapped));
+    CK(cudaHostRegister(hw, bytes, cudaHostRegisterMapped));
+    CK(cudaHostRegister(ha, bytes, cudaHostRegisterMapped));
     CK(cudaHostGetDevicePointer((void **)&dw, hw, 0));
+    CK(cudaHostGetDevicePointer((void **)&dalias, ha, 0));
     CK(cudaMallocManaged(&err, 2 * sizeof *err));
     uint64_t *smp = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)count);
     static const row rows[] = {
-        {"1 warp, at once (the floor's shape)", 1, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {"1 warp, first read 1000 cycles late", 1, 1, 1000, 0, 0, 0, 0, 0, 0, 0},
-        {"2 warps, one word, 900 apart", 2, 1, 0, 900, 0, 0, 0, 0, 0, 0},
-        {"4 warps, one word, 600 apart", 4, 1, 0, 600, 0, 0, 0, 0, 0, 0},
-        {"4 warps, two copies, 600 apart", 4, 2, 0, 600, 0, 0, 0, 0, 0, 0},
-        {"4 warps, four copies, 600 apart", 4, 4, 0, 600, 0, 0, 0, 0, 0, 0},
-        {"wide: 1 warp, 1000 cycles late", 1, 1, 1000, 0, 1, 0, 0, 0, 0, 0},
-        {"wide: 4 warps, one slot, 600 apart", 4, 1, 0, 600, 1, 0, 0, 0, 0, 0},
-        {"wide: 2 warps, two copies, 1200 apart", 2, 2, 0, 1200, 1, 0, 0, 0, 0, 0},
-        {"wide: 4 warps, four copies, 600 apart", 4, 4, 0, 600, 1, 0, 0, 0, 0, 0},
-        {"wide: 1 warp, 1000 late, 23-line reply", 1, 1, 1000, 0, 1, 0, 23, 0, 0, 0},
-        {"wide: 2 warps, two copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, 0, 23, 0, 0, 0},
-        {"wide: 2 warps, two far copies, 1200 apart", 2, 2, 0, 1200, 1, FAR_WORDS, 0, 0, 0, 0},
-        {"wide: 2 warps, two far copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, FAR_WORDS, 23, 0, 0, 0},
-        {"pair: 1 warp, two copies, 600 apart", 1, 2, 0, 600, 0, 0, 0, 1, 0, 0},
-        {"wide: 1 warp, 400 late, 23-line reply (the kernel's)", 1, 1, 400, 0, 1, 0, 23, 0, 0, 0},
-        {"wide pair: 1 warp, two copies, 900 apart, 23-line reply", 1, 2, 0, 900, 1, 0, 23, 1, 0, 0},
-        {"wide pair: 400 late, 900 apart, 23-line reply", 1, 2, 400, 900, 1, 0, 23, 1, 0, 0},
-        {"wide pair: 400 late, 600 apart, 23-line reply", 1, 2, 400, 600, 1, 0, 23, 1, 0, 0},
-        {"wide: 2 warps, one slot, 900 apart, 23-line reply", 2, 1, 0, 900, 1, 0, 23, 0, 0, 0},
-        {"wide: 2 warps, one slot, 1200 apart, 23-line reply", 2, 1, 0, 1200, 1, 0, 23, 0, 0, 0},
-        {"wide: 2 warps, one slot, 400 late, 1200 apart, 23-line reply", 2, 1, 400, 1200, 1, 0, 23, 0, 0, 0},
-        {"wide: 1 warp, 1000 late, 23-line reply, spy 600", 1, 1, 1000, 0, 1, 0, 23, 0, 1, 600},
-        {"wide: 1 warp, 1000 late, 23-line reply, spy 1200", 1, 1, 1000, 0, 1, 0, 23, 0, 1, 1200},
-        {"wide: 1 warp, 1000 late, 23-line reply, spy on another SM 600", 1, 1, 1000, 0, 1, 0, 23, 0, 2, 600},
-        {"wide: 1 warp, 1000 late, 23-line reply, spy on another SM 1200", 1, 1, 1000, 0, 1, 0, 23, 0, 2, 1200},
-        {"wide: 1 warp, 1000 late, 23-line reply, spy back to back", 1, 1, 1000, 0, 1, 0, 23, 0, 1, -1},
-        {"wide: 1 warp, 1000 late, 23-line reply, spy back to back, another SM", 1, 1, 1000, 0, 1, 0, 23, 0, 2, -1},
-        {"wide: 1 warp, 400 late, 23-line reply, spy back to back", 1, 1, 400, 0, 1, 0, 23, 0, 1, -1},
-        {"wide: 1 warp, 400 late, 23-line reply, spy back to back, another SM", 1, 1, 400, 0, 1, 0, 23, 0, 2, -1},
+        {"1 warp, at once (the floor's shape)", 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {"1 warp, first read 1000 cycles late", 1, 1, 1000, 0, 0, 0, 0, 0, 0, 0, 0},
+        {"2 warps, one word, 900 apart", 2, 1, 0, 900, 0, 0, 0, 0, 0, 0, 0},
+        {"4 warps, one word, 600 apart", 4, 1, 0, 600, 0, 0, 0, 0, 0, 0, 0},
+        {"4 warps, two copies, 600 apart", 4, 2, 0, 600, 0, 0, 0, 0, 0, 0, 0},
+        {"4 warps, four copies, 600 apart", 4, 4, 0, 600, 0, 0, 0, 0, 0, 0, 0},
+        {"wide: 1 warp, 1000 cycles late", 1, 1, 1000, 0, 1, 0, 0, 0, 0, 0, 0},
+        {"wide: 4 warps, one slot, 600 apart", 4, 1, 0, 600, 1, 0, 0, 0, 0, 0, 0},
+        {"wide: 2 warps, two copies, 1200 apart", 2, 2, 0, 1200, 1, 0, 0, 0, 0, 0, 0},
+        {"wide: 4 warps, four copies, 600 apart", 4, 4, 0, 600, 1, 0, 0, 0, 0, 0, 0},
+        {"wide: 1 warp, 1000 late, 23-line reply", 1, 1, 1000, 0, 1, 0, 23, 0, 0, 0, 0},
+        {"wide: 2 warps, two copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, 0, 23, 0, 0, 0, 0},
+        {"wide: 2 warps, two far copies, 1200 apart", 2, 2, 0, 1200, 1, FAR_WORDS, 0, 0, 0, 0, 0},
+        {"wide: 2 warps, two far copies, 1200 apart, 23-line reply", 2, 2, 0, 1200, 1, FAR_WORDS, 23, 0, 0, 0, 0},
+        {"pair: 1 warp, two copies, 600 apart", 1, 2, 0, 600, 0, 0, 0, 1, 0, 0, 0},
+        {"wide: 1 warp, 400 late, 23-line reply (the kernel's)", 1, 1, 400, 0, 1, 0, 23, 0, 0, 0, 0},
+        {"wide pair: 1 warp, two copies, 900 apart, 23-line reply", 1, 2, 0, 900, 1, 0, 23, 1, 0, 0, 0},
+        {"wide pair: 400 late, 900 apart, 23-line reply", 1, 2, 400, 900, 1, 0, 23, 1, 0, 0, 0},
+        {"wide pair: 400 late, 600 apart, 23-line reply", 1, 2, 400, 600, 1, 0, 23, 1, 0, 0, 0},
+        {"wide: 2 warps, one slot, 900 apart, 23-line reply", 2, 1, 0, 900, 1, 0, 23, 0, 0, 0, 0},
+        {"wide: 2 warps, one slot, 1200 apart, 23-line reply", 2, 1, 0, 1200, 1, 0, 23, 0, 0, 0, 0},
+        {"wide: 2 warps, one slot, 400 late, 1200 apart, 23-line reply", 2, 1, 400, 1200, 1, 0, 23, 0, 0, 0, 0},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy 600", 1, 1, 1000, 0, 1, 0, 23, 0, 1, 600, 0},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy 1200", 1, 1, 1000, 0, 1, 0, 23, 0, 1, 1200, 0},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy on another SM 600", 1, 1, 1000, 0, 1, 0, 23, 0, 2, 600, 0},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy on another SM 1200", 1, 1, 1000, 0, 1, 0, 23, 0, 2, 1200, 0},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy back to back", 1, 1, 1000, 0, 1, 0, 23, 0, 1, -1, 0},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy back to back, another SM", 1, 1, 1000, 0, 1, 0, 23, 0, 2, -1, 0},
+        {"wide: 1 warp, 400 late, 23-line reply, spy back to back", 1, 1, 400, 0, 1, 0, 23, 0, 1, -1, 0},
+        {"wide: 1 warp, 400 late, 23-line reply, spy back to back, another SM", 1, 1, 400, 0, 1, 0, 23, 0, 2, -1, 0},
+        {"wide pair: 400 late, 600 apart, 23-line reply, one address", 1, 1, 400, 600, 1, 0, 23, 1, 0, 0, PAIR_SAME},
+        {"wide pair: 400 late, 600 apart, 23-line reply, alias", 1, 1, 400, 600, 1, 0, 23, 1, 0, 0, PAIR_ALIAS},
+        {"wide pair: 400 late, 300 apart, 23-line reply, alias", 1, 1, 400, 300, 1, 0, 23, 1, 0, 0, PAIR_ALIAS},
+        {"wide pair: 400 late, 300 apart, 23-line reply", 1, 2, 400, 300, 1, 0, 23, 1, 0, 0, 0},
+        {"wide pair: 0 late, 600 apart, 23-line reply, alias", 1, 1, 0, 600, 1, 0, 23, 1, 0, 0, PAIR_ALIAS},
     };
     printf("rk-poll-probe: %s, %ld round trips a row, the host's turn +%ld ns\n", prop.name, count, turn_ns);
-    for (int round = 0; round < 2; round++)
+    for (int round = 0; round < rounds; round++)
         for (const row &r : rows)
-            if (run(r, count, turn_ns, hw, dw, err, s, smp))
+            if (strstr(r.name, only) && run(r, count, turn_ns, hw, dw, dalias, err, s, smp))
                 return 1;
     free(smp);
     return 0;
