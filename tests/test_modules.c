@@ -196,6 +196,42 @@ static void test_directory(void **state)
     rk_runtime_close(rt);
 }
 
+/* A path without a '/' is a file in the current directory, as for any
+ * program, not a name for dlopen to look up on the library path (until
+ * 2026-12 "mod_math.so" from its own directory was "cannot open shared
+ * object file"). A bare directory name too, and the worker process of
+ * PROCESS loads the same files. */
+static void test_bare_name(void **state)
+{
+    (void)state;
+    char back[4096];
+    assert_non_null(getcwd(back, sizeof back));
+    assert_int_equal(chdir(mod_dir), 0); /* tests/modules: mod_math.so and dir/ */
+    const char *paths[] = {"mod_math.so", "dir"};
+    const rk_isolation isos[] = {RK_ISOLATION_AUTO, RK_ISOLATION_PROCESS};
+    for (int i = 0; i < 2; i++) {
+        int rc;
+        rk_runtime *rt = open_with(isos[i], paths, 2, &rc);
+        if (rc)
+            fail_msg("isolation %d: %s: %s", (int)isos[i], rk_err_name(rc), rk_last_detail());
+        assert_int_equal(rk_runtime_actor_count(rt), 2 + 4 + 2);
+        const char *origin = NULL;
+        assert_non_null(rk_runtime_actor_at(rt, 2, NULL, &origin));
+        assert_string_equal(origin, "./mod_math.so");
+        uint16_t t_upper;
+        assert_non_null(rk_runtime_actor_find(rt, "upper", &t_upper));
+        rk_actor *a;
+        assert_int_equal(rk_actor_open(rt, &a), 0);
+        rk_reply r;
+        assert_int_equal(rk_actor_call(a, t_upper, "bare", 4, 0, &r, 5000), 0);
+        assert_memory_equal(r.data, "BARE", 4);
+        rk_reply_release(a, &r);
+        rk_actor_close(a);
+        rk_runtime_close(rt);
+    }
+    assert_int_equal(chdir(back), 0);
+}
+
 /* A refused module: open fails with -RK_EINVAL, the detail names the file
  * and the cause, and nothing stays loaded (a valid open follows). */
 static void refused(const char *name, const char *cause)
@@ -308,6 +344,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_worker_process),
         cmocka_unit_test(test_directory),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_bare_name),
         cmocka_unit_test(test_suspect_answered_unrouted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -111,9 +111,18 @@ static int rk__add_file(rk__modset *m, const char *path)
     return 0;
 }
 
-/* A path: a module file, or a directory whose *.so files load in name order. */
-static int rk__expand(rk__modset *m, const char *path)
+/* A path: a module file, or a directory whose *.so files load in name order.
+ * A path is a file path: dlopen would search the library path for a name
+ * without a '/' (and miss ./case.so), so such a name becomes "./name". */
+static int rk__expand(rk__modset *m, const char *arg)
 {
+    char here[4096];
+    const char *path = arg;
+    if (!strchr(arg, '/')) {
+        if ((size_t)snprintf(here, sizeof here, "./%s", arg) >= sizeof here)
+            return rk__fail(RK_EINVAL, "module %s: the path is longer than %zu bytes", arg, sizeof here - 3);
+        path = here;
+    }
     struct stat st;
     if (stat(path, &st) != 0)
         return rk__fail(RK_EINVAL, "module %s: %s", path, strerror(errno));
@@ -128,8 +137,11 @@ static int rk__expand(rk__modset *m, const char *path)
         size_t l = strlen(e->d_name);
         if (l > 3 && strcmp(e->d_name + l - 3, ".so") == 0) {
             char p[4096];
-            snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-            rc = rk__add_file(m, p);
+            if ((size_t)snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= sizeof p)
+                rc = rk__fail(RK_EINVAL, "module %s/%s: the path is longer than %zu bytes", path, e->d_name,
+                              sizeof p - 1);
+            else
+                rc = rk__add_file(m, p);
         }
     }
     closedir(dir);

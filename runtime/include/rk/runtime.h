@@ -110,8 +110,10 @@ typedef struct rk_config {
     size_t n_actors;
     /* actor modules (rk/module.h) to load: each path a module file or a
      * directory whose *.so files are loaded in name order (borrowed until
-     * rk_runtime_open returns). Their actors are served by name
-     * (rk_runtime_actor_find); a worker process loads them too. */
+     * rk_runtime_open returns). A path is a file path, as for any program:
+     * "case.so" is ./case.so, never a search of the library path. Their
+     * actors are served by name (rk_runtime_actor_find); a worker process
+     * loads them too. */
     const char *const *modules;
     size_t n_modules;
 
