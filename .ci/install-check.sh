@@ -9,7 +9,9 @@
 #    `--static` (-static: every private library must be listed), and runs;
 #  - the bridge clients: samples/client.c builds with `pkg-config --cflags
 #    --libs rkc` and calls echo on the installed rk-bridge, and the Python
-#    package imports from the prefix (PYTHONPATH) and pings it;
+#    package imports from the prefix (PYTHONPATH) and pings it; with the
+#    default prefix /usr/local it would install where /usr/bin/python3
+#    looks without PYTHONPATH (configured only, not installed);
 #  - the installed rk-bench, rk-client and rk-bridge run from the prefix
 #    (rpath $ORIGIN/..), with matching versions; rk-bridge serves a ping;
 #  - a module of GPU actors builds from the prefix with nvcc as the README
@@ -191,6 +193,21 @@ if /usr/bin/python3 -c 'import zmq, msgpack' 2>/dev/null; then
   check clients_pkgconfig_python bash -c "$(declare -f clients); src='$src' prefix='$prefix' out='$out' libdir='$libdir' clients"
 else
   result clients_pkgconfig_python SKIP "/usr/bin/python3 lacks zmq or msgpack (.ci/deps installs them)"
+fi
+
+python_default_prefix() { # README: with /usr/local, no PYTHONPATH needed
+  meson setup "$out/usrlocal" -Dcuda=disabled -Dtests=false -Dman=disabled --prefix=/usr/local >/dev/null || return 1
+  local dir
+  dir=$(meson introspect "$out/usrlocal" --installed | /usr/bin/python3 -c 'import json, os, sys
+print(next(os.path.dirname(os.path.dirname(v)) for v in json.load(sys.stdin).values()
+           if v.endswith("ringkernel/__init__.py")))') || return 1
+  echo "the package would go to $dir"
+  /usr/bin/python3 -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' "$dir"
+}
+if [ -x /usr/bin/python3 ]; then
+  check python_default_prefix_searched python_default_prefix
+else
+  result python_default_prefix_searched SKIP "no /usr/bin/python3"
 fi
 
 gpu_module() { # issue 10: GPU actors built from the prefix as the README says, served on the CPU
