@@ -39,7 +39,9 @@ until grep -q "listening on" "$log"; do
     fi
     sleep 0.1
 done
-echo "== $(head -n 1 "$log")"
+# the start-up line (backend, why, endpoint); the library's log lines
+# (self-test, worker start) come before it
+echo "== $(grep -m 1 "listening on" "$log")"
 ep=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$log" | head -n 1)
 
 echo "== C client (rk-client) against $ep"
@@ -48,7 +50,16 @@ echo "== C client (rk-client) against $ep"
 "$client" -e "$ep" vadd -n 1000000
 "$client" -e "$ep" echo --size 64 --count 20000 --quiet
 "$client" -e "$ep" launch --grid 0 --block 256 --smem 0
-"$client" -e "$ep" status
+if /usr/bin/python3 -c '' 2>/dev/null; then # the status map, its main fields (all: rk-client status)
+    "$client" -e "$ep" status --json | /usr/bin/python3 -c 'import json, sys
+s = json.load(sys.stdin); w = s["worker"]; c = s["counters"]; k = s["kernel"]
+print("status: backend %s (%s); worker %s, restarts %d, faults %d; kernel grid %d block %d smem %d" % (
+      s["backend"], s["backend_why"], w["state"], w["restarts"], w["faults"], k["grid"], k["block"], k["smem"]))
+print("        requests %d, replies %d, errors %d; start-up ring p50 %.1f us, p99 %.1f us" % (c["requests"],
+      c["replies"], c["errors"], s["ring"]["p50_ns"] / 1e3, s["ring"]["p99_ns"] / 1e3))'
+else
+    "$client" -e "$ep" status --json
+fi
 "$client" -e "$ep" actors
 "$client" -e "$ep" call vadd a=f32:1,2,3 b=f32:0.5,0.5,0.5 -f f32
 if [ -x "$build/samples/rk-client-sample" ]; then
