@@ -232,6 +232,34 @@ static void test_bare_name(void **state)
     assert_int_equal(chdir(back), 0);
 }
 
+/* rk_config.modules without n_modules (a NULL-terminated list) would load
+ * nothing and open fine: refused, naming both fields. An empty list with
+ * n_modules 0 (rk-bridge without --actors) and a NULL or empty path. */
+static void test_modules_without_count(void **state)
+{
+    (void)state;
+    char p[512];
+    path_of(p, sizeof p, "mod_math");
+    const char *listed[] = {p, NULL};
+    int rc;
+    assert_null(open_with(RK_ISOLATION_AUTO, listed, 0, &rc));
+    assert_int_equal(rc, -RK_EINVAL);
+    const char *d = rk_last_detail();
+    if (!strstr(d, "modules[0]") || !strstr(d, "n_modules is 0") || !strstr(d, "mod_math.so"))
+        fail_msg("the detail does not name both fields and the path: \"%s\"", d);
+    const char *empty[] = {NULL};
+    rk_runtime *rt = open_with(RK_ISOLATION_AUTO, empty, 0, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(rk_runtime_actor_count(rt), 2);
+    rk_runtime_close(rt);
+    const char *holes[][2] = {{p, NULL}, {p, ""}};
+    for (int i = 0; i < 2; i++) {
+        assert_null(open_with(RK_ISOLATION_AUTO, holes[i], 2, &rc));
+        assert_int_equal(rc, -RK_EINVAL);
+        assert_non_null(strstr(rk_last_detail(), "modules[1] of 2"));
+    }
+}
+
 /* A refused module: open fails with -RK_EINVAL, the detail names the file
  * and the cause, and nothing stays loaded (a valid open follows). */
 static void refused(const char *name, const char *cause)
@@ -345,6 +373,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_directory),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_bare_name),
+        cmocka_unit_test(test_modules_without_count),
         cmocka_unit_test(test_suspect_answered_unrouted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

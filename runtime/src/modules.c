@@ -218,8 +218,13 @@ int rk__modules_load(rk__modset *m, const char *const *paths, size_t n, int file
 {
     memset(m, 0, sizeof *m);
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = files_given ? rk__add_file(m, paths[i]) : rk__expand(m, paths[i]);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!paths[i] || !paths[i][0])
+            rc = rk__fail(RK_EINVAL, "modules[%zu] of %zu is %s, not a module file or directory", i, n,
+                          paths[i] ? "an empty string" : "NULL");
+        else
+            rc = files_given ? rk__add_file(m, paths[i]) : rk__expand(m, paths[i]);
+    }
     const rk_module **mods = calloc(m->n_files + 1, sizeof *mods);
     m->handles = calloc(m->n_files + 1, sizeof *m->handles);
     if (rc == 0 && (!mods || !m->handles))

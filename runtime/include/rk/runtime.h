@@ -108,12 +108,16 @@ typedef struct rk_config {
                               * ring_slots x slot_size bytes of the shared region */
     const rk_actor_def *actors; /* user actors (borrowed until close), may be NULL */
     size_t n_actors;
-    /* actor modules (rk/module.h) to load: each path a module file or a
-     * directory whose *.so files are loaded in name order (borrowed until
-     * rk_runtime_open returns). A path is a file path, as for any program:
-     * "case.so" is ./case.so, never a search of the library path. Their
-     * actors are served by name (rk_runtime_actor_find); a worker process
-     * loads them too. */
+    /* actor modules (rk/module.h) to load: n_modules paths, each a module
+     * file or a directory whose *.so files are loaded in name order
+     * (borrowed until rk_runtime_open returns). A path is a file path, as
+     * for any program: "case.so" is ./case.so, never a search of the
+     * library path. Their actors are served by name (rk_runtime_actor_find);
+     * a worker process loads them too. Set both fields: modules[0] set with
+     * n_modules 0 (a NULL-terminated list without its count) is refused
+     * with -RK_EINVAL, as it would load nothing. A path that does not exist,
+     * or a module that is refused, is -RK_EINVAL, and rk_last_detail names
+     * the file and why ("No such file or directory"). */
     const char *const *modules;
     size_t n_modules;
 
