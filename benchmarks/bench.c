@@ -2,6 +2,7 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -15,6 +16,27 @@ uint64_t bench_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int bench_bad_option(const char *mode, int ch, char **argv)
+{
+    const char *opt = argv[optind - 1];
+    if (ch == ':')
+        fprintf(stderr, "rk-bench %s: option %s needs a value (see rk-bench %s --help)\n", mode, opt, mode);
+    else if (optopt && strncmp(opt, "--", 2) == 0) /* a known long option, given a value */
+        fprintf(stderr, "rk-bench %s: option %.*s takes no value (see rk-bench %s --help)\n", mode,
+                (int)strcspn(opt, "="), opt, mode);
+    else if (optopt > 0 && optopt < 256)
+        fprintf(stderr, "rk-bench %s: unknown option -%c (see rk-bench %s --help)\n", mode, optopt, mode);
+    else
+        fprintf(stderr, "rk-bench %s: unknown option %s (see rk-bench %s --help)\n", mode, opt, mode);
+    return 2;
+}
+
+int bench_bad_argument(const char *mode, const char *arg)
+{
+    fprintf(stderr, "rk-bench %s: unexpected argument %s (see rk-bench %s --help)\n", mode, arg, mode);
+    return 2;
 }
 
 uint64_t bench_cpu_ns(void)

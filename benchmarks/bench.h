@@ -124,6 +124,16 @@ int bench_finish(bench_report *rep, const bench_output *out, int rc);
 /* CPU time (user + system) this process has used, in ns (getrusage). */
 uint64_t bench_cpu_ns(void);
 
+/* One line on stderr for what getopt_long refused (it returned '?', or ':'
+ * for a missing value, with opterr 0 and ':' leading the short options):
+ * "rk-bench MODE: unknown option --bogus (see rk-bench MODE --help)", like
+ * rk-bridge and rk-client, not getopt's line and the whole help. Reads
+ * optind and optopt: call it at once. Returns 2, the exit status. */
+int bench_bad_option(const char *mode, int ch, char **argv);
+
+/* The same line for an argument no option takes (argv[optind]). Returns 2. */
+int bench_bad_argument(const char *mode, const char *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -405,7 +405,8 @@ static int bb_parse(int argc, char **argv, bb_opts *o)
     const char *raw_ep = NULL;
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "e:r:n:m:t:w:h", opts, NULL)) != -1) {
+    opterr = 0; /* bench_bad_option says it in one line */
+    while ((ch = getopt_long(argc, argv, ":e:r:n:m:t:w:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'e': o->endpoint = optarg; break;
         case 'r': raw_ep = optarg; break;
@@ -420,16 +421,20 @@ static int bb_parse(int argc, char **argv, bb_opts *o)
         case O_BROKER: o->broker = true; break;
         case O_RAWIO: o->raw_io_threads = atoi(optarg); break;
         case 'h': bench_bridge_usage(stdout); exit(0);
-        default: bench_bridge_usage(stderr); return 2;
+        default: return bench_bad_option("bridge", ch, argv);
         }
     }
+    if (optind < argc)
+        return bench_bad_argument("bridge", argv[optind]);
     if (o->raw_io_threads < 1 || o->raw_io_threads > 64) {
         fprintf(stderr, "rk-bench bridge: --raw-io-threads %d: give 1 to 64\n", o->raw_io_threads);
         return 2;
     }
     if (o->count < 1 || o->messages < 1 || o->threads < 1 || o->window < 1 || o->size > BB_MAX_PAYLOAD ||
         !(o->timeout_s > 0 && o->timeout_s <= 3600)) {
-        bench_bridge_usage(stderr);
+        fprintf(stderr, "rk-bench bridge: --count %ld, --messages %ld, --threads %d and --window %d must be >= 1, "
+                "--size %zu at most %d, --timeout %g in (0, 3600] (see rk-bench bridge --help)\n", o->count,
+                o->messages, o->threads, o->window, o->size, BB_MAX_PAYLOAD, o->timeout_s);
         return 2;
     }
     if (o->warmup > o->count / 5 + 100)

@@ -94,7 +94,8 @@ static int ring_parse(int argc, char **argv, ring_opts *o)
     o->count = 1000000, o->window = 64, o->messages = 2000000;
     o->idle_s = 5;
     int c;
-    while ((c = getopt_long(argc, argv, "b:n:w:m:i:h", opts, NULL)) != -1) {
+    opterr = 0; /* bench_bad_option says it in one line */
+    while ((c = getopt_long(argc, argv, ":b:n:w:m:i:h", opts, NULL)) != -1) {
         switch (c) {
         case 'b':
             if (rk_backend_parse(optarg, &o->cfg.backend)) {
@@ -107,9 +108,11 @@ static int ring_parse(int argc, char **argv, ring_opts *o)
         case 'm': o->messages = atol(optarg); break;
         case 'i': o->idle_s = atof(optarg); break;
         case 'h': usage(stdout); exit(0);
-        default: usage(stderr); return 2;
+        default: return bench_bad_option("ring", c, argv);
         }
     }
+    if (optind < argc)
+        return bench_bad_argument("ring", argv[optind]);
     if (o->count < 1 || o->window < 1 || o->window > 32768 || o->messages < 1) {
         fprintf(stderr, "rk-bench: --count %ld, --messages %ld must be >= 1 and --window %ld in 1..32768\n",
                 o->count, o->messages, o->window);
@@ -304,8 +307,12 @@ static int run_mode(const char *mode, int argc, char **argv, bench_report *rep)
     if (!strcmp(mode, "bridge"))
         return bench_bridge_run(argc, argv, rep);
 #endif
-    fprintf(stderr, "rk-bench: mode \"%s\" is not available in this build\n", mode);
-    usage(stderr);
+    if (!strcmp(mode, "gpu") || !strcmp(mode, "bridge"))
+        fprintf(stderr, "rk-bench: mode %s is not available in this build (see rk-bench --help)\n", mode);
+    else if (mode[0] == '-')
+        fprintf(stderr, "rk-bench: unknown option %s; the mode comes first (see rk-bench --help)\n", mode);
+    else
+        fprintf(stderr, "rk-bench: unknown mode %s: ring, gpu or bridge (see rk-bench --help)\n", mode);
     return 2;
 }
 
@@ -354,7 +361,13 @@ int main(int argc, char **argv)
     if (!av)
         return 1;
     for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j")) && i + 1 < argc)
+        if ((!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j")) && i + 1 >= argc) {
+            fprintf(stderr, "rk-bench %s: option %s needs a value (see rk-bench %s --help)\n", mode, argv[i],
+                    mode);
+            free(av);
+            return 2;
+        }
+        if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
             out.json = argv[++i];
         else if (!strncmp(argv[i], "--json=", 7))
             out.json = argv[i] + 7;

@@ -1,16 +1,40 @@
 #!/bin/sh
 # test_bench_bridge.sh RK_BENCH RK_BRIDGE - `rk-bench bridge` end to end on
 # the CPU backend (small counts: what it writes, not how fast): a bad
-# option is refused naming it, a run against no bridge ends within its
-# --timeout naming the endpoint, and a run against a bridge (through the
-# broker hop too) writes every row, the threads that served them in the
-# throughput rows.
+# option is refused in one line naming it (ring mode's too), a run against
+# no bridge ends within its --timeout naming the endpoint, and a run
+# against a bridge (through the broker hop too) writes every row, the
+# threads that served them in the throughput rows.
 set -u
 bench=$1 bridge=$2
 t=$(mktemp -d)
 bpid=
 trap '[ -n "$bpid" ] && kill -KILL "$bpid" 2>/dev/null; rm -rf "$t"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+
+# a bad option or argument: one line naming it and the --help to read,
+# exit 2 (not getopt's line and the whole help); --help after a mode works
+refused() { # WANT ARGS...
+  want=$1; shift
+  "$bench" "$@" >"$t/out" 2>&1
+  rc=$?
+  [ $rc -eq 2 ] || fail "$*: exit $rc, want 2: $(cat "$t/out")"
+  [ "$(wc -l <"$t/out")" -eq 1 ] || fail "$*: not one line: $(cat "$t/out")"
+  grep -qF -- "$want" "$t/out" || fail "$*: no \"$want\" in: $(cat "$t/out")"
+}
+refused "rk-bench ring: unknown option --bogus (see rk-bench ring --help)" ring --bogus
+refused "unknown option -Z" ring -Z
+refused "option --count needs a value" ring --count
+refused "unexpected argument extra" ring extra
+refused "option --json needs a value" ring --json
+refused "rk-bench bridge: unknown option --bogus (see rk-bench bridge --help)" bridge --bogus
+refused "option -n needs a value" bridge -n
+refused "--count 0" bridge --count 0
+refused "unknown mode bogus" bogus
+for mode in ring bridge; do
+  "$bench" $mode --help >"$t/out" 2>&1 || fail "$mode --help: exit $?"
+  grep -q "^usage: rk-bench" "$t/out" || fail "$mode --help: $(cat "$t/out")"
+done
 
 "$bench" bridge --raw-io-threads 0 >"$t/out" 2>&1
 rc=$?
