@@ -201,7 +201,8 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
                                          {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "n:t:d:i:vIT:f:a:m:o:D:R:B:S:h", opts, NULL)) != -1) {
+    opterr = 0; /* bench_bad_option says it in one line */
+    while ((c = getopt_long(argc, argv, ":n:t:d:i:vIT:f:a:m:o:D:R:B:S:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n': o->count = atol(optarg); break;
         case 't': o->seconds = atof(optarg); break;
@@ -252,9 +253,11 @@ static int gpu_parse(int argc, char **argv, gpu_opts *o)
             }
             break;
         case 'h': bench_gpu_usage(stdout); exit(0);
-        default: bench_gpu_usage(stderr); return 2;
+        default: return bench_bad_option("gpu", c, argv);
         }
     }
+    if (optind < argc)
+        return bench_bad_argument("gpu", argv[optind]);
     if (o->count < 100)
         o->count = 100;
     return 0;

@@ -31,6 +31,12 @@ refused "rk-bench bridge: unknown option --bogus (see rk-bench bridge --help)" b
 refused "option -n needs a value" bridge -n
 refused "--count 0" bridge --count 0
 refused "unknown mode bogus" bogus
+# gpu mode, where this build has it (its options are parsed before any device is looked for)
+if "$bench" gpu --help >/dev/null 2>&1; then
+  refused "rk-bench gpu: unknown option --bogus (see rk-bench gpu --help)" gpu --bogus
+  refused "option --count needs a value" gpu --count
+  refused "unexpected argument extra" gpu extra
+fi
 for mode in ring bridge; do
   "$bench" $mode --help >"$t/out" 2>&1 || fail "$mode --help: exit $?"
   grep -q "^usage: rk-bench" "$t/out" || fail "$mode --help: $(cat "$t/out")"
