@@ -50,11 +50,14 @@ static const char rkb__usage[] =
 "                             least that many --io-threads); on the CPU backend, one\n"
 "                             CPU worker each\n"
 "      --grid N               blocks of the ring kernel; 0 = as many as can be\n"
-"                             co-resident (default 0)\n"
-"      --block N              threads per block; 0 = the largest the kernel\n"
-"                             allows, at most 1024 (default 0)\n"
-"      --smem BYTES           dynamic shared memory per block (default 0)\n"
-"      --ring-slots N         slots per ring, power of two (default 4096)\n"
+"                             co-resident (default 0); at most 2147483647\n"
+"      --block N              threads per block, at most 1024; 0 = the largest the\n"
+"                             kernel allows (default 0)\n"
+"      --smem BYTES           dynamic shared memory per block, at most 227K (the\n"
+"                             most any GPU gives a block) (default 0)\n"
+"                             These maxima hold on every backend; on CUDA the\n"
+"                             device's own limits are checked too\n"
+"      --ring-slots N         slots per ring, power of two 2..16M (default 4096)\n"
 "      --slot-size BYTES      bytes per ring slot, power of two 128..4096 (default 256)\n"
 "      --arena-bytes BYTES    data arena for payloads that do not fit a slot\n"
 "                             (default 256M: a request and its reply live there)\n"
@@ -196,29 +199,49 @@ static const struct option rkb__opts[] = {
 
 #define RKB_HINT "(see rk-bridge --help)"
 
-/* Parses a number with an optional K/M/G suffix in [min, max]. */
-/* or_auto: the option takes "auto" too (its message says so) */
-static int rkb__num(const char *opt, const char *s, uint64_t min, uint64_t max, bool or_auto,
-                    uint64_t *out)
+/* A number with an optional K/M/G suffix in [min, max]: 0, or -1 (silent). */
+static int rkb__parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 0);
     unsigned shift = 0;
-    if (!errno && end != s && *s != '-') {
-        switch (*end) {
-        case 'k': case 'K': shift = 10; end++; break;
-        case 'm': case 'M': shift = 20; end++; break;
-        case 'g': case 'G': shift = 30; end++; break;
-        default: break;
-        }
-        if (!*end && v <= (max >> shift) && (v << shift) >= min) {
-            *out = v << shift;
-            return 0;
-        }
+    if (errno || end == s || *s == '-')
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
     }
+    if (*end || v > (max >> shift) || (v << shift) < min)
+        return -1;
+    *out = v << shift;
+    return 0;
+}
+
+/* rkb__parse_num, saying what was expected when it fails. or_auto: the
+ * option takes "auto" too (its message says so) */
+static int rkb__num(const char *opt, const char *s, uint64_t min, uint64_t max, bool or_auto,
+                    uint64_t *out)
+{
+    if (rkb__parse_num(s, min, max, out) == 0)
+        return 0;
     fprintf(stderr, "rk-bridge: --%s %s: expected %sa number from %" PRIu64 " to %" PRIu64 " " RKB_HINT "\n",
             opt, s, or_auto ? "auto or " : "", min, max);
+    return -1;
+}
+
+/* A power of two in [min, max] (a K/M/G suffix allowed). */
+static int rkb__pow2(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    uint64_t v;
+    if (rkb__parse_num(s, min, max, &v) == 0 && !(v & (v - 1))) {
+        *out = v;
+        return 0;
+    }
+    fprintf(stderr, "rk-bridge: --%s %s: expected a power of two from %" PRIu64 " to %" PRIu64 " "
+            RKB_HINT "\n", opt, s, min, max);
     return -1;
 }
 
@@ -236,15 +259,18 @@ static int rkb__numeric(rkb_config *c, int id, const char *arg)
     uint64_t v;
 #define NUM_(lo, hi, a) do { if (rkb__num(rkb__name(id), arg, (lo), (hi), (a), &v)) return -1; } while (0)
 #define NUM(lo, hi) NUM_(lo, hi, false)
+#define POW2(lo, hi) do { if (rkb__pow2(rkb__name(id), arg, (lo), (hi), &v)) return -1; } while (0)
 /* a thread count that may be "auto" (0: worked out at start, run.c) */
 #define AUTO_OR_NUM(f, lo, hi) do { if (!strcmp(arg, "auto")) f = 0; else { NUM_(lo, hi, true); f = (int)v; } } while (0)
     switch (id) {
     case O_DEVICE: NUM(0, 1024); c->rk.device = (int)v; break;
-    case O_GRID: NUM(0, UINT32_MAX); c->rk.grid = (uint32_t)v; break;
-    case O_BLOCK: NUM(0, UINT32_MAX); c->rk.block = (uint32_t)v; break;
-    case O_SMEM: NUM(0, UINT32_MAX); c->rk.smem = (uint32_t)v; break;
-    case O_RING_SLOTS: NUM(0, UINT32_MAX); c->rk.ring_slots = (uint32_t)v; break;
-    case O_SLOT_SIZE: NUM(0, UINT32_MAX); c->rk.slot_size = (uint32_t)v; break;
+    /* beyond what any device runs, on every backend (config.h) */
+    case O_GRID: NUM(0, RKB_GRID_MAX); c->rk.grid = (uint32_t)v; break;
+    case O_BLOCK: NUM(0, RKB_BLOCK_MAX); c->rk.block = (uint32_t)v; break;
+    case O_SMEM: NUM(0, RKB_SMEM_MAX); c->rk.smem = (uint32_t)v; break;
+    /* the runtime's own rules (rk_config), said here with the option's name */
+    case O_RING_SLOTS: POW2(2, RK_RING_SLOTS_MAX); c->rk.ring_slots = (uint32_t)v; break;
+    case O_SLOT_SIZE: POW2(128, RK_RING_SLOT_MAX); c->rk.slot_size = (uint32_t)v; break;
     case O_ARENA: NUM(0, SIZE_MAX); c->rk.arena_size = (size_t)v; break;
     case O_WINDOW: NUM(1, 32768); c->rk.actor_window = (uint32_t)v; break;
     case O_MAXMSG: NUM(1, (uint64_t)1 << 31); c->max_message_bytes = (size_t)v; break;
@@ -266,6 +292,7 @@ static int rkb__numeric(rkb_config *c, int id, const char *arg)
     default: return 1;
     }
 #undef AUTO_OR_NUM
+#undef POW2
 #undef NUM
 #undef NUM_
     return 0;

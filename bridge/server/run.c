@@ -153,7 +153,9 @@ static int rkb__open_runtime(rkb_shared *sh, int n_loops)
         else
             fprintf(stderr, "rk-bridge: cannot open the runtime (%s): %s\n", rk_err_name(rc),
                     rk_last_detail());
-        return launch ? RKB_EXIT_USAGE : RKB_EXIT_FAIL;
+        /* RK_EINVAL: the runtime refused its configuration, which is the
+         * command line's (main.c checks what it can name by option first) */
+        return launch || -rc == RK_EINVAL ? RKB_EXIT_USAGE : RKB_EXIT_FAIL;
     }
     rk_info info;
     rk_runtime_info(sh->rt, &info);

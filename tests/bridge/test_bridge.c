@@ -320,6 +320,37 @@ void test_pipeline(void **state)
 
 /* ---- launch and status ------------------------------------------------ */
 
+/* A launch no CUDA device could run is refused on every backend, naming
+ * the value and the limit, and changes nothing (the CPU backend recorded
+ * any shape: block 4096, smem 99999999 were ok: true); the maxima pass. */
+static void launch_limits(rkc *c)
+{
+    static const struct { uint32_t grid, block, smem; const char *says; } bad[] = {
+        {100000, 4096, 99999999, "block 4096 threads exceeds 1024, the most a block has on any CUDA device"},
+        {0, 256, 99999999, "shared memory 99999999 B exceeds 232448 B (227 KiB)"},
+        {3000000000u, 256, 0, "grid 3000000000 blocks exceeds 2147483647"},
+    };
+    rkc_reply r;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rkc_request rq = {.op = RKC_LAUNCH, .grid = bad[i].grid, .block = bad[i].block, .smem = bad[i].smem};
+        assert_int_equal(rkc_call(c, &rq, &r, TMO), 0);
+        fprintf(stderr, "  launch %u/%u/%u -> %s %s\n", rq.grid, rq.block, rq.smem, r.code, r.message);
+        assert_false(r.ok);
+        assert_string_equal(r.code, "LAUNCH_INVALID");
+        assert_non_null(strstr(r.message, bad[i].says));
+        rkc_reply_free(&r);
+    }
+    rkc_request sq = {.op = RKC_STATUS};
+    assert_int_equal(rkc_call(c, &sq, &r, TMO), 0);
+    const msgpack_object *k = rkc_reply_get(&r, "kernel");
+    assert_int_equal(map_uint(k, "block"), 128); /* test_launch_status' launch, unchanged */
+    rkc_reply_free(&r);
+    rkc_request max = {.op = RKC_LAUNCH, .grid = 2147483647u, .block = 1024, .smem = 232448};
+    assert_int_equal(rkc_call(c, &max, &r, TMO), 0);
+    assert_true(r.ok);
+    rkc_reply_free(&r);
+}
+
 void test_launch_status(void **state)
 {
     (void)state;
@@ -367,6 +398,7 @@ void test_launch_status(void **state)
     assert_int_equal(bridge_stop(&b), 0);
 }
 
+    launch_limits(c);
 /* ---- back-pressure: BUSY ---------------------------------------------- */
 
 void test_busy(void **state)
@@ -671,6 +703,6 @@ void test_startup(void **state)
     assert_int_equal(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s --backend gpu 2>/dev/null", g_bridge_path);
     st = system(cmd);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2); /* a bad value: 2, as README promises */
 }
 

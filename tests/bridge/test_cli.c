@@ -83,6 +83,30 @@ void cli(const char *const *argv, int want, const char *one_line, char *out, siz
     }
 }
 
+/* Bad values of rk-bridge's numeric options exit 2 with one line naming
+ * the option, the value and the range, before anything starts: the
+ * runtime's rules (--ring-slots 1000 exited 1, from the runtime) and the
+ * kernel shapes no CUDA device runs (--block 4096 started on the CPU). */
+static void bad_values(void)
+{
+    static const struct { const char *opt, *val, *says; } bad[] = {
+        {"--ring-slots", "1000", "expected a power of two from 2 to 16777216"},
+        {"--ring-slots", "1", "expected a power of two from 2 to 16777216"},
+        {"--slot-size", "64", "expected a power of two from 128 to 4096"},
+        {"--slot-size", "8K", "expected a power of two from 128 to 4096"},
+        {"--block", "4096", "expected a number from 0 to 1024"},
+        {"--smem", "99999999", "expected a number from 0 to 232448"},
+        {"--grid", "3000000000", "expected a number from 0 to 2147483647"},
+    };
+    char out[4096], opt[64];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(opt, sizeof opt, "%s %s", bad[i].opt, bad[i].val);
+        cli((const char *[]){g_bridge_path, "--backend", "cpu", bad[i].opt, bad[i].val, NULL}, 2, opt, out,
+            sizeof out);
+        assert_non_null(strstr(out, bad[i].says));
+    }
+}
+
 void test_cli(void **state)
 {
     (void)state;
@@ -104,6 +128,7 @@ void test_cli(void **state)
     cli((const char *[]){B, "stray", NULL}, 2, "stray", out, sizeof out);
     cli((const char *[]){B, "--help", NULL}, 0, NULL, out, sizeof out);
     assert_non_null(strstr(out, "--allow-admin-ops"));
+    bad_values();
     /* rk-client */
     snprintf(want, sizeof want, "rk-client %s", RKBT_VERSION);
     cli((const char *[]){C, "--version", NULL}, 0, NULL, out, sizeof out);
