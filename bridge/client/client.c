@@ -2,6 +2,8 @@
  * with named fields), receive and match replies by id. Replies: reply.c. */
 #include "impl.h"
 
+#include "endpoint.h" /* bridge/protocol: the check rk-bridge's binds use */
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,7 +31,7 @@ static int64_t rkc__now_ns(void)
 
 const char *rkc_errmsg(const rkc *c) { return c ? c->err : "no client"; }
 
-static _Thread_local char rkc__connect_err[256];
+static _Thread_local char rkc__connect_err[512];
 const char *rkc_last_error(void) { return rkc__connect_err; }
 
 static int rkc__connect_fail(rkc *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -51,6 +53,10 @@ int rkc_connect(rkc **out, const char *endpoint, const rkc_options *opt)
     if (!out || !endpoint)
         return rkc__connect_fail(NULL, -EINVAL, "no endpoint");
     *out = NULL;
+    /* ZeroMQ says only EINVAL for a malformed endpoint: say what is wrong */
+    char why[256];
+    if (rkb_endpoint_problem(endpoint, false, why, sizeof why))
+        return rkc__connect_fail(NULL, -EINVAL, "cannot connect to %s: %s", endpoint, why);
     if (!opt)
         opt = &def;
     rkc *c = calloc(1, sizeof *c);

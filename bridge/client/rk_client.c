@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "endpoint.h" /* bridge/protocol: the endpoint check librkc and rk-bridge use */
 #include "json.h"
 #include "rk/client.h"
 
@@ -167,6 +168,11 @@ static int rkc__parse(rkc__args *a, int argc, char **argv)
     }
     return 0;
 }
+    char why[256];
+    if (rkb_endpoint_problem(a->endpoint, false, why, sizeof why)) {
+        fprintf(stderr, "rk-client: --endpoint %s: %s " RKC_HINT "\n", a->endpoint, why);
+        return -1;
+    }
 
 static int rkc__read_key(const char *path, char out[41])
 {

@@ -11,8 +11,11 @@
  *    removed at exit when it is still the file this bridge created. */
 #include "server.h"
 
+#include "endpoint.h" /* bridge/protocol: the syntax, shared with librkc */
+
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -61,22 +64,19 @@ static bool rkb__host_only(const char *ep)
     return false;
 }
 
-/* The transports the bridge serves (and whose reach the check below
- * knows): another scheme, a typo or one a libzmq build may add (ws://),
- * is refused by name rather than judged "reachable from other hosts". */
-static bool rkb__known_transport(const char *ep)
-{
-    return !strncmp(ep, "tcp://", 6) || !strncmp(ep, "ipc://", 6) || !strncmp(ep, "inproc://", 9);
-}
-
 int rkb_endpoints_check(rkb_shared *sh)
 {
     const rkb_config *c = sh->cfg;
+    /* Only the transports the bridge serves, whose reach the check below
+     * knows: another scheme, a typo or one a libzmq build may add (ws://)
+     * is refused by name rather than judged "reachable from other hosts";
+     * a malformed endpoint (no port, port 99999, which ZeroMQ would wrap
+     * to another) says what is wrong rather than ZeroMQ's EINVAL. */
     for (int i = 0; i <= c->n_binds; i++) {
         const char *ep = i < c->n_binds ? c->binds[i] : c->status_bind;
-        if (ep && !rkb__known_transport(ep)) {
-            fprintf(stderr, "rk-bridge: %s %s: unknown transport (the bridge serves tcp://, ipc:// and inproc://)\n",
-                    i < c->n_binds ? "--bind" : "--status-bind", ep);
+        char why[256];
+        if (ep && rkb_endpoint_problem(ep, true, why, sizeof why)) {
+            fprintf(stderr, "rk-bridge: %s %s: %s\n", i < c->n_binds ? "--bind" : "--status-bind", ep, why);
             return RKB_EXIT_USAGE;
         }
     }
@@ -106,14 +106,39 @@ int rkb_endpoints_check(rkb_shared *sh)
 
 /* ---- ipc files ------------------------------------------------------------ */
 
-/* 0 when path may be bound: nothing is there, or a socket nobody answers
- * on. Else -1 and why in msg. */
+/* Nothing is at path: 0 when its directory exists, else -1 and why (ZeroMQ
+ * would say only "No such file or directory", as if the socket were
+ * missing rather than the directory it goes in). */
+static int rkb__ipc_dir_check(const char *path, char *msg, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path)
+        return 0; /* the current directory, or / */
+    char dir[PATH_MAX];
+    if ((size_t)(slash - path) >= sizeof dir)
+        return 0; /* ZeroMQ will say the path is too long */
+    memcpy(dir, path, (size_t)(slash - path));
+    dir[slash - path] = 0;
+    struct stat st;
+    int rc = stat(dir, &st), err = rc ? errno : 0;
+    if (rc == 0 && S_ISDIR(st.st_mode))
+        return 0;
+    if (err == ENOENT)
+        snprintf(msg, cap, "the directory %s does not exist (create it first: mkdir -p %s; or bind a "
+                 "path in a directory that exists)", dir, dir);
+    else
+        snprintf(msg, cap, "the socket's directory %s: %s", dir, err ? strerror(err) : "not a directory");
+    return -1;
+}
+
+/* 0 when path may be bound: nothing is there (in a directory that exists),
+ * or a socket nobody answers on. Else -1 and why in msg. */
 static int rkb__ipc_check(const char *path, char *msg, size_t cap)
 {
     struct stat st;
     if (lstat(path, &st) != 0) {
         if (errno == ENOENT)
-            return 0;
+            return rkb__ipc_dir_check(path, msg, cap);
         snprintf(msg, cap, "%s: %s", path, strerror(errno));
         return -1;
     }

@@ -32,8 +32,13 @@ def main():
     ap.add_argument("--secret-key", help="CURVE: this client's secret key file")
     a = ap.parse_args()
     rd = lambda f: open(f).readline().strip() if f else None
-    with ringkernel.Client(a.endpoint, timeout=10, server_key=rd(a.server_key),
-                           secret_key=rd(a.secret_key)) as rk:
+    try:
+        rk = ringkernel.Client(a.endpoint, timeout=10, server_key=rd(a.server_key),
+                               secret_key=rd(a.secret_key))
+    except ValueError as e:  # a malformed endpoint or key: a bad command line
+        print("client.py: %s" % e, file=sys.stderr)
+        sys.exit(2)
+    with rk:
         run(rk, a)
 
 

@@ -107,6 +107,23 @@ static void bad_values(void)
     }
 }
 
+/* A malformed endpoint: exit 2, saying what is wrong (ZeroMQ said
+ * "Invalid argument", exit 1; port 99999 was bound as 34463). */
+static void bad_binds(void)
+{
+    char out[4096];
+    cli((const char *[]){g_bridge_path, "--backend", "cpu", "--bind", "tcp://127.0.0.1", NULL}, 2, NULL, out,
+        sizeof out);
+    assert_non_null(strstr(out, "--bind tcp://127.0.0.1: no port: tcp:// needs HOST:PORT or HOST:*"));
+    cli((const char *[]){g_bridge_path, "--backend", "cpu", "--bind", "tcp://127.0.0.1:99999", NULL}, 2, NULL,
+        out, sizeof out);
+    assert_non_null(strstr(out, "port \"99999\" is not a number from 0 to 65535 or *"));
+    cli((const char *[]){g_bridge_path, "--backend", "cpu", "--bind", "localhost:5601", NULL}, 2, NULL, out,
+        sizeof out);
+    assert_non_null(strstr(out, "no transport"));
+    assert_non_null(strstr(out, "(tcp://localhost:5601?)"));
+}
+
 void test_cli(void **state)
 {
     (void)state;
@@ -129,6 +146,7 @@ void test_cli(void **state)
     cli((const char *[]){B, "--help", NULL}, 0, NULL, out, sizeof out);
     assert_non_null(strstr(out, "--allow-admin-ops"));
     bad_values();
+    bad_binds();
     /* rk-client */
     snprintf(want, sizeof want, "rk-client %s", RKBT_VERSION);
     cli((const char *[]){C, "--version", NULL}, 0, NULL, out, sizeof out);
@@ -137,6 +155,13 @@ void test_cli(void **state)
     cli((const char *[]){C, "--bogus", "ping", NULL}, 2, "--bogus", out, sizeof out);
     cli((const char *[]){C, "teleport", NULL}, 2, "teleport", out, sizeof out);
     cli((const char *[]){C, NULL}, 2, "no command", out, sizeof out);
+    /* a malformed endpoint: what is wrong with it (not ZeroMQ's "Invalid argument") */
+    cli((const char *[]){C, "-e", "localhost:5601", "ping", NULL}, 2, "--endpoint localhost:5601", out, sizeof out);
+    assert_non_null(strstr(out, "no transport: an endpoint is tcp://HOST:PORT, ipc://PATH or inproc://NAME "
+                                "(tcp://localhost:5601?)"));
+    cli((const char *[]){C, "-e", "tcp://127.0.0.1", "ping", NULL}, 2, "--endpoint tcp://127.0.0.1", out, sizeof out);
+    assert_non_null(strstr(out, "no port: tcp:// needs HOST:PORT"));
+    cli((const char *[]){C, "-e", "tcp://127.0.0.1:99999", "ping", NULL}, 2, "port \"99999\"", out, sizeof out);
     /* a run-time failure says why, with status 1 */
     cli((const char *[]){C, "-e", "ipc:///tmp/rkbt-nobody-here", "-t", "300", "ping", NULL}, 1,
         NULL, out, sizeof out);

@@ -139,6 +139,14 @@ static void library(const bridge *b)
     actor_list(c);
     refused_locally(c);
     rkc_close(c);
+    /* a malformed endpoint: -EINVAL and what is wrong (ZeroMQ says only
+     * "Invalid argument") */
+    rkc *bad = (rkc *)1;
+    assert_int_equal(rkc_connect(&bad, "localhost:5601", NULL), -EINVAL);
+    assert_null(bad);
+    assert_non_null(strstr(rkc_last_error(), "cannot connect to localhost:5601: no transport"));
+    assert_int_equal(rkc_connect(&bad, "tcp://127.0.0.1", NULL), -EINVAL);
+    assert_non_null(strstr(rkc_last_error(), "no port"));
     /* nobody there: a timeout, said */
     c = client_ep("ipc:///tmp/rkbt-nobody-here");
     assert_int_equal(rkc_actor_call(c, "echo", f, 1, &r, 300), -ETIMEDOUT);

@@ -77,6 +77,12 @@ void test_ipc(void **state)
     snprintf(ep, sizeof ep, "ipc://%s", path);
     refused(dir, ep, NULL, 1, "symbolic link");
     assert_file(target, "target");
+    /* a directory that does not exist is named as such (ZeroMQ said only
+     * "No such file or directory", as if the socket were what is missing) */
+    char msg[160];
+    snprintf(ep, sizeof ep, "ipc://%s/missing/b.sock", dir);
+    snprintf(msg, sizeof msg, "the directory %s/missing does not exist (create it first", dir);
+    refused(dir, ep, NULL, 1, msg);
     /* a stale socket (its process is gone) is reused; umask 000 still
      * gives 0600 */
     snprintf(path, sizeof path, "%s/s.sock", dir);

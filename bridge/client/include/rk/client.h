@@ -57,9 +57,11 @@ typedef struct rkc_options {
 } rkc_options;
 
 /* Connects (ZeroMQ connects in the background: a bridge that is not up
- * yet is reached when it comes up). opt may be NULL; its strings are
- * copied. Returns 0 and *out (the caller owns it: rkc_close), or a
- * negative errno with *out NULL; rkc_last_error() then says why. */
+ * yet is reached when it comes up). endpoint: tcp://HOST:PORT, ipc://PATH
+ * or inproc://NAME. opt may be NULL; its strings are copied. Returns 0 and
+ * *out (the caller owns it: rkc_close), or a negative errno with *out
+ * NULL; rkc_last_error() then says why (a malformed endpoint: -EINVAL and
+ * what is wrong with it, e.g. no transport or no port). */
 int rkc_connect(rkc **out, const char *endpoint, const rkc_options *opt);
 
 /* Why the calling thread's last rkc_connect failed, as a sentence (empty

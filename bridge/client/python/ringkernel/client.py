@@ -24,9 +24,11 @@ class Client:
 
     ``Client(endpoint, timeout=5.0, server_key=None, secret_key=None)``
     connects in the background (a bridge that is not up yet is reached when
-    it comes up). ``timeout`` (seconds, None: wait forever) is the default
-    for every call; ``server_key`` and ``secret_key`` (Z85 text) turn CURVE
-    on. Use it as a context manager or call :meth:`close`.
+    it comes up); a malformed endpoint (no ``tcp://``, no port) is a
+    ValueError saying what is wrong. ``timeout`` (seconds, None: wait
+    forever) is the default for every call; ``server_key`` and
+    ``secret_key`` (Z85 text) turn CURVE on. Use it as a context manager or
+    call :meth:`close`.
 
     Any actor is called by name with its fields as keywords::
 

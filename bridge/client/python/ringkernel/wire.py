@@ -146,9 +146,41 @@ def timeout_error(op, rid, endpoint, seconds):
                           % (op, rid, endpoint, seconds), id=rid, op=op)
 
 
+def endpoint_problem(endpoint):
+    """What is wrong with an endpoint to connect to, as a sentence, or None
+    when it is well formed: the rules of librkc and rk-bridge
+    (bridge/protocol/endpoint.c), so that a malformed one is not just
+    ZeroMQ's "Invalid argument"."""
+    forms = "tcp://HOST:PORT, ipc://PATH or inproc://NAME"
+    if "://" not in endpoint:
+        hint = " (tcp://%s?)" % endpoint if ":" in endpoint and "/" not in endpoint else ""
+        return "no transport: an endpoint is %s%s" % (forms, hint)
+    scheme, rest = endpoint.split("://", 1)
+    if scheme == "tcp":
+        host, colon, port = rest.rsplit(";", 1)[-1].rpartition(":")
+        if not colon or "]" in port:  # [::1] without a port
+            return "no port: tcp:// needs HOST:PORT, e.g. tcp://127.0.0.1:5555"
+        if not host:
+            return "no host: tcp:// needs HOST:PORT, e.g. tcp://127.0.0.1:5555"
+        if host == "*":
+            return "host * (every interface) is for binding: connect to a host, e.g. tcp://127.0.0.1:%s" % port
+        if not (port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
+            return "port %r is not a number from 1 to 65535" % port
+    elif scheme in ("ipc", "inproc"):
+        if not rest:
+            return "no %s: %s:// needs one" % ("path" if scheme == "ipc" else "name", scheme)
+    else:
+        return "unknown transport %s:// (the bridge serves tcp://, ipc:// and inproc://)" % scheme
+    return None
+
+
 def setup(sock, endpoint, server_key, secret_key):
     """Socket options (no linger, high-water marks) and CURVE, then connect.
-    Keys are Z85 (40 characters, str or bytes)."""
+    Keys are Z85 (40 characters, str or bytes). A malformed endpoint is a
+    ValueError that says what is wrong with it."""
+    why = endpoint_problem(endpoint) if isinstance(endpoint, str) else None
+    if why:
+        raise ValueError("cannot connect to %s: %s" % (endpoint, why))
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.SNDHWM, 100000)
     sock.setsockopt(zmq.RCVHWM, 100000)
@@ -159,4 +191,7 @@ def setup(sock, endpoint, server_key, secret_key):
         sock.curve_serverkey = enc(server_key)
         sock.curve_secretkey = enc(secret_key)
         sock.curve_publickey = zmq.curve_public(enc(secret_key))
-    sock.connect(endpoint)
+    try:
+        sock.connect(endpoint)
+    except zmq.ZMQError as e:  # what the check above does not foresee
+        raise ValueError("cannot connect to %s: %s" % (endpoint, e)) from None

@@ -193,6 +193,34 @@ class NoBridgeTest(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
+    def test_malformed_endpoint(self):
+        # what is wrong, not ZeroMQ's bare "Invalid argument"
+        cases = (("localhost:5601", "(tcp://localhost:5601?)"), ("tcp://127.0.0.1", "no port"),
+                 ("tcp://127.0.0.1:99999", "'99999' is not a number from 1 to 65535"),
+                 ("tcp://*:5555", "for binding"), ("ipc://", "no path"),
+                 ("bogus://x", "unknown transport bogus://"))
+        for ep, says in cases:
+            with self.assertRaises(ValueError) as cm:
+                ringkernel.Client(ep)
+            self.assertIn(says, str(cm.exception))
+
+        async def main():
+            with self.assertRaises(ValueError):
+                ringkernel.AsyncClient("localhost:5601")
+        asyncio.run(main())
+        for ep in ("tcp://[::1]:5555", "tcp://127.0.0.1:5555", "inproc://x", "ipc:///tmp/x"):
+            ringkernel.Client(ep, timeout=1).close()  # well formed: connects in the background
+        # the sample client: one line and exit status 2, no traceback
+        sample = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 4, "samples", "python",
+                              "client.py")
+        if os.path.exists(sample):  # the source tree
+            p = subprocess.run([sys.executable, sample, "-e", "localhost:5601"], capture_output=True,
+                               text=True, timeout=120)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+            self.assertIn("client.py: cannot connect to localhost:5601: no transport", p.stderr)
+
+
 class ShutdownTest(unittest.TestCase):
     def test_shutting_down_and_busy(self):
         # BUSY: a 2 MiB arena holds one 128 Ki-element vadd at a time, and
