@@ -51,6 +51,8 @@ static const char rkc__usage[] =
 "  -q, --quiet            print only the summary line\n"
 "  -V, --version          print the version and exit\n"
 "  -h, --help\n"
+"A request larger than the bridge's transport cap (4 x its --max-message-bytes,\n"
+"which it would not answer) is refused before it is sent.\n"
 "Exit status: 0 when every reply was ok and correct, 1 when something failed\n"
 "(the reason goes to stderr), 2 for a bad command line.\n";
 
@@ -166,13 +168,13 @@ static int rkc__parse(rkc__args *a, int argc, char **argv)
         fprintf(stderr, "rk-client: CURVE needs both --server-key and --secret-key " RKC_HINT "\n");
         return -1;
     }
-    return 0;
-}
     char why[256];
     if (rkb_endpoint_problem(a->endpoint, false, why, sizeof why)) {
         fprintf(stderr, "rk-client: --endpoint %s: %s " RKC_HINT "\n", a->endpoint, why);
         return -1;
     }
+    return 0;
+}
 
 static int rkc__read_key(const char *path, char out[41])
 {
@@ -235,7 +237,15 @@ static int rkc__build(rkc__args *a, rkc__work *w)
     if (w->rq.op == RKC_ECHO && a->text) {
         w->rq.data = a->text;
         w->rq.len = strlen(a->text);
-    } else if (w->rq.op == RKC_ECHO) {
+    }
+    return 0;
+}
+
+/* The random echo payload and the vadd operands (after the cap check:
+ * they may be large). 0, or -2 out of memory (said). */
+static int rkc__fill(const rkc__args *a, rkc__work *w)
+{
+    if (w->rq.op == RKC_ECHO && !a->text) {
         w->buf = malloc((size_t)a->size + 1);
         for (long i = 0; w->buf && i < a->size; i++)
             w->buf[i] = (uint8_t)rnd();
@@ -257,6 +267,70 @@ static int rkc__build(rkc__args *a, rkc__work *w)
         return -2;
     }
     return 0;
+}
+
+/* msgpack's bytes for a str / bin of n bytes: header and body. */
+static size_t rkc__mp_str(size_t n) { return n + (n < 32 ? 1 : n < 256 ? 2 : n < 65536 ? 3 : 5); }
+static size_t rkc__mp_bin(size_t n) { return n + (n < 256 ? 2 : n < 65536 ? 3 : 5); }
+
+/* The request's frame as librkc packs it, with the id's 9 bytes at most. */
+static size_t rkc__frame_bytes(const rkc__args *a, const rkc__work *w)
+{
+    size_t keys = 3 + w->rq.n_fields;
+    size_t n = 2 + 1 + 3 + 9 + 3 + rkc__mp_str(strlen(w->rq.name ? w->rq.name : a->cmd));
+    if (!w->rq.name && w->rq.op == RKC_ECHO) {
+        keys += 1;
+        n += rkc__mp_str(4) + rkc__mp_bin(a->text ? strlen(a->text) : (size_t)a->size);
+    } else if (!w->rq.name && w->rq.op == RKC_VADD) {
+        keys += 2;
+        n += 2 * (rkc__mp_str(1) + rkc__mp_bin((size_t)a->n * 4));
+    }
+    for (size_t i = 0; i < w->rq.n_fields; i++) {
+        const rkc_field *f = &w->rq.fields[i];
+        n += rkc__mp_str(strlen(f->name)) +
+             (f->type == RKC_UINT ? 9 : f->type == RKC_STR ? rkc__mp_str(f->len) : rkc__mp_bin(f->len));
+    }
+    return n + (keys < 16 ? 1 : keys < 65536 ? 3 : 5);
+}
+
+static void rkc__no_reply(const rkc__args *a, rkc *c, int rc)
+{
+    fprintf(stderr, "rk-client: %s %s: %s%s\n", a->cmd, a->endpoint, rkc_errmsg(c),
+            rc == -ETIMEDOUT ? " (is rk-bridge running there? With CURVE on, a client "
+                               "whose key is not allowed gets no reply either)" : "");
+}
+
+/* Requests above this ask the bridge for its transport cap first: every
+ * bridge takes a frame this large unless its --max-message-bytes is below
+ * 16 KiB (the cap is 4 times it). */
+#define RKC_CAP_ASK_BYTES ((size_t)64 << 10)
+
+/* A frame above the bridge's transport cap is not answered: ZeroMQ closes
+ * its connection (PROTOCOL.md, "Sizes"), and the client would wait out its
+ * timeout and blame the bridge. So such a request is refused before it is
+ * sent, with the cap `status` states. Returns 0 (send it), or 1 (said). */
+static int rkc__cap_check(const rkc__args *a, const rkc__work *w, rkc *c)
+{
+    size_t bytes = rkc__frame_bytes(a, w);
+    if (bytes <= RKC_CAP_ASK_BYTES)
+        return 0;
+    rkc_reply r;
+    rkc_request sq = {.op = RKC_STATUS};
+    int rc = rkc_call(c, &sq, &r, (int)a->timeout);
+    if (rc) {
+        rkc__no_reply(a, c, rc);
+        return 1;
+    }
+    /* an error reply, or a bridge that does not state it: let it answer */
+    const msgpack_object *cap = r.ok ? rkc_map_get(rkc_reply_get(&r, "counters"), "transport_cap_bytes") : NULL;
+    int bad = cap && cap->type == MSGPACK_OBJECT_POSITIVE_INTEGER && bytes > cap->via.u64;
+    if (bad)
+        fprintf(stderr, "rk-client: %s: the request is %zu bytes, above the transport cap of the bridge at "
+                "%s, %" PRIu64 " bytes (4 x its --max-message-bytes), which closes the connection of a "
+                "larger frame without a reply: not sent\n", w->rq.name ? w->rq.name : a->cmd, bytes,
+                a->endpoint, cap->via.u64);
+    rkc_reply_free(&r);
+    return bad;
 }
 
 /* Checks one reply; prints what the first one says. Returns 0 or 1. */
@@ -324,9 +398,7 @@ static int rkc__run(const rkc__args *a, rkc__work *w, rkc *c)
         rkc_reply r;
         int rc = rkc_call(c, &w->rq, &r, (int)a->timeout);
         if (rc) {
-            fprintf(stderr, "rk-client: %s %s: %s%s\n", a->cmd, a->endpoint, rkc_errmsg(c),
-                    rc == -ETIMEDOUT ? " (is rk-bridge running there? With CURVE on, a client "
-                                       "whose key is not allowed gets no reply either)" : "");
+            rkc__no_reply(a, c, rc);
             bad = 1;
             break;
         }
@@ -377,8 +449,8 @@ int main(int argc, char **argv)
     }
     if (!rc && !strcmp(a.cmd, "actors"))
         rc = rkc__actors(c, a.endpoint, (int)a.timeout);
-    else if (!rc)
-        rc = rkc__run(&a, &w, c);
+    else if (!rc && !(rc = rkc__cap_check(&a, &w, c)))
+        rc = rkc__fill(&a, &w) ? 1 : rkc__run(&a, &w, c);
     rkc_close(c);
     rkc__call_free(&a.call);
     free(w.buf);

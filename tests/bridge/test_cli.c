@@ -124,6 +124,30 @@ static void bad_binds(void)
     assert_non_null(strstr(out, "(tcp://localhost:5601?)"));
 }
 
+/* A request above the bridge's transport cap (4 x --max-message-bytes) is
+ * refused by rk-client before it is sent: ZeroMQ would close the
+ * connection and the client waited out its timeout ("no reply ... is
+ * rk-bridge running there?"). Below the cap the bridge answers TOO_LARGE. */
+static void above_the_cap(void)
+{
+    char out[4096];
+    bridge b;
+    bridge_start(&b, "--max-message-bytes", "64K", NULL); /* cap 256 KiB */
+    const char *C = g_client_path;
+    int64_t t0 = now_ms();
+    cli((const char *[]){C, "-e", b.ep, "vadd", "-n", "40000", NULL}, 1, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "vadd: the request is 320038 bytes, above the transport cap of the bridge"));
+    assert_non_null(strstr(out, "262144 bytes"));
+    assert_non_null(strstr(out, "not sent"));
+    assert_true(now_ms() - t0 < 4000); /* not a 5 s timeout */
+    cli((const char *[]){C, "-e", b.ep, "vadd", "-n", "20000", NULL}, 1, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "TOO_LARGE: the request is 160030 bytes; the limit is 65536 bytes"));
+    cli((const char *[]){C, "-e", b.ep, "call", "echo", "data=hello", NULL}, 0, NULL, out, sizeof out);
+    /* the refused request never reached it: only the statuses and the two answered */
+    assert_int_equal(status_counter(&b, "too_large"), 1);
+    assert_int_equal(bridge_stop(&b), 0);
+}
+
 void test_cli(void **state)
 {
     (void)state;
@@ -166,6 +190,7 @@ void test_cli(void **state)
     cli((const char *[]){C, "-e", "ipc:///tmp/rkbt-nobody-here", "-t", "300", "ping", NULL}, 1,
         NULL, out, sizeof out);
     assert_non_null(strstr(out, "no reply within 300 ms"));
+    above_the_cap();
     bridge b;
     bridge_start(&b, NULL);
     cli((const char *[]){C, "-e", b.ep, "status", "--json", NULL}, 0, NULL, out, sizeof out);
