@@ -124,6 +124,23 @@ static void bad_binds(void)
     assert_non_null(strstr(out, "(tcp://localhost:5601?)"));
 }
 
+/* samples/client.c with no bridge: the endpoint and a hint, not just "no
+ * reply" (its timeout is 5 s); a malformed endpoint says what is wrong. */
+static void sample_client(void)
+{
+    const char *path = getenv("RK_CLIENT_SAMPLE");
+    assert_non_null(path);
+    char out[4096];
+    cli((const char *[]){path, "ipc:///tmp/rkbt-nobody-here", NULL}, 1, NULL, out, sizeof out);
+    assert_int_equal(count_lines(out), 1);
+    assert_non_null(strstr(out, "client: echo ipc:///tmp/rkbt-nobody-here: no reply within 5000 ms "
+                                "(is rk-bridge running there?"));
+    cli((const char *[]){path, "localhost:5601", NULL}, 1, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "cannot connect to localhost:5601: no transport"));
+    cli((const char *[]){path, "a", "b", NULL}, 2, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "usage: client [ENDPOINT]"));
+}
+
 /* A request above the bridge's transport cap (4 x --max-message-bytes) is
  * refused by rk-client before it is sent: ZeroMQ would close the
  * connection and the client waited out its timeout ("no reply ... is
@@ -190,6 +207,7 @@ void test_cli(void **state)
     cli((const char *[]){C, "-e", "ipc:///tmp/rkbt-nobody-here", "-t", "300", "ping", NULL}, 1,
         NULL, out, sizeof out);
     assert_non_null(strstr(out, "no reply within 300 ms"));
+    sample_client();
     above_the_cap();
     bridge b;
     bridge_start(&b, NULL);
