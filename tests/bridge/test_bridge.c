@@ -394,11 +394,11 @@ void test_launch_status(void **state)
     assert_true(map_uint(ring, "p50_ns") > 0);
     assert_true(map_uint(ring, "p50_ns") <= map_uint(ring, "p99_ns"));
     rkc_reply_free(&r);
+    launch_limits(c);
     rkc_close(c);
     assert_int_equal(bridge_stop(&b), 0);
 }
 
-    launch_limits(c);
 /* ---- back-pressure: BUSY ---------------------------------------------- */
 
 void test_busy(void **state)
@@ -697,12 +697,12 @@ void test_startup(void **state)
     char cmd[512];
     snprintf(cmd, sizeof cmd, "%s --backend cpu --ring-slots 1000 --bind ipc:///tmp/rkbt-never 2>/dev/null", g_bridge_path);
     int st = system(cmd);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2); /* a bad value: 2, as README promises */
     assert_int_not_equal(access("/tmp/rkbt-never", F_OK), 0);
     snprintf(cmd, sizeof cmd, "%s --help >/dev/null", g_bridge_path);
     assert_int_equal(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s --backend gpu 2>/dev/null", g_bridge_path);
     st = system(cmd);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2); /* a bad value: 2, as README promises */
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
 }
 
