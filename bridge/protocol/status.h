@@ -24,7 +24,8 @@
     X(requests, "messages read from the socket, each owed exactly one reply")                      \
     X(replies, "replies ZeroMQ accepted for sending (zmq_msg_send succeeded)")                     \
     X(errors, "error replies built (each also counted in replies, dropped_replies or unroutable)")  \
-    X(restarts, "backend relaunches (the runtime's)")                                              \
+    X(restarts, "kernel relaunches: each launch, and each worker started after a fault "           \
+                "(worker.restarts counts the worker processes alone)")                             \
     X(busy, "BUSY replies")                                                                        \
     X(too_large, "TOO_LARGE replies")                                                              \
     X(malformed, "MALFORMED replies")                                                              \
