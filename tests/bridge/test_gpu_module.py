@@ -33,6 +33,14 @@ b = Bridge(bridge_path, "--actors", module, *extra)
 try:
     spin = ["--spin"] if "--request-deadline-ms" in extra else []
     rc = subprocess.call([sys.executable, check, b.ep, "--client-path", pydir] + spin, timeout=600)
+    # bridge/README.md's rk-client line for this saxpy, as written there
+    client = os.path.join(os.path.dirname(bridge_path), "rk-client")
+    out = subprocess.run([client, "-e", b.ep, "call", "saxpy", "a=f32:2", "x=f32:1,2,3", "y=f32:10,20,30",
+                          "-f", "f32"], capture_output=True, text=True, timeout=60)
+    print(out.stdout + out.stderr, end="")
+    if out.returncode != 0 or "y: f32:12,24,36" not in out.stdout:
+        print("FAIL: bridge/README.md's `rk-client call saxpy` line")
+        rc = rc or 1
 finally:
     b.stop()
 sys.exit(rc)

@@ -2,17 +2,19 @@
  * bridge/PROTOCOL.md in the source tree), msgpack-c and ZeroMQ underneath.
  * Link with `pkg-config --cflags --libs rkc`.
  *
- * Any actor by name, with named bin fields:
+ * Any actor by name, with named bin fields (here samples/gpu_module's
+ * saxpy: a, x, y -> y):
  *
  *   rkc *c;
  *   if (rkc_connect(&c, "tcp://127.0.0.1:5555", NULL))
  *       die(rkc_last_error());
- *   rkc_field in[] = {RKC_FIELD("x", x, n * 4), RKC_FIELD("y", y, n * 4)};
+ *   float a = 2;
+ *   rkc_field in[] = {RKC_FIELD("a", &a, 4), RKC_FIELD("x", x, n * 4), RKC_FIELD("y", y, n * 4)};
  *   rkc_reply r;
- *   int rc = rkc_actor_call(c, "saxpy", in, 2, &r, 1000);
+ *   int rc = rkc_actor_call(c, "saxpy", in, 3, &r, 1000);
  *   if (rc)             -> no reply: rkc_errmsg(c) says why (rc: -ETIMEDOUT, ...)
  *   else if (!r.ok)     -> the bridge refused: r.code ("INVALID_ARGUMENT"), r.message
- *   else rkc_reply_bin(&r, "z", &z, &zlen) ...
+ *   else rkc_reply_bin(&r, "y", &out, &outlen) ...
  *   rkc_reply_free(&r);
  *   rkc_close(c);
  *

@@ -30,10 +30,11 @@ class Client:
     ``secret_key`` (Z85 text) turn CURVE on. Use it as a context manager or
     call :meth:`close`.
 
-    Any actor is called by name with its fields as keywords::
+    Any actor is called by name with its fields as keywords (here
+    samples/gpu_module's saxpy: a, x, y -> y)::
 
         with ringkernel.Client("tcp://127.0.0.1:5555") as rk:
-            z = rk.call("saxpy", x=x, y=y).array("z")
+            y = rk.call("saxpy", a=np.float32([2]), x=x, y=y).array("y")
 
     Field values: bytes-like objects and numpy arrays are sent as msgpack
     bin (their bytes as they are in memory: use little-endian dtypes such
