@@ -139,7 +139,7 @@ static int rkb__open_runtime(rkb_shared *sh, int n_loops)
      * runtime's own check; what its arena cannot hold is TOO_LARGE */
     if (rkc.max_payload < sh->cfg->max_message_bytes)
         rkc.max_payload = sh->cfg->max_message_bytes;
-    rkc.modules = sh->cfg->actors;
+    rkc.modules = sh->cfg->n_actors ? sh->cfg->actors : NULL; /* set only with its count */
     rkc.n_modules = (size_t)sh->cfg->n_actors;
     int rc = rk_runtime_open(&sh->rt, &rkc);
     if (rc && sh->cfg->n_actors && strncmp(rk_last_detail(), "module", 6) == 0) {

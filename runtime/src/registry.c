@@ -11,11 +11,12 @@ int rk__registry_load(rk_runtime *rt)
     const rk_config *c = &rt->cfg;
     if (c->n_modules && !c->modules)
         return rk__fail(RK_EINVAL, "n_modules is %zu but modules is NULL", c->n_modules);
-    /* a list without its count would load nothing, silently; the first
-     * entry only: an empty array (rk-bridge without --actors) is fine */
-    if (!c->n_modules && c->modules && c->modules[0])
-        return rk__fail(RK_EINVAL, "modules is set (modules[0] is \"%s\") but n_modules is 0: set n_modules to "
-                        "the number of paths", c->modules[0]);
+    /* a list without its count (a NULL-terminated one) would load
+     * nothing, silently; its entries are not read: with n_modules 0 there
+     * may be none */
+    if (!c->n_modules && c->modules)
+        return rk__fail(RK_EINVAL, "modules is set but n_modules is 0: set n_modules to the number of paths, "
+                        "or modules to NULL for none");
     rt->mods = calloc(1, sizeof *rt->mods);
     if (!rt->mods)
         return rk__fail(RK_ENOMEM, "rk_runtime_open: out of memory");

@@ -113,9 +113,9 @@ typedef struct rk_config {
      * (borrowed until rk_runtime_open returns). A path is a file path, as
      * for any program: "case.so" is ./case.so, never a search of the
      * library path. Their actors are served by name (rk_runtime_actor_find);
-     * a worker process loads them too. Set both fields: modules[0] set with
+     * a worker process loads them too. Set both fields: modules set with
      * n_modules 0 (a NULL-terminated list without its count) is refused
-     * with -RK_EINVAL, as it would load nothing. A path that does not exist,
+     * with -RK_EINVAL, as it would load nothing; NULL for none. A path that does not exist,
      * or a module that is refused, is -RK_EINVAL, and rk_last_detail names
      * the file and why ("No such file or directory"). */
     const char *const *modules;
