@@ -31,8 +31,9 @@ refused "rk-bench bridge: unknown option --bogus (see rk-bench bridge --help)" b
 refused "option -n needs a value" bridge -n
 refused "--count 0" bridge --count 0
 refused "unknown mode bogus" bogus
-# gpu mode, where this build has it (its options are parsed before any device is looked for)
-if "$bench" gpu --help >/dev/null 2>&1; then
+# gpu mode, where this build has it (its options are parsed before any
+# device is looked for; --help answers in every build, so ask with a bad one)
+if ! "$bench" gpu --bogus 2>&1 | grep -q "not available in this build"; then
   refused "rk-bench gpu: unknown option --bogus (see rk-bench gpu --help)" gpu --bogus
   refused "option --count needs a value" gpu --count
   refused "unexpected argument extra" gpu extra
