@@ -58,6 +58,20 @@ static void test_config_errors(void **state)
     rk_config_init(&c);
     c.backend = (rk_backend_kind)9;
     expect_open_fails(&c, -RK_EINVAL, "backend 9");
+    /* shapes no CUDA device runs, on the CPU backend too (it records the
+     * shape it is given) */
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CPU;
+    c.block = 2048;
+    expect_open_fails(&c, -RK_EBLOCK, "block 2048 threads exceeds the per-block limit 1024");
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CPU;
+    c.smem = RK_SMEM_MAX + 1;
+    expect_open_fails(&c, -RK_ESMEM, "shared memory 232449 B exceeds the per-block limit 232448 B");
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CPU;
+    c.grid = RK_GRID_MAX + 1u;
+    expect_open_fails(&c, -RK_EGRID, "grid 2147483648 blocks exceeds 2147483647");
     rk_config_init(&c);
     c.n_actors = 1;
     expect_open_fails(&c, -RK_EINVAL, "actors is NULL");
@@ -436,6 +450,18 @@ static void test_relaunch_cpu_records(void **state)
     assert_int_equal(in.grid, 7);
     assert_int_equal(in.block, 128);
     assert_int_equal(in.smem, 1024);
+    /* a shape no device runs is refused and changes nothing; the most
+     * that any may is recorded */
+    const uint32_t bad[][3] = {{7, 4096, 0}, {7, 128, RK_SMEM_MAX + 1}, {RK_GRID_MAX + 1u, 128, 0}};
+    const int code[] = {RK_EBLOCK, RK_ESMEM, RK_EGRID};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(rk_runtime_relaunch(rt, bad[i][0], bad[i][1], bad[i][2]), -code[i]);
+        rk_runtime_info(rt, &in);
+        assert_int_equal(in.grid, 7);
+        assert_int_equal(in.block, 128);
+    }
+    assert_int_equal(rk_runtime_relaunch(rt, RK_GRID_MAX, RK_BLOCK_MAX, RK_SMEM_MAX), 0);
+    assert_int_equal(rk_runtime_relaunch(rt, 7, 128, 1024), 0);
     assert_int_equal(rk_runtime_health(rt), 0);
     rk_actor *a;
     assert_int_equal(rk_actor_open(rt, &a), 0);

@@ -31,21 +31,12 @@ bool rkb_is_launch_error(int rc)
 void rkb_do_launch(rkb_loop *l, rkb_entry *e)
 {
     uint64_t g = e->req.u.launch.grid, bl = e->req.u.launch.block, sm = e->req.u.launch.smem;
-    /* what no device runs is refused on every backend: the CPU backend
-     * would record any shape (config.h) */
-    if (g > RKB_GRID_MAX) {
-        rkb_answer_error(l, e, RKB_E_LAUNCH_INVALID, "grid %" PRIu64 " blocks exceeds %u, the most a "
-                         "CUDA grid may have", g, RKB_GRID_MAX);
-        return;
-    }
-    if (bl > RKB_BLOCK_MAX) {
-        rkb_answer_error(l, e, RKB_E_LAUNCH_INVALID, "block %" PRIu64 " threads exceeds %u, the most "
-                         "a block has on any CUDA device", bl, RKB_BLOCK_MAX);
-        return;
-    }
-    if (sm > RKB_SMEM_MAX) {
-        rkb_answer_error(l, e, RKB_E_LAUNCH_INVALID, "shared memory %" PRIu64 " B exceeds %u B (227 "
-                         "KiB), the most any CUDA device gives a block", sm, RKB_SMEM_MAX);
+    /* a shape no device runs (rk/runtime.h RK_*_MAX) is the runtime's to
+     * refuse, on every backend; here only what a uint32_t cannot carry */
+    if (g > UINT32_MAX || bl > UINT32_MAX || sm > UINT32_MAX) {
+        const char *what = g > UINT32_MAX ? "grid" : bl > UINT32_MAX ? "block" : "smem";
+        uint64_t v = g > UINT32_MAX ? g : bl > UINT32_MAX ? bl : sm;
+        rkb_answer_error(l, e, RKB_E_LAUNCH_INVALID, "%s %" PRIu64 " exceeds %u", what, v, UINT32_MAX);
         return;
     }
     int rc = rk_runtime_relaunch(l->sh->rt, (uint32_t)g, (uint32_t)bl, (uint32_t)sm);

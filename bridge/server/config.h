@@ -17,15 +17,6 @@
 
 #define RKB_MAX_BINDS 16
 
-/* Kernel shapes no CUDA device runs, refused on every backend (--grid,
- * --block, --smem and `launch`); on the CUDA backend the runtime then
- * checks the device's own, smaller limits (co-residency, the kernel's
- * registers, its minimum block). */
-#define RKB_GRID_MAX 2147483647u /* blocks: gridDim.x's limit */
-#define RKB_BLOCK_MAX 1024u      /* threads per block, on every device */
-#define RKB_SMEM_MAX 232448u     /* 227 KiB of dynamic shared memory per block: the most any
-                                    device gives one (compute capability 9.0, 10.x) */
-
 typedef struct rkb_config {
     const char *binds[RKB_MAX_BINDS];
     int n_binds;

@@ -264,10 +264,10 @@ static int rkb__numeric(rkb_config *c, int id, const char *arg)
 #define AUTO_OR_NUM(f, lo, hi) do { if (!strcmp(arg, "auto")) f = 0; else { NUM_(lo, hi, true); f = (int)v; } } while (0)
     switch (id) {
     case O_DEVICE: NUM(0, 1024); c->rk.device = (int)v; break;
-    /* beyond what any device runs, on every backend (config.h) */
-    case O_GRID: NUM(0, RKB_GRID_MAX); c->rk.grid = (uint32_t)v; break;
-    case O_BLOCK: NUM(0, RKB_BLOCK_MAX); c->rk.block = (uint32_t)v; break;
-    case O_SMEM: NUM(0, RKB_SMEM_MAX); c->rk.smem = (uint32_t)v; break;
+    /* beyond what any device runs, on every backend (rk/runtime.h) */
+    case O_GRID: NUM(0, RK_GRID_MAX); c->rk.grid = (uint32_t)v; break;
+    case O_BLOCK: NUM(0, RK_BLOCK_MAX); c->rk.block = (uint32_t)v; break;
+    case O_SMEM: NUM(0, RK_SMEM_MAX); c->rk.smem = (uint32_t)v; break;
     /* the runtime's own rules (rk_config), said here with the option's name */
     case O_RING_SLOTS: POW2(2, RK_RING_SLOTS_MAX); c->rk.ring_slots = (uint32_t)v; break;
     case O_SLOT_SIZE: POW2(128, RK_RING_SLOT_MAX); c->rk.slot_size = (uint32_t)v; break;

@@ -82,6 +82,23 @@ static int rk__config_check_actors(const rk_config *c)
     return 0;
 }
 
+/* What no CUDA device runs (rk/runtime.h RK_*_MAX), refused on every
+ * backend: the CPU backend would record any shape. The device's own
+ * limits (launch_check.c) come after, on CUDA. */
+static int rk__shape_check(uint32_t grid, uint32_t block, uint32_t smem)
+{
+    if (block > RK_BLOCK_MAX)
+        return rk__fail(RK_EBLOCK, "block %u threads exceeds the per-block limit %u of every CUDA device "
+                        "(RK_BLOCK_MAX)", block, RK_BLOCK_MAX);
+    if (smem > RK_SMEM_MAX)
+        return rk__fail(RK_ESMEM, "shared memory %u B exceeds the per-block limit %u B (227 KiB) of every "
+                        "CUDA device (RK_SMEM_MAX)", smem, RK_SMEM_MAX);
+    if (grid > RK_GRID_MAX)
+        return rk__fail(RK_EGRID, "grid %u blocks exceeds %u, the most a CUDA grid may have (RK_GRID_MAX)",
+                        grid, RK_GRID_MAX);
+    return 0;
+}
+
 static int rk__config_check(const rk_config *c)
 {
     if (c->backend != RK_BACKEND_AUTO && c->backend != RK_BACKEND_CPU &&
@@ -112,7 +129,8 @@ static int rk__config_check(const rk_config *c)
                         "every 20 ms", c->heartbeat_ms);
     if (c->fault_limit < 1)
         return rk__fail(RK_EINVAL, "fault_limit 0: at least one fault must be allowed");
-    return rk__config_check_actors(c);
+    int rc = rk__shape_check(c->grid, c->block, c->smem);
+    return rc ? rc : rk__config_check_actors(c);
 }
 
 static void rk__free(rk_runtime *rt)
@@ -338,6 +356,9 @@ int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t 
 {
     if (!rt)
         return rk__fail(RK_EINVAL, "rk_runtime_relaunch: runtime is NULL");
+    int bad = rk__shape_check(grid, block, smem);
+    if (bad)
+        return bad;
     if (rt->lanes)
         return rk__group_relaunch(rt, grid, block, smem);
     /* tests (test_devices): this device refuses every configuration, as a
@@ -351,8 +372,9 @@ int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t 
             atomic_fetch_add(&rt->n_restarts, 1);
         return rc;
     }
-    /* CPU backend: nothing GPU-specific to validate; record what was asked
-     * (and count it, as every backend counts a relaunch) */
+    /* CPU backend: no device to validate against (rk__shape_check was
+     * all); record what was asked (and count it, as every backend counts
+     * a relaunch) */
     rk__info_record(rt, grid, block, smem);
     atomic_fetch_add(&rt->n_restarts, 1);
     return 0;

@@ -326,8 +326,8 @@ void test_pipeline(void **state)
 static void launch_limits(rkc *c)
 {
     static const struct { uint32_t grid, block, smem; const char *says; } bad[] = {
-        {100000, 4096, 99999999, "block 4096 threads exceeds 1024, the most a block has on any CUDA device"},
-        {0, 256, 99999999, "shared memory 99999999 B exceeds 232448 B (227 KiB)"},
+        {100000, 4096, 99999999, "block 4096 threads exceeds the per-block limit 1024 of every CUDA device"},
+        {0, 256, 99999999, "shared memory 99999999 B exceeds the per-block limit 232448 B (227 KiB)"},
         {3000000000u, 256, 0, "grid 3000000000 blocks exceeds 2147483647"},
     };
     rkc_reply r;

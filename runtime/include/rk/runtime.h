@@ -81,15 +81,26 @@ typedef enum rk_isolation {
 #define RK_DEVICES_ALL (-1) /* rk_config.n_devices: every GPU */
 #define RK_REPLY_RINGS_MAX 8 /* rk_config.reply_rings */
 
+/* Kernel shapes no CUDA device runs, refused by rk_runtime_open and
+ * rk_runtime_relaunch on every backend, the CPU backend's too (RK_EGRID,
+ * RK_EBLOCK, RK_ESMEM, naming the value and the limit); on the CUDA
+ * backend the device's own, smaller limits are checked as well. */
+#define RK_GRID_MAX 2147483647u /* blocks: gridDim.x's limit */
+#define RK_BLOCK_MAX 1024u      /* threads per block, on every device */
+#define RK_SMEM_MAX 232448u     /* dynamic shared memory per block: 227 KiB, the most any
+                                 * device gives one (compute capability 9.0, 10.x) */
+
 typedef struct rk_config {
     rk_backend_kind backend; /* default RK_BACKEND_AUTO */
     rk_isolation isolation;  /* default RK_ISOLATION_AUTO */
     int device;              /* CUDA device ordinal, default 0 */
-    uint32_t grid;           /* blocks; 0 = all co-resident blocks (default) */
+    uint32_t grid;           /* blocks; 0 = all co-resident blocks (default); at most
+                              * RK_GRID_MAX */
     uint32_t block;          /* threads per block; 0 = the largest the kernel and device
-                              * allow, at most 1024 (default: a busy poll reads 128 slots,
-                              * 30 at 256) */
-    uint32_t smem;           /* dynamic shared memory per block, bytes, default 0 */
+                              * allow, at most RK_BLOCK_MAX (default: a busy poll reads 128
+                              * slots, 30 at 256) */
+    uint32_t smem;           /* dynamic shared memory per block, bytes, default 0; at most
+                              * RK_SMEM_MAX */
     uint32_t ring_slots;     /* slots per ring (H2D and each reply ring), power of two,
                               * default 4096 */
     uint32_t slot_size;      /* bytes per slot, power of two 128..4096, default 256 */
@@ -209,7 +220,8 @@ int rk_runtime_health(rk_runtime *rt);
 /* Relaunches the backend with a new kernel configuration (validated first:
  * on an invalid configuration nothing changes and the launch error is
  * returned). Queued requests are kept. On the CPU backend the values are
- * recorded but nothing GPU-specific is validated. With a GPU worker that
+ * recorded once they are within RK_GRID_MAX, RK_BLOCK_MAX and RK_SMEM_MAX
+ * (every backend checks those). With a GPU worker that
  * is not running (RK_WORKER_DEGRADED or _FAILED below) there is no kernel
  * to relaunch: a worker started for it checks the configuration against
  * the device (as long as a cold start) and it is recorded for the GPU's
