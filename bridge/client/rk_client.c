@@ -22,7 +22,8 @@ static const char rkc__usage[] =
 "  echo [TEXT]            echo TEXT (or --size random bytes) and check the bytes\n"
 "  vadd                   add two random float32 vectors of --n elements and\n"
 "                         check c against a local computation (bit for bit)\n"
-"  status                 print the bridge's status map (--json: as JSON)\n"
+"  status                 print the bridge's status map, as JSON after the round\n"
+"                         trip (--json: the JSON alone)\n"
 "  launch                 relaunch the ring kernel with --grid/--block/--smem\n"
 "                         (an admin operation)\n"
 "  call ACTOR [FIELD=VALUE ...]\n"
@@ -42,7 +43,7 @@ static const char rkc__usage[] =
 "      --req              use a REQ socket instead of DEALER\n"
 "      --server-key FILE  CURVE: the bridge's public key file (Z85)\n"
 "      --secret-key FILE  CURVE: this client's secret key file (Z85)\n"
-"      --json             status: print the reply as JSON\n"
+"      --json             status, launch: print the reply alone, as JSON\n"
 "  -f, --format FMT       call: print bin fields as auto (text when printable,\n"
 "                         else hex), hex, f32 or text\n"
 "  -o, --output FIELD=FILE  call: write that reply field's bytes to FILE (- is\n"
@@ -333,6 +334,14 @@ static int rkc__cap_check(const rkc__args *a, const rkc__work *w, rkc *c)
     return bad;
 }
 
+/* A map's unsigned field, 0 where there is none (a bridge older than the
+ * field). */
+static uint64_t rkc__uint_at(const msgpack_object *map, const char *key)
+{
+    const msgpack_object *v = map ? rkc_map_get(map, key) : NULL;
+    return v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? v->via.u64 : 0;
+}
+
 /* Checks one reply; prints what the first one says. Returns 0 or 1. */
 static int rkc__check(const rkc__args *a, const rkc__work *w, const rkc_reply *r, bool first)
 {
@@ -376,9 +385,13 @@ static int rkc__check(const rkc__args *a, const rkc__work *w, const rkc_reply *r
     } else if (first && a->json) {
         rkc_print_json(stdout, r->root);
         printf("\n");
-    } else if (show) {
+    } else if (show && w->rq.op == RKC_LAUNCH) {
+        const msgpack_object *k = rkc_reply_get(r, "kernel");
+        printf("launch: backend %s, kernel grid %" PRIu64 " block %" PRIu64 " smem %" PRIu64 " B, in %.1f us\n",
+               r->backend, rkc__uint_at(k, "grid"), rkc__uint_at(k, "block"), rkc__uint_at(k, "smem"), r->rtt_us);
+    } else if (show) { /* status and the rest: the reply map, as JSON */
         printf("%s (%.1f us): ", a->cmd, r->rtt_us);
-        msgpack_object_print(stdout, *r->root);
+        rkc_print_json(stdout, r->root);
         printf("\n");
     }
     return 0;

@@ -217,6 +217,17 @@ void test_cli(void **state)
     assert_non_null(strstr(out, "\"device\":null"));
     cli((const char *[]){C, "-e", b.ep, "launch", NULL}, 1, NULL, out, sizeof out);
     assert_non_null(strstr(out, "PERMISSION_DENIED"));
+    /* without --json the status is JSON after its round trip (it was
+     * msgpack-c's "key"=>value notation) */
+    cli((const char *[]){C, "-e", b.ep, "status", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "status ("));
+    assert_non_null(strstr(out, "us): {\"v\":1,"));
+    assert_int_equal(bridge_stop(&b), 0);
+    /* a launch says what now runs, in one line */
+    bridge_start(&b, "--allow-admin-ops", NULL);
+    cli((const char *[]){C, "-e", b.ep, "launch", "--grid", "4", "--block", "128", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "launch: backend cpu, kernel grid 4 block 128 smem 0 B, in "));
+    assert_int_equal(count_lines(out), 1);
     /* --zmq-io-threads auto (the default): 2 with a tcp --bind where the
      * bridge may use more than 5 CPUs, else 1 (this bridge binds ipc only) */
     assert_int_equal(status_counter(&b, "zmq_io_threads"), 1);
