@@ -4,10 +4,12 @@
  * the CPU, a directory of modules, and every way a module is refused.
  * argv[1]: the build folder of tests/modules, argv[2]: tests/modules/dir. */
 #include <setjmp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -205,7 +207,8 @@ static void test_directory(void **state)
  * program, not a name for dlopen to look up on the library path (until
  * 2026-11-27 "mod_math.so" from its own directory was "cannot open shared
  * object file"). A bare directory name too, and the worker process of
- * PROCESS loads the same files. */
+ * PROCESS loads the same files, also one started after the program moved
+ * to another directory (a recovery): the paths are made absolute at open. */
 static void test_bare_name(void **state)
 {
     (void)state;
@@ -222,12 +225,27 @@ static void test_bare_name(void **state)
         assert_int_equal(rk_runtime_actor_count(rt), 2 + 4 + 2);
         const char *origin = NULL;
         assert_non_null(rk_runtime_actor_at(rt, 2, NULL, &origin));
-        assert_string_equal(origin, "./mod_math.so");
+        char want[PATH_MAX];
+        assert_non_null(realpath("mod_math.so", want)); /* made absolute at open */
+        assert_string_equal(origin, want);
         uint16_t t_upper;
         assert_non_null(rk_runtime_actor_find(rt, "upper", &t_upper));
         rk_actor *a;
         assert_int_equal(rk_actor_open(rt, &a), 0);
         call_is(a, t_upper, "bare", "BARE");
+        if (isos[i] == RK_ISOLATION_PROCESS) {
+            /* a worker started after the program moved elsewhere (a
+             * recovery) loads the same files */
+            assert_int_equal(chdir("/"), 0);
+            rk_worker_info w;
+            rk_runtime_worker(rt, &w);
+            assert_true(w.pid > 0);
+            assert_int_equal(kill(w.pid, SIGKILL), 0);
+            call_is(a, t_upper, "moved", "MOVED");
+            rk_runtime_worker(rt, &w);
+            assert_int_equal(w.restarts, 1);
+            assert_int_equal(chdir(mod_dir), 0);
+        }
         rk_actor_close(a);
         rk_runtime_close(rt);
     }

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,17 +113,15 @@ static int rk__add_file(rk__modset *m, const char *path)
 }
 
 /* A path: a module file, or a directory whose *.so files load in name order.
- * A path is a file path: dlopen would search the library path for a name
- * without a '/' (and miss ./case.so), so such a name becomes "./name". */
+ * A path is a file path, made absolute here: dlopen would search the
+ * library path for a name without a '/' (and miss ./case.so), and a worker
+ * started after the program changed directory (a recovery) would miss a
+ * relative one. */
 static int rk__expand(rk__modset *m, const char *arg)
 {
-    char here[4096];
-    const char *path = arg;
-    if (!strchr(arg, '/')) {
-        if ((size_t)snprintf(here, sizeof here, "./%s", arg) >= sizeof here)
-            return rk__fail(RK_EINVAL, "module %s: the path is longer than %zu bytes", arg, sizeof here - 3);
-        path = here;
-    }
+    char path[PATH_MAX];
+    if (!realpath(arg, path))
+        return rk__fail(RK_EINVAL, "module %s: %s", arg, strerror(errno));
     struct stat st;
     if (stat(path, &st) != 0)
         return rk__fail(RK_EINVAL, "module %s: %s", path, strerror(errno));

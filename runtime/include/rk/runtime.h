@@ -123,7 +123,8 @@ typedef struct rk_config {
      * file or a directory whose *.so files are loaded in name order
      * (borrowed until rk_runtime_open returns). A path is a file path, as
      * for any program: "case.so" is ./case.so, never a search of the
-     * library path. Their actors are served by name (rk_runtime_actor_find);
+     * library path; it is made absolute at open (the actors' origin), so a
+     * worker started later, after a chdir, loads the same file. Their actors are served by name (rk_runtime_actor_find);
      * a worker process loads them too. Set both fields: modules set with
      * n_modules 0 (a NULL-terminated list without its count) is refused
      * with -RK_EINVAL, as it would load nothing; NULL for none. A path that does not exist,
