@@ -294,6 +294,48 @@ static size_t rkc__op_fields(const rkc_request *rq, rkc_field f[3])
     }
 }
 
+/* The request's body: {v, id, op, the op's own fields, rq's fields}.
+ * Nonzero when the packer's buffer could not grow. */
+static int rkc__pack_request(msgpack_packer *pk, const char *op, const rkc_field *own, size_t n_own,
+                             const rkc_request *rq, uint64_t id)
+{
+    int e = msgpack_pack_map(pk, (uint32_t)(3 + n_own + rq->n_fields));
+    rkc__key(pk, "v");
+    e |= msgpack_pack_uint8(pk, 1);
+    rkc__key(pk, "id");
+    e |= msgpack_pack_uint64(pk, id);
+    rkc__key(pk, "op");
+    rkc__key(pk, op);
+    for (size_t i = 0; i < n_own; i++)
+        e |= rkc__pack_field(pk, &own[i]);
+    for (size_t i = 0; i < rq->n_fields; i++)
+        e |= rkc__pack_field(pk, &rq->fields[i]);
+    return e;
+}
+
+/* A packer's writer that counts the bytes and stores none (nor reads them) */
+static int rkc__count_write(void *data, const char *buf, size_t len)
+{
+    (void)buf;
+    *(size_t *)data += len;
+    return 0;
+}
+
+size_t rkc_request_bytes(const rkc_request *rq)
+{
+    static const char *names[] = {"", "ping", "echo", "vadd", "status", "launch"};
+    if (!rq || (!rq->name && (rq->op < RKC_PING || rq->op > RKC_LAUNCH)))
+        return 0;
+    rkc_field own[3];
+    const size_t n_own = rq->name ? 0 : rkc__op_fields(rq, own);
+    size_t n = 0;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &n, rkc__count_write);
+    /* the largest id: nine bytes, as a long-lived connection's */
+    rkc__pack_request(&pk, rq->name ? rq->name : names[rq->op], own, n_own, rq, UINT64_MAX);
+    return n;
+}
+
 int rkc_send(rkc *c, const rkc_request *rq, uint64_t *id_out, int timeout_ms)
 {
     if (!c || !rq)
@@ -321,20 +363,8 @@ int rkc_send(rkc *c, const rkc_request *rq, uint64_t *id_out, int timeout_ms)
             if (!strcmp(own[i].name, rq->fields[j].name))
                 return rkc__fail(c, -EINVAL, "field `%s` is %s's own", own[i].name, op);
     uint64_t id = c->next_id++;
-    msgpack_packer *pk = &c->pk;
     c->sbuf.size = 0;
-    msgpack_pack_map(pk, (uint32_t)(3 + n_own + rq->n_fields));
-    rkc__key(pk, "v");
-    msgpack_pack_uint8(pk, 1);
-    rkc__key(pk, "id");
-    msgpack_pack_uint64(pk, id);
-    rkc__key(pk, "op");
-    rkc__key(pk, op);
-    int e = 0;
-    for (size_t i = 0; i < n_own; i++)
-        e |= rkc__pack_field(pk, &own[i]);
-    for (size_t i = 0; i < rq->n_fields; i++)
-        e |= rkc__pack_field(pk, &rq->fields[i]);
+    int e = rkc__pack_request(&c->pk, op, own, n_own, rq, id);
     if (e || !c->sbuf.data)
         return rkc__fail(c, -ENOMEM, "out of memory for a %s request", op);
     rc = rkc__send_buf(c, c->sbuf.data, c->sbuf.size, timeout_ms, c->type != RKC_REQ); /* REQ adds its own */

@@ -270,30 +270,6 @@ static int rkc__fill(const rkc__args *a, rkc__work *w)
     return 0;
 }
 
-/* msgpack's bytes for a str / bin of n bytes: header and body. */
-static size_t rkc__mp_str(size_t n) { return n + (n < 32 ? 1 : n < 256 ? 2 : n < 65536 ? 3 : 5); }
-static size_t rkc__mp_bin(size_t n) { return n + (n < 256 ? 2 : n < 65536 ? 3 : 5); }
-
-/* The request's frame as librkc packs it, with the id's 9 bytes at most. */
-static size_t rkc__frame_bytes(const rkc__args *a, const rkc__work *w)
-{
-    size_t keys = 3 + w->rq.n_fields;
-    size_t n = 2 + 1 + 3 + 9 + 3 + rkc__mp_str(strlen(w->rq.name ? w->rq.name : a->cmd));
-    if (!w->rq.name && w->rq.op == RKC_ECHO) {
-        keys += 1;
-        n += rkc__mp_str(4) + rkc__mp_bin(a->text ? strlen(a->text) : (size_t)a->size);
-    } else if (!w->rq.name && w->rq.op == RKC_VADD) {
-        keys += 2;
-        n += 2 * (rkc__mp_str(1) + rkc__mp_bin((size_t)a->n * 4));
-    }
-    for (size_t i = 0; i < w->rq.n_fields; i++) {
-        const rkc_field *f = &w->rq.fields[i];
-        n += rkc__mp_str(strlen(f->name)) +
-             (f->type == RKC_UINT ? 9 : f->type == RKC_STR ? rkc__mp_str(f->len) : rkc__mp_bin(f->len));
-    }
-    return n + (keys < 16 ? 1 : keys < 65536 ? 3 : 5);
-}
-
 static void rkc__no_reply(const rkc__args *a, rkc *c, int rc)
 {
     fprintf(stderr, "rk-client: %s %s: %s%s\n", a->cmd, a->endpoint, rkc_errmsg(c),
@@ -312,7 +288,13 @@ static void rkc__no_reply(const rkc__args *a, rkc *c, int rc)
  * sent, with the cap `status` states. Returns 0 (send it), or 1 (said). */
 static int rkc__cap_check(const rkc__args *a, const rkc__work *w, rkc *c)
 {
-    size_t bytes = rkc__frame_bytes(a, w);
+    /* echo's and vadd's payloads are built after this check: their sizes */
+    rkc_request rq = w->rq;
+    if (!rq.name && rq.op == RKC_ECHO && !a->text)
+        rq.len = (size_t)a->size;
+    else if (!rq.name && rq.op == RKC_VADD)
+        rq.n = (size_t)a->n;
+    const size_t bytes = rkc_request_bytes(&rq);
     if (bytes <= RKC_CAP_ASK_BYTES)
         return 0;
     rkc_reply r;

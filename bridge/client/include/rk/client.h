@@ -157,6 +157,14 @@ int rkc_reply_errno(const rkc_reply *r);
  * Never blocks longer than timeout_ms (-1 forever). */
 int rkc_send(rkc *c, const rkc_request *rq, uint64_t *id, int timeout_ms);
 
+/* The bytes rkc_send would put on the wire for rq (its largest id), or 0
+ * when rq names no op; packed by msgpack-c with a writer that only counts,
+ * so the payloads are not read and may not exist yet (NULL): a request can
+ * be checked against a bridge's transport cap (status counters
+ * transport_cap_bytes) before it is built. rq's other checks are
+ * rkc_send's. Thread-safe (no connection). */
+size_t rkc_request_bytes(const rkc_request *rq);
+
 /* Sends one raw body frame as is (tests, tools); its reply carries
  * whatever id the frame holds. */
 int rkc_send_raw(rkc *c, const void *frame, size_t len, int timeout_ms);
