@@ -294,6 +294,9 @@ static size_t rkc__op_fields(const rkc_request *rq, rkc_field f[3])
     }
 }
 
+/* The enum's ops by name (rkc_op: RKC_PING is 1). */
+static const char *const rkc__op_names[] = {"", "ping", "echo", "vadd", "status", "launch"};
+
 /* The request's body: {v, id, op, the op's own fields, rq's fields}.
  * Nonzero when the packer's buffer could not grow. */
 static int rkc__pack_request(msgpack_packer *pk, const char *op, const rkc_field *own, size_t n_own,
@@ -323,7 +326,6 @@ static int rkc__count_write(void *data, const char *buf, size_t len)
 
 size_t rkc_request_bytes(const rkc_request *rq)
 {
-    static const char *names[] = {"", "ping", "echo", "vadd", "status", "launch"};
     if (!rq || (!rq->name && (rq->op < RKC_PING || rq->op > RKC_LAUNCH)))
         return 0;
     rkc_field own[3];
@@ -332,7 +334,7 @@ size_t rkc_request_bytes(const rkc_request *rq)
     msgpack_packer pk;
     msgpack_packer_init(&pk, &n, rkc__count_write);
     /* the largest id: nine bytes, as a long-lived connection's */
-    rkc__pack_request(&pk, rq->name ? rq->name : names[rq->op], own, n_own, rq, UINT64_MAX);
+    rkc__pack_request(&pk, rq->name ? rq->name : rkc__op_names[rq->op], own, n_own, rq, UINT64_MAX);
     return n;
 }
 
@@ -340,14 +342,13 @@ int rkc_send(rkc *c, const rkc_request *rq, uint64_t *id_out, int timeout_ms)
 {
     if (!c || !rq)
         return rkc__fail(c, -EINVAL, "no request");
-    static const char *names[] = {"", "ping", "echo", "vadd", "status", "launch"};
     const char *op = rq->name;
     rkc_field own[3];
     size_t n_own = 0;
     if (!op) {
         if (rq->op < RKC_PING || rq->op > RKC_LAUNCH)
             return rkc__fail(c, -EINVAL, "no op name, and op %d is none of RKC_PING..RKC_LAUNCH", (int)rq->op);
-        op = names[rq->op];
+        op = rkc__op_names[rq->op];
         n_own = rkc__op_fields(rq, own);
         if ((rq->op == RKC_ECHO && rq->len && !rq->data) ||
             (rq->op == RKC_VADD && rq->n && (!rq->a || !rq->b)))
