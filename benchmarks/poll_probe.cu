@@ -13,7 +13,11 @@
  * of copy 0 and copy 0 again ("one address"), or of copy 0 and the same
  * bytes through a second mapping of the same memory ("alias": the host
  * memory is a memfd mapped twice, each mapping registered with CUDA, as
- * the worker registers the runtime's region).
+ * the worker registers the runtime's region). "spy": one more warp, of
+ * this block or of another (SM), touches a host word nobody else uses s'
+ * cycles after each answer or back to back: a read, a relaxed store (as
+ * the housekeeper's heartbeat) or a release store (as its publication of
+ * cons_head, a system fence on the dispatcher's SM).
  *
  *   rk-poll-probe [round trips per row, default 40000] [host turn ns, default 0]
  *                 [rounds, default 2] [rows whose name holds this]
@@ -50,7 +54,21 @@ struct row {
                  * this block, 2 a warp of another block */
     int spy_s;
     int pair_to; /* pair: its second read is of 0 copy 1, 1 copy 0 through the alias, 2 copy 0 */
+    int spy_op;  /* what the spy does to its host word: SPY_READ, SPY_STORE (relaxed, as the
+                  * housekeeper's heartbeat), SPY_RELEASE (st.release.sys, as its cons_head) */
 };
+enum { SPY_READ = 0, SPY_STORE = 1, SPY_RELEASE = 2 };
+
+/* the spy's one access to its host word */
+__device__ static inline void spy_touch(uint32_t *word, int op, uint32_t v)
+{
+    if (op == SPY_STORE)
+        rk::dev::rk__st_relaxed_sys(word, v);
+    else if (op == SPY_RELEASE)
+        rk::dev::rk__st_release_sys(word, v);
+    else
+        (void)rk::dev::rk__ld_relaxed_sys(word);
+}
 enum { PAIR_COPY = 0, PAIR_ALIAS = 1, PAIR_SAME = 2 };
 
 /* words between the copies of row r (the kernel reads them, the host writes them) */
@@ -79,12 +97,13 @@ __device__ static bool pair_wait(const uint32_t *a0, const uint32_t *a1, uint32_
 }
 
 /* The spy (row.spy): after each answer i (done: shared or global memory),
- * r.spy_s cycles, then one strong read of a host word no one writes. */
-__device__ static bool spy_loop(const uint32_t *word, const volatile uint32_t *done, uint32_t n, const row &r)
+ * r.spy_s cycles, then one strong access (r.spy_op) of a host word the
+ * host neither reads nor writes. */
+__device__ static bool spy_loop(uint32_t *word, const volatile uint32_t *done, uint32_t n, const row &r)
 {
     if (r.spy_s < 0) { /* back to back until the last answer */
         for (long k = 0; *done < n; k++) {
-            (void)rk::dev::rk__ld_relaxed_sys(word);
+            spy_touch(word, r.spy_op, (uint32_t)k);
             if (k > 200000000)
                 return false;
         }
@@ -97,7 +116,7 @@ __device__ static bool spy_loop(const uint32_t *word, const volatile uint32_t *d
         const long long t = clock64() + r.spy_s;
         while (clock64() < t)
             ;
-        (void)rk::dev::rk__ld_relaxed_sys(word);
+        spy_touch(word, r.spy_op, i);
     }
     return true;
 }
@@ -115,7 +134,7 @@ __global__ void poll_kernel(const uint32_t *ping, const uint32_t *alias, uint32_
         t_answer = clock64();
     }
     __syncthreads();
-    const uint32_t *spy_word = ping + FAR_WORDS + 1536;
+    uint32_t *spy_word = const_cast<uint32_t *>(ping) + FAR_WORDS + 1536;
     if (blockIdx.x == 1 || w == r.warps) { /* the spy */
         if (lane == 0 && !spy_loop(spy_word, blockIdx.x == 1 ? err + 1 : &done, n, r))
             *err = TIMED_OUT;
@@ -296,6 +315,13 @@ int main(int argc, char **argv)
         {"wide pair: 400 late, 300 apart, 23-line reply, alias", 1, 1, 400, 300, 1, 0, 23, 1, 0, 0, PAIR_ALIAS},
         {"wide pair: 400 late, 300 apart, 23-line reply", 1, 2, 400, 300, 1, 0, 23, 1, 0, 0, 0},
         {"wide pair: 0 late, 600 apart, 23-line reply, alias", 1, 1, 0, 600, 1, 0, 23, 1, 0, 0, PAIR_ALIAS},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy store 100", 1, 1, 1000, 0, 1, 0, 23, 0, 1, 100, 0, SPY_STORE},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy release 100", 1, 1, 1000, 0, 1, 0, 23, 0, 1, 100, 0, SPY_RELEASE},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy release 900", 1, 1, 1000, 0, 1, 0, 23, 0, 1, 900, 0, SPY_RELEASE},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy release 1600", 1, 1, 1000, 0, 1, 0, 23, 0, 1, 1600, 0, SPY_RELEASE},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy release 100, another SM", 1, 1, 1000, 0, 1, 0, 23, 0, 2, 100, 0, SPY_RELEASE},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy release back to back", 1, 1, 1000, 0, 1, 0, 23, 0, 1, -1, 0, SPY_RELEASE},
+        {"wide: 1 warp, 1000 late, 23-line reply, spy store back to back", 1, 1, 1000, 0, 1, 0, 23, 0, 1, -1, 0, SPY_STORE},
     };
     printf("rk-poll-probe: %s, %ld round trips a row, the host's turn +%ld ns\n", prop.name, count, turn_ns);
     for (int round = 0; round < rounds; round++)
