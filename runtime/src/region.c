@@ -2,6 +2,7 @@
  * one memfd mapping (runtime/abi/rk_abi.h), created by librk and mapped
  * again by a worker process from the inherited fd. */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -33,6 +34,12 @@ int rk__region_create(const rk_config *c, int *fdp, rk__view *v)
     size_t d2h_off = h2d_off + rk__page_up(ring);
     const uint32_t n_d2h = c->reply_rings; /* resolved and checked by rk_runtime_open */
     size_t arena_off = d2h_off + n_d2h * rk__page_up(ring);
+    /* rounded up to pages, a larger arena wraps the region's size to a
+     * small one that its allocator then writes past */
+    const size_t arena_max = (SIZE_MAX - arena_off) & ~(size_t)4095;
+    if (c->arena_size > arena_max)
+        return rk__fail(RK_EINVAL, "arena_size %zu B exceeds the %zu B the region can hold beside its rings",
+                        c->arena_size, arena_max);
     size_t size = arena_off + rk__page_up(c->arena_size);
 
     /* a memfd, not anonymous memory: a worker process maps the same pages

@@ -1,6 +1,7 @@
 /* send.c - requests into the H2D ring: validate, reserve a pending record
  * and the payload's place (slot or arena), build the ring message, enqueue;
  * and, after a worker was replaced, re-post in order what is still owed. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -313,6 +314,11 @@ static int rk__iov_len(const rk_iov *iov, int iovcnt, size_t *len)
     for (int i = 0; i < iovcnt; i++) {
         if (!iov[i].base && iov[i].len)
             return rk__fail(RK_EINVAL, "send: iov[%d] has %zu B at NULL", i, iov[i].len);
+        /* a sum that wraps would pass the max_payload check small and be
+         * gathered at its real size */
+        if (iov[i].len > SIZE_MAX - *len)
+            return rk__fail(RK_EMSGSIZE, "send: iov[%d]'s %zu B take the payload past %zu B (SIZE_MAX)", i,
+                            iov[i].len, (size_t)SIZE_MAX);
         *len += iov[i].len;
     }
     return 0;
