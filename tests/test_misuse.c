@@ -70,11 +70,37 @@ static void test_arena_size_wraps(void **state)
     }
 }
 
+/* NULL where a runtime, an actor or an out pointer belongs */
+static void test_null_arguments(void **state)
+{
+    (void)state;
+    assert_int_equal(rk_runtime_health(NULL), -RK_EINVAL);
+    assert_int_equal(rk_actor_inflight(NULL), 0);
+    assert_null(rk_runtime_actor_find(NULL, "echo", NULL));
+    assert_int_equal(rk_backend_parse("cpu", NULL), -RK_EINVAL);
+    rk_info in;
+    rk_stats st;
+    rk_worker_info w;
+    rk_runtime_info(NULL, &in);
+    rk_runtime_stats(NULL, &st);
+    rk_runtime_worker(NULL, &w);
+    rk_config_init(NULL);
+    rk_config c;
+    rk_config_init(&c);
+    rk_runtime *rt = test_open_cpu(&c);
+    rk_runtime_info(rt, NULL);
+    rk_runtime_stats(rt, NULL);
+    rk_runtime_worker(rt, NULL);
+    assert_int_equal(rk_runtime_health(rt), 0);
+    rk_runtime_close(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_iov_lengths_wrap),
         cmocka_unit_test(test_arena_size_wraps),
+        cmocka_unit_test(test_null_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -164,4 +164,4 @@ void rk__reap_closed_locked(rk_runtime *rt)
     }
 }
 
-uint32_t rk_actor_inflight(const rk_actor *a) { return a->awaiting + a->stash_n; }
+uint32_t rk_actor_inflight(const rk_actor *a) { return a ? a->awaiting + a->stash_n : 0; }

@@ -100,7 +100,7 @@ const rk_actor_decl *rk_runtime_actor_at(const rk_runtime *rt, int i, uint16_t *
 
 const rk_actor_decl *rk_runtime_actor_find(const rk_runtime *rt, const char *name, uint16_t *type)
 {
-    if (!name)
+    if (!rt || !name) /* (the count of a NULL runtime is the built-ins') */
         return NULL;
     int n = rk_runtime_actor_count(rt);
     for (int i = 0; i < n; i++) {

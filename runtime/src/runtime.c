@@ -13,6 +13,8 @@
 
 void rk_config_init(rk_config *cfg)
 {
+    if (!cfg)
+        return;
     memset(cfg, 0, sizeof *cfg);
     cfg->backend = RK_BACKEND_AUTO;
     cfg->isolation = RK_ISOLATION_AUTO;
@@ -47,6 +49,8 @@ const char *rk_backend_name(rk_backend_kind kind)
 
 int rk_backend_parse(const char *s, rk_backend_kind *out)
 {
+    if (!out)
+        return rk__fail(RK_EINVAL, "rk_backend_parse: out is NULL");
     static const rk_backend_kind kinds[] = {RK_BACKEND_AUTO, RK_BACKEND_CPU, RK_BACKEND_CUDA};
     for (size_t i = 0; s && i < 3; i++)
         if (!strcmp(s, rk_backend_name(kinds[i]))) {
@@ -319,6 +323,8 @@ void rk_runtime_close(rk_runtime *rt)
 
 void rk_runtime_info(const rk_runtime *rt, rk_info *out)
 {
+    if (!rt || !out)
+        return;
     rk_runtime *r = rk__lane0(rt); /* (the lock is internal state) */
     rk__info_lock(r);
     *out = r->info;
@@ -327,6 +333,8 @@ void rk_runtime_info(const rk_runtime *rt, rk_info *out)
 
 void rk_runtime_stats(const rk_runtime *rt, rk_stats *out)
 {
+    if (!rt || !out)
+        return;
     if (rt->lanes) {
         rk__group_stats(rt, out);
         return;
@@ -344,6 +352,8 @@ void rk_runtime_stats(const rk_runtime *rt, rk_stats *out)
 
 int rk_runtime_health(rk_runtime *rt)
 {
+    if (!rt)
+        return rk__fail(RK_EINVAL, "rk_runtime_health: runtime is NULL");
     if (rt->lanes)
         return rk__group_health(rt);
     int f = atomic_load(&rt->fault);
@@ -382,6 +392,8 @@ int rk_runtime_relaunch(rk_runtime *rt, uint32_t grid, uint32_t block, uint32_t 
 
 void rk_runtime_worker(rk_runtime *rt, rk_worker_info *out)
 {
+    if (!rt || !out)
+        return;
     rt = rk__lane0(rt);
     memset(out, 0, sizeof *out);
     out->last_fault.actor = 0xffff;

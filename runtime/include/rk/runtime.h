@@ -167,7 +167,7 @@ typedef struct rk_config {
     int devices[RK_MAX_DEVICES]; /* device ordinals for n_devices > 1, distinct */
 } rk_config;
 
-/* Fills *cfg with the defaults above. */
+/* Fills *cfg with the defaults above (NULL: nothing). */
 void rk_config_init(rk_config *cfg);
 
 /* What the runtime runs on, for logs and the bridge's `status`. */
@@ -208,14 +208,16 @@ int rk_runtime_open(rk_runtime **out, const rk_config *cfg);
  * no-op. */
 void rk_runtime_close(rk_runtime *rt);
 
-/* Copies the runtime's description into *out. Thread-safe. */
+/* Copies the runtime's description into *out (a NULL argument: nothing).
+ * Thread-safe. */
 void rk_runtime_info(const rk_runtime *rt, rk_info *out);
 
-/* Copies the counters into *out. Thread-safe. */
+/* Copies the counters into *out (a NULL argument: nothing). Thread-safe. */
 void rk_runtime_stats(const rk_runtime *rt, rk_stats *out);
 
 /* Returns 0 while the backend is healthy, or the negative code of the
- * fault that stopped it (e.g. -RK_EDEVICE). Thread-safe. */
+ * fault that stopped it (e.g. -RK_EDEVICE); -RK_EINVAL for a NULL
+ * runtime. Thread-safe. */
 int rk_runtime_health(rk_runtime *rt);
 
 /* Relaunches the backend with a new kernel configuration (validated first:
@@ -287,7 +289,7 @@ typedef struct rk_worker_info {
 } rk_worker_info;
 
 /* Copies the worker's state into *out (state RK_WORKER_NONE when the
- * backend runs in this process). Thread-safe. */
+ * backend runs in this process; a NULL argument: nothing). Thread-safe. */
 void rk_runtime_worker(rk_runtime *rt, rk_worker_info *out);
 
 /* Copies the last (up to max, at most 64 kept) recoveries, oldest first,
@@ -457,7 +459,8 @@ void rk_reply_release(rk_actor *a, rk_reply *r);
 int rk_actor_call(rk_actor *a, uint16_t type, const void *data, size_t len, size_t reply_cap,
                   rk_reply *out, int timeout_ms);
 
-/* Requests this actor has sent whose replies it has not yet received. */
+/* Requests this actor has sent whose replies it has not yet received (0
+ * for NULL). */
 uint32_t rk_actor_inflight(const rk_actor *a);
 
 /* ---- batches (liburing's submit and peek-batch, DPDK's burst) ----
