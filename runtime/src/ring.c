@@ -44,7 +44,9 @@ int rk_ring_check(const rk_ring *r, size_t memsize)
     if (!r || rk__ld_acquire(&r->magic) != RK_RING_MAGIC)
         return rk__fail(RK_EPROTO, "ring magic missing: memory is not an initialised ring");
     size_t need = rk_ring_memsize(r->slots, r->slot_size);
-    if (!need || (1u << r->order) != r->slots || need > memsize)
+    /* order from shared memory: a shift of 32 or more is undefined (x86
+     * takes it mod 32, and order 32 passed for one slot) */
+    if (!need || r->order >= 32 || (1u << r->order) != r->slots || need > memsize)
         return rk__fail(RK_EPROTO, "ring header corrupt: %u slots of %u B (order %u) in %zu B",
                         r->slots, r->slot_size, r->order, memsize);
     return 0;
