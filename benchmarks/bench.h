@@ -31,7 +31,7 @@ typedef struct bench_result {
     double p50_ns, p90_ns, p99_ns, p999_ns, max_ns, min_ns, mean_ns;
     /* latency rows: % of round trips more than BENCH_LATE_NS over the row's
      * p50 (on the GPU: those whose request or reply was a PCIe read time
-     * late; device/README.md, "Where the late round trips come from") */
+     * late; device/NOTES.md, "Where the late round trips come from") */
     double late_pct;
     double read_late_pct; /* % in [p50 + BENCH_READ_LATE_LO_NS, p50 + _HI_NS) */
     /* throughput / bandwidth / CPU use */

@@ -329,7 +329,7 @@ static void gpu_api_claims(const bench_report *rep)
         printf("  rk_actor_call / floor: p50 %.3f (<= 1.05), p99 %.3f (<= 1.3)\n", ring->p50_ns / fl->p50_ns,
                ring->p99_ns / fl->p99_ns);
         /* p99 holds where fewer than 1 % are late; the one-read-late part
-         * is what the host's turn decides (device/README.md, "Where the
+         * is what the host's turn decides (device/NOTES.md, "Where the
          * late round trips come from") */
         printf("  round trips over p50 + %.1f us (of them one read late, + %.1f-%.1f us): rk_actor_call %.2f "
                "(%.2f) %%, floor %.2f (%.2f) %%", BENCH_LATE_NS / 1e3, BENCH_READ_LATE_LO_NS / 1e3,

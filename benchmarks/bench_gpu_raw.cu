@@ -476,7 +476,7 @@ int raw_section(bench_report *rep, int sm_count, long count, double seconds, uin
         latency_row(rep, "ring_echo_64_raw", "cuda", s, (size_t)count,
                     "\"path\": \"ring kernel, host loop on the rings (no actor layer)\"");
         raw_close(&r, "ring_echo_64_raw");
-        /* the staged path (device/README.md, "User actors on the GPU"),
+        /* the staged path (device/NOTES.md, "User actors on the GPU"),
          * on a kernel of its own so that its counters are its own */
         if (raw_open(&r, 4096, arena, sm_count))
             return 1;

@@ -1,6 +1,6 @@
 /* fence_probe.cu - rk-fence-probe: what each PTX fence costs a lone warp,
  * and whether it keeps a faulting store's "RK_OK" from reaching host
- * memory. It backs the figures of device/README.md ("User actors on the
+ * memory. It backs the figures of device/NOTES.md ("User actors on the
  * GPU"): the fence between a user actor's handler and its reply
  * (dispatcher.cuh, actor_fence) is the cheapest one that stops the crash
  * sample's reply, and alone it costs more than 5 % of an echo round trip.

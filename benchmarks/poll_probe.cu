@@ -1,5 +1,5 @@
 /* poll_probe.cu - rk-poll-probe: what polling host memory from several
- * warps does to a ping-pong's round trip. It backs device/README.md ("The
+ * warps does to a ping-pong's round trip. It backs device/NOTES.md ("The
  * idle path", 2026-11-26): reads of ONE address from several warps queue
  * behind each other, reads of different addresses overlap.
  *

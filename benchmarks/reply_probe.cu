@@ -1,5 +1,5 @@
 /* reply_probe.cu - rk-reply-probe: which shape of the GPU's reply makes it
- * reach the host late. It backs device/README.md ("Where the late round
+ * reach the host late. It backs device/NOTES.md ("Where the late round
  * trips come from"): the ring kernel's replies are sometimes 0.5-5 us late
  * on the host's side while the floor's one-word replies are late less
  * often. Each row is a ping-pong between one host thread and one GPU warp

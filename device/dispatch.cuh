@@ -52,7 +52,7 @@ __host__ __device__ constexpr uint32_t idle_wait_step(uint32_t fx, uint32_t read
 /* A second-read find whose first read came back more than IDLE_READ_SLOW
  * cycles (~0.3 us) over the usual: the read queued behind a reply late on
  * its way out (PCIe reads do not pass writes; the platform's delays are
- * 0.5-5.6 us: device/README.md, "Where the late round trips come from"),
+ * 0.5-5.6 us: device/NOTES.md, "Where the late round trips come from"),
  * so the request missed it because the reply reached the host late, not
  * because the host's turn was longer than the wait. Such a find moves
  * nothing, as a later one does: replies the platform delays should not
@@ -86,7 +86,7 @@ __host__ __device__ constexpr uint32_t idle_read_base(uint32_t base, uint32_t re
  * built-in. From the request's words len, type, RK__W_ACTOR, RK__W_ID_LO. */
 __device__ __forceinline__ uint64_t run_word(uint32_t len, uint16_t type, uint32_t actor_tag, uint32_t id_lo)
 {
-#ifndef RK_KERNEL_NO_RUN_MARK /* experiment only (device/README.md): what the marks cost */
+#ifndef RK_KERNEL_NO_RUN_MARK /* experiment only (device/NOTES.md): what the marks cost */
     if (len >= sizeof(rk_msg_hdr) && type > RK_OP_VADD)
         return RK__RUN_WORD(actor_tag & 0xffffu, actor_tag >> 16, id_lo);
 #endif
@@ -99,12 +99,12 @@ __device__ __forceinline__ uint64_t run_word(uint32_t len, uint16_t type, uint32
  * faulting store is never performed, so a gpu-scope fence, which waits
  * for the warp's stores to be performed in the GPU, never passes it; the
  * fence at system scope that it replaces waited for host memory as well
- * (0.7-1.2 us, against 0.35 for this one: device/README.md, "User actors
+ * (0.7-1.2 us, against 0.35 for this one: device/NOTES.md, "User actors
  * on the GPU"). The handler's own output is in shared memory (inline
  * requests) or fenced at system scope apart (arena requests). */
 __device__ __forceinline__ void actor_fence()
 {
-#if defined(RK_KERNEL_NO_ACTOR_FENCE) /* experiment only (device/README.md) */
+#if defined(RK_KERNEL_NO_ACTOR_FENCE) /* experiment only (device/NOTES.md) */
 #elif defined(RK_KERNEL_ACTOR_FENCE_SYS)
     rk__fence_release_sys();
 #else
@@ -122,7 +122,7 @@ __device__ __forceinline__ void spin_cycles(uint32_t n)
 /* ---- the dispatcher warp (block 0, warp 0) ----
  *
  * What the H200 measurements (rk-bench gpu --variants / --idle-variants,
- * device/README.md) decided here:
+ * device/README.md and device/NOTES.md) decided here:
  *  - idle, one strong read of the next slot in flight (plus line 0 of the
  *    one after, to notice a burst); an echo/NOP found so is answered from
  *    the registers with strong reply lines and no fence, and the next read

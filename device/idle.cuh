@@ -19,7 +19,7 @@ namespace dev {
  * whether it has room (lanes >= nrings: ring 0's, unused). Worked out
  * after the read returned, behind local-memory loads of the ring views,
  * this cost the round trip ~0.1 us (H200: 548 against 332 cycles from the
- * find to the reply's stores; device/README.md, "The idle answer"). */
+ * find to the reply's stores; device/NOTES.md, "The idle answer"). */
 struct echo_ready {
     unsigned long long slot;
     uint32_t flag, room, msg_max, gen;
@@ -143,7 +143,7 @@ __host__ __device__ inline bool user_fast_ok(const echo_lines &x, uint32_t msg_m
  * the read's data and the stores. Through idle_check the answer waited
  * for the reply ring's shuffles behind the one that names it: 340 cycles
  * from the find to the reply's stores, 262 this way (RK_KF_STAMP, H200;
- * device/README.md, "The idle answer"). Returns false, having stored
+ * device/NOTES.md, "The idle answer"). Returns false, having stored
  * nothing, for anything else: another type, another reply ring than
  * guessed, no room, a line not there yet; idle_serve then decides (a
  * user actor's request on the guessed ring without idle_check). */
@@ -234,7 +234,7 @@ __device__ __forceinline__ void idle_stage(const idle_find &f, shared0 &sh, uint
  * staging into a batch, no out-of-line calls, the handler inlined, the
  * reply stored from the registers. The staged path (serve_staged,
  * serve_slow) cost a lone warp ~2 600 cycles for a 64-B request (H100:
- * device/README.md, "User actors on the GPU"). The caller moves ring
+ * device/NOTES.md, "User actors on the GPU"). The caller moves ring
  * f.rr's position. */
 template <class... A>
 __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, const rk_kargs &ka, shared0 &sh,
@@ -300,7 +300,7 @@ __device__ __forceinline__ void serve_user(dispatch &d, const dispatch_ref &p, c
  * way, a host busy elsewhere) move nothing, nor does a second-read find
  * whose first read came back slow (lat1: it queued behind a late reply;
  * idle_reads_seen), and a host that comes much later stops it at
- * IDLE_WAIT_MAX (device/README.md, "The adaptive idle wait"). */
+ * IDLE_WAIT_MAX (device/NOTES.md, "The adaptive idle wait"). */
 __device__ __forceinline__ void idle_adapt(shared0 &sh, const rk_kargs &ka, uint32_t reads, uint32_t lat1,
                                            uint32_t lane)
 {
@@ -342,7 +342,7 @@ struct idle_read {
  * wait lags it by one poll), the counters of answers idle_poll made
  * without returning (d.pend), and the two steps with a block fence each
  * (h2d_done's publish, the stop check). Done before the read, they kept
- * it behind the reply (device/README.md, "The read after a reply goes out
+ * it behind the reply (device/NOTES.md, "The read after a reply goes out
  * first"). A stop seen here ends the reads and the loop at its top. */
 __device__ __forceinline__ void after_read(dispatch &d, shared0 &sh, const rk_kargs &ka, uint32_t lane)
 {
@@ -408,7 +408,7 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, shared0 &sh, const 
  * the dispatcher loop (IDLE_STAGED). One call of serve_user (inlined at
  * two sites, the module kernel was 4.8 KB larger). A staged built-in op
  * in a kernel with user actors pays 0.05-0.1 us for the guessed path
- * either way, not explained yet (H100; device/README.md, "A user actor's
+ * either way, not explained yet (H100; device/NOTES.md, "A user actor's
  * request on the guessed ring"). t_found: the find's clock (RK_KF_STAMP). */
 constexpr uint32_t IDLE_STAGED = 0xffffffffu;
 
@@ -450,7 +450,7 @@ __device__ __forceinline__ uint32_t idle_serve(dispatch &d, const dispatch_ref &
 /* Idle: polls the next slot, one strong read in flight (a strong read
  * notices a message ~0.2 us sooner than .cv; two strong reads of one
  * address in flight are served one after the other, and two staggered .cv
- * reads measured 1.5 us slower: device/README.md). Answers an echo/NOP
+ * reads measured 1.5 us slower: device/NOTES.md). Answers an echo/NOP
  * on the guessed reply ring at once (echo_fast), else what idle_serve
  * decides: answered from the registers (quick = 1) or staged (nload = 1).
  * After an answer from the registers with nothing else waiting (no
@@ -459,7 +459,7 @@ __device__ __forceinline__ uint32_t idle_serve(dispatch &d, const dispatch_ref &
  * position's publish, the stop check, the counters, the wait's step) is
  * left to after_read, done while the next read is in flight. Back in the
  * loop it cost ~2 000 cycles between a reply's stores and the next read
- * (RK_KF_GAP, H100), all of it on the round trip (device/README.md, "The
+ * (RK_KF_GAP, H100), all of it on the round trip (device/NOTES.md, "The
  * idle poll polls again itself"). Returns false when no message came;
  * quick / nload describe the last message. */
 template <class... A>
@@ -481,7 +481,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
              * read time (~1 us) later. Issued later, the first read
              * finds that request nearly always (measured: round-trip
              * p99 3.6 -> 3.0 us for +0.3 us at p50), if the host's turn
-             * is short (device/README.md, "The host's turn"). The wait
+             * is short (device/NOTES.md, "The host's turn"). The wait
              * adapts (idle_adapt) down to none. */
             spin_cycles(d.idle_wait);
         }

@@ -113,7 +113,7 @@ template <class H, class... T> struct actor_list<H, T...> {
  * counts); *out_len the reply bytes. Out of line, one copy: inlined at its
  * three call sites it made serve_slow 40 KB of code (10 KB now). The size
  * was not what makes a user actor's round trip slow: that measured the
- * same either way (device/README.md, "User actors on the GPU"). */
+ * same either way (device/NOTES.md, "User actors on the GPU"). */
 template <class... A>
 __device__ __noinline__ int run_op(const rk_kargs &ka, uint16_t type, const gpu_ctx &c, const uint8_t *in,
                       uint32_t in_len, uint8_t *out, uint64_t out_cap, uint32_t *out_len)
