@@ -39,7 +39,7 @@ RK__HIDDEN int64_t rk__deadline(int timeout_ms);
  * rk__deadline's value (0 and forever are taken as they are). Why: a send
  * writes its request before anything waits, and a clock read on the way
  * (40-50 ns on the GPU hosts' VMs) made the request late for the kernel's
- * poll (device/README.md, "The host's turn"). */
+ * poll (device/NOTES.md, "The host's turn"). */
 static inline int64_t rk__deadline_lazy(int timeout_ms)
 {
     return timeout_ms > 0 ? -(int64_t)timeout_ms : rk__deadline(timeout_ms);
@@ -80,7 +80,7 @@ RK__HIDDEN void rk__futex_wake(uint32_t *word, int n);
 /* A lock word for the hot path (a reply ring's: rk__d2h.lock). Taken
  * with one exchange, given back with a store: rk_actor_call's round trip
  * takes and gives it once per reply, and pthread_mutex_unlock's locked
- * exchange and call were ~20 ns of the host's turn (device/README.md,
+ * exchange and call were ~20 ns of the host's turn (device/NOTES.md,
  * "The host's turn"). A taker that must wait spins, yields, then naps
  * (rk__lock_take): they are rare (close, a re-post, the supervisor) or
  * brief (a router publishing in turn). */

@@ -215,7 +215,7 @@ int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
         /* the clock every 256th spin while busy-polling (a few us): a
          * deadline is milliseconds away, and a read (40-50 ns on the GPU
          * hosts' VMs) delays noticing the reply and so the next request
-         * (device/README.md, "The host's turn") */
+         * (device/NOTES.md, "The host's turn") */
         const bool keep_polling = rk__backoff_poll(&b);
         if (keep_polling && (spins & 255) != 255)
             continue;

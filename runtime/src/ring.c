@@ -124,7 +124,7 @@ void rk__ring_set_flags(rk_ring *r, uint32_t flags) { rk__st_relaxed(&r->flags, 
  * (this producer's, most likely) then finds them in its cache instead of
  * waiting for them on its way out. On an H100 host this took
  * rk_actor_call's requests that missed the kernel's poll from 9-13 % to
- * 1-2 % (device/README.md, "The host's turn"). */
+ * 1-2 % (device/NOTES.md, "The host's turn"). */
 static void rk__ring_prefetch_w(rk_ring *r, uint64_t pos)
 {
     const char *s = (const char *)rk_ring_slot(r, pos);

@@ -284,7 +284,7 @@ int rk__drain_some(rk_runtime *rt, rk__d2h *d, const rk_actor *self, bool yield,
  * once, and straight to the waiter: no chunk, no ready queue, no seq_cst
  * edges (with no chunk out nobody routes without the lock), and the next
  * slot is not read. The host's turn decides whether the kernel's next
- * read finds the next request (device/README.md, "Where the late round
+ * read finds the next request (device/NOTES.md, "Where the late round
  * trips come from"); this took seeing a reply to returning it from
  * 133-181 to 103-127 ns on an H200 host. Not for rk_actor_recv (want <
  * 0): a pipelined receiver gets chunks of replies per lock. Returns
