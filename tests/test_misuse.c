@@ -102,7 +102,8 @@ static void test_ring_check_order(void **state)
 {
     (void)state;
     const size_t size = rk_ring_memsize(1, 64);
-    void *mem = aligned_alloc(RK_RING_ALIGN, size);
+    /* aligned_alloc wants a multiple of the alignment */
+    void *mem = aligned_alloc(RK_RING_ALIGN, (size + RK_RING_ALIGN - 1) & ~(size_t)(RK_RING_ALIGN - 1));
     assert_non_null(mem);
     assert_int_equal(rk_ring_init(mem, size, 1, 64), 0);
     assert_int_equal(rk_ring_check(mem, size), 0);
