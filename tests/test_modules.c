@@ -252,6 +252,68 @@ static void test_bare_name(void **state)
     assert_int_equal(chdir(back), 0);
 }
 
+/* Copies file from to to (a new file, not over a loaded one). */
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[65536];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, in)) > 0;)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+}
+
+/* A module rebuilt or removed while a runtime serves it (a user trying a
+ * hot redeploy: `cc -o m.so` writes a new file over the name, `rm m.so`):
+ * every worker started later (a recovery, a standby) loads the code librk
+ * loaded, so the runtime serves one version until it is restarted. Until
+ * 2026-11-27 a fresh worker loaded whatever the path held: the new code
+ * under the old declarations, or, when the actors changed, nothing at all,
+ * and the runtime went degraded (every module request RK_EDEVICE). */
+static void test_replaced_while_serving(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rk_test_modules_XXXXXX", m[PATH_MAX], next[PATH_MAX], a_so[PATH_MAX], b_so[PATH_MAX];
+    assert_non_null(mkdtemp(dir));
+    snprintf(m, sizeof m, "%s/m.so", dir);
+    snprintf(next, sizeof next, "%s/m.so.new", dir);
+    snprintf(a_so, sizeof a_so, "%s/mod_a.so", case_dir);
+    snprintf(b_so, sizeof b_so, "%s/mod_b.so", case_dir);
+    copy_file(a_so, m); /* "upper" */
+    const char *paths[] = {m};
+    int rc;
+    rk_runtime *rt = open_with(RK_ISOLATION_PROCESS, paths, 1, &rc);
+    assert_int_equal(rc, 0);
+    uint16_t t_upper;
+    assert_non_null(rk_runtime_actor_find(rt, "upper", &t_upper));
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    call_is(a, t_upper, "one", "ONE");
+    copy_file(b_so, next); /* "lower": another actor under the same file name */
+    assert_int_equal(rename(next, m), 0);
+    for (int round = 0; round < 4; round++) {
+        if (round == 2)
+            assert_int_equal(unlink(m), 0); /* removed altogether */
+        rk_worker_info w;
+        rk_runtime_worker(rt, &w);
+        assert_true(w.pid > 0);
+        assert_int_equal(kill(w.pid, SIGKILL), 0);
+        rk_reply r;
+        rc = rk_actor_call(a, t_upper, "two", 3, 0, &r, 5000);
+        rk_runtime_worker(rt, &w);
+        if (rc || r.status)
+            fail_msg("round %d: %s, status %s; worker state %d: %s", round, rk_err_name(rc),
+                     rk_err_name(rc ? 0 : r.status), (int)w.state, w.why);
+        assert_memory_equal(r.data, "TWO", 3);
+        rk_reply_release(a, &r);
+    }
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* rk_config.modules without n_modules (a NULL-terminated list) would load
  * nothing and open fine: refused, naming both fields. An empty list with
  * n_modules 0 (rk-bridge without --actors) and a NULL or empty path. */
@@ -396,6 +458,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_directory),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_bare_name),
+        cmocka_unit_test(test_replaced_while_serving),
         cmocka_unit_test(test_modules_without_count),
         cmocka_unit_test(test_suspect_answered_unrouted),
     };

@@ -3,11 +3,13 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernel_desc.h"
 #include "modules.h"
@@ -150,13 +152,52 @@ static int rk__expand(rk__modset *m, const char *arg)
     return rc;
 }
 
+static bool rk__same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Opens module file f and keeps it open (m->fds[f]), so that a worker
+ * started later loads these bytes even after the path got another file (a
+ * rebuild) or none. A worker gets them as /proc/self/fd/N: it loads them
+ * by the name they were opened under while that still names them (the
+ * module's $ORIGIN and messages stay its own), else by the descriptor. */
+static int rk__open_file(rk__modset *m, size_t f)
+{
+    const char *file = m->files[f];
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    struct stat at, named;
+    if (fd < 0 || fstat(fd, &at) != 0)
+        return rk__fail(RK_EINVAL, "module %s: %s", file, strerror(errno));
+    m->fds[f] = fd;
+    char link[PATH_MAX];
+    ssize_t l = strncmp(file, "/proc/self/fd/", 14) == 0 ? readlink(file, link, sizeof link - 1) : -1;
+    if (l > 0) {
+        link[l] = '\0';
+        if (stat(link, &named) == 0 && rk__same_file(&named, &at)) {
+            char *own = strdup(link);
+            if (!own)
+                return rk__fail(RK_ENOMEM, "loading modules: out of memory");
+            free(m->files[f]);
+            m->files[f] = own;
+        }
+    }
+    return 0;
+}
+
 static int rk__open_one(rk__modset *m, size_t f, const rk_module **out)
 {
+    int rc = rk__open_file(m, f);
+    if (rc)
+        return rc;
     const char *file = m->files[f];
     /* RTLD_LOCAL: two modules may use the same internal names */
     m->handles[f] = dlopen(file, RTLD_NOW | RTLD_LOCAL);
     if (!m->handles[f])
         return rk__fail(RK_EINVAL, "module %s could not be loaded: %s", file, dlerror());
+    struct stat at, named;
+    if (fstat(m->fds[f], &at) != 0 || stat(file, &named) != 0 || !rk__same_file(&at, &named))
+        return rk__fail(RK_EINVAL, "module %s was replaced while it was being loaded; load it again", file);
     rk_module_fn fn = (rk_module_fn)dlsym(m->handles[f], RK_MODULE_SYMBOL);
     if (!fn)
         return rk__fail(RK_EINVAL, "module %s has no symbol %s (is it an actor module? rk/module.h, "
@@ -213,6 +254,31 @@ static int rk__take_actors(rk__modset *m, size_t f, const rk_module *mod, uint32
     return 0;
 }
 
+static uint64_t rk__fnv(uint64_t h, const char *t, int l)
+{
+    for (int c = 0; c < l; c++)
+        h = (h ^ (unsigned char)t[c]) * 1099511628211ull;
+    return h;
+}
+
+/* FNV-1a over "type name;" per actor and "size mtime;" per file: a worker
+ * that loaded other actors, or a file written over in place (cp over a
+ * loaded module), does not match. */
+static uint64_t rk__hash(const rk__modset *m)
+{
+    uint64_t h = 1469598103934665603ull;
+    char t[80];
+    for (size_t i = 0; i < m->n; i++)
+        h = rk__fnv(h, t, snprintf(t, sizeof t, "%u %.40s;", m->defs[i].type, m->defs[i].name));
+    for (size_t f = 0; f < m->n_files; f++) {
+        struct stat st = {0};
+        fstat(m->fds[f], &st);
+        h = rk__fnv(h, t, snprintf(t, sizeof t, "%lld %lld.%09ld;", (long long)st.st_size,
+                                   (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec));
+    }
+    return h;
+}
+
 int rk__modules_load(rk__modset *m, const char *const *paths, size_t n, int files_given)
 {
     memset(m, 0, sizeof *m);
@@ -226,8 +292,11 @@ int rk__modules_load(rk__modset *m, const char *const *paths, size_t n, int file
     }
     const rk_module **mods = calloc(m->n_files + 1, sizeof *mods);
     m->handles = calloc(m->n_files + 1, sizeof *m->handles);
-    if (rc == 0 && (!mods || !m->handles))
+    m->fds = malloc((m->n_files + 1) * sizeof *m->fds);
+    if (rc == 0 && (!mods || !m->handles || !m->fds))
         rc = rk__fail(RK_ENOMEM, "loading modules: out of memory");
+    for (size_t f = 0; m->fds && f < m->n_files; f++)
+        m->fds[f] = -1;
     size_t gpu = m->n_files;
     for (size_t f = 0; rc == 0 && f < m->n_files; f++) {
         rc = rk__open_one(m, f, &mods[f]);
@@ -255,14 +324,7 @@ int rk__modules_load(rk__modset *m, const char *const *paths, size_t n, int file
         rk__modules_free(m);
         return rc;
     }
-    uint64_t h = 1469598103934665603ull; /* FNV-1a over "type name;" */
-    for (size_t i = 0; i < m->n; i++) {
-        char t[48];
-        int l = snprintf(t, sizeof t, "%u %s;", m->defs[i].type, m->defs[i].name);
-        for (int c = 0; c < l; c++)
-            h = (h ^ (unsigned char)t[c]) * 1099511628211ull;
-    }
-    m->hash = h;
+    m->hash = rk__hash(m);
     return 0;
 }
 
@@ -271,10 +333,13 @@ void rk__modules_free(rk__modset *m)
     for (size_t f = 0; f < m->n_files; f++) {
         if (m->handles && m->handles[f])
             dlclose(m->handles[f]);
+        if (m->fds && m->fds[f] >= 0)
+            close(m->fds[f]);
         free(m->files[f]);
     }
     free(m->files);
     free(m->handles);
+    free(m->fds);
     free(m->defs);
     free(m->decls);
     free(m->origin);

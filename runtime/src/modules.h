@@ -23,18 +23,22 @@ typedef struct rk__modset {
     size_t n_files;
     char **files;                /* module files in load order (directories expanded) */
     void **handles;              /* dlopen handles, per file */
+    int *fds;                    /* per file: the file loaded, open (or -1): a worker started later
+                                  * loads these bytes, whatever the path holds by then */
     size_t n;                    /* actors */
     rk_actor_def *defs;          /* per actor: type, name, cpu, cpu_user, gpu (the kernel) */
     const rk_actor_decl **decls; /* per actor */
     const char **origin;         /* per actor: its file */
     const void *kernel;          /* the one module kernel (rk_kernel_desc), or NULL */
-    uint64_t hash;               /* of the types and names: the worker checks it loaded the same */
+    uint64_t hash;               /* of the types, the names and each file's size and mtime: the
+                                  * worker checks it loaded the same */
 } rk__modset;
 
 /* Loads paths[0..n) (files, or directories of *.so). On failure frees what
  * it loaded and returns a code with the detail naming the file and the
  * cause. files_given: the paths are module files already expanded and
- * ordered (the worker gets librk's m->files). */
+ * ordered (the worker gets librk's m->fds as /proc/self/fd/N, and loads
+ * them by their own names when those still hold the same file). */
 RK__HIDDEN int rk__modules_load(rk__modset *m, const char *const *paths, size_t n, int files_given);
 /* Unloads everything (a zeroed set is fine). */
 RK__HIDDEN void rk__modules_free(rk__modset *m);

@@ -67,18 +67,24 @@ int rk__worker_path(char *path, size_t cap)
 }
 
 /* The worker's command line: the module files librk loaded, in its order,
- * and the hash of the types it gave their actors (modules.h). */
+ * each as the descriptor librk keeps open (fd RK__WORKER_CTL_FD + 1 + i in
+ * the worker: the bytes librk loaded, even after a rebuild replaced the
+ * file), and the hash of the types it gave their actors (modules.h). */
 static char **rk__worker_argv(char *path, const rk__modset *mods, char *hash, size_t hash_cap)
 {
     size_t n = mods ? mods->n_files : 0;
-    char **argv = calloc(2 * n + 4, sizeof *argv);
+    char **argv = calloc(2 * n + 4 + 4 * n, sizeof *argv); /* 32 B of fd paths each */
     if (!argv)
         return NULL;
+    char *fdp = (char *)(argv + 2 * n + 4);
     size_t k = 0;
     argv[k++] = path;
     for (size_t i = 0; i < n; i++) {
         argv[k++] = (char *)"--module";
-        argv[k++] = mods->files[i];
+        argv[k] = mods->files[i];
+        if (mods->fds[i] >= 0)
+            snprintf(argv[k] = fdp + 32 * i, 32, "/proc/self/fd/%zu", RK__WORKER_CTL_FD + 1 + i);
+        k++;
     }
     if (n) {
         snprintf(hash, hash_cap, "%016llx", (unsigned long long)mods->hash);
@@ -109,7 +115,17 @@ int rk__proc_spawn(rk__proc *w, int region_fd, const rk__wmsg *init, const rk__m
     posix_spawnattr_init(&at);
     posix_spawn_file_actions_adddup2(&fa, rfd, RK__WORKER_REGION_FD);
     posix_spawn_file_actions_adddup2(&fa, cfd, RK__WORKER_CTL_FD);
-    posix_spawn_file_actions_addclosefrom_np(&fa, RK__WORKER_CTL_FD + 1);
+    /* the module files at 5.., from copies above them all (as above) */
+    const size_t nm = mods ? mods->n_files : 0;
+    int *mfd = calloc(nm + 1, sizeof *mfd), mfd_err = mfd ? 0 : ENOMEM;
+    for (size_t i = 0; mfd && i < nm; i++) {
+        mfd[i] = mods->fds[i] < 0 ? -1 : fcntl(mods->fds[i], F_DUPFD_CLOEXEC, (int)(RK__WORKER_CTL_FD + 1 + nm));
+        if (mfd[i] >= 0)
+            posix_spawn_file_actions_adddup2(&fa, mfd[i], (int)(RK__WORKER_CTL_FD + 1 + i));
+        else if (mods->fds[i] >= 0)
+            mfd_err = errno;
+    }
+    posix_spawn_file_actions_addclosefrom_np(&fa, (int)(RK__WORKER_CTL_FD + 1 + nm));
     /* its own process group: a terminal's Ctrl-C is for us to handle (a
      * bridge drains on SIGINT), not for the worker; default signals and an
      * empty mask whatever this thread blocks */
@@ -125,8 +141,15 @@ int rk__proc_spawn(rk__proc *w, int region_fd, const rk__wmsg *init, const rk__m
     char hash[24];
     char **argv = rk__worker_argv(path, mods, hash, sizeof hash);
     pid_t pid = 0;
-    int err = rfd < 0 || cfd < 0 ? errno : !argv ? ENOMEM : posix_spawn(&pid, path, &fa, &at, argv, environ);
+    int err = rfd < 0 || cfd < 0 ? errno
+              : mfd_err         ? mfd_err
+              : !argv           ? ENOMEM
+                                : posix_spawn(&pid, path, &fa, &at, argv, environ);
     free(argv);
+    for (size_t i = 0; mfd && i < nm; i++)
+        if (mfd[i] >= 0)
+            close(mfd[i]);
+    free(mfd);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     if (rfd >= 0)
