@@ -373,6 +373,8 @@ static void test_refused(void **state)
     refused("mod_bad_field_key", "the protocol's key \"id\"");
     refused("mod_bad_no_handler", "neither a CPU twin");
     refused("mod_bad_gpu_no_kernel", "has no kernel");
+    /* the length and the limit, not 500 bytes of the name */
+    refused("mod_bad_long_name", "is 1048575 bytes long, more than the 31 allowed");
     refused("mod_missing", "No such file");
     /* nothing leaked into the next runtime */
     char p[512];

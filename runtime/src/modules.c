@@ -27,14 +27,22 @@ const uint16_t rk__builtin_types[RK__N_BUILTIN_ACTORS] = {RK_OP_ECHO, RK_OP_VADD
 static const char *const rk__reserved[] = {"echo", "vadd", "ping", "status", "launch",
                                            "retry_gpu", "fault", "hang", "nop"};
 
-static bool rk__name_ok(const char *s)
+/* Whether s is a valid actor or field name, [a-z][a-z0-9_]* of at most
+ * RK_ACTOR_NAME_MAX bytes; if not, why (what follows "is" in a message):
+ * the length and the limit for a long one, not the name itself, which may
+ * be larger than any message. */
+static bool rk__name_ok(const char *s, char *why, size_t cap)
 {
-    if (!s || !(*s >= 'a' && *s <= 'z') || strlen(s) > RK_ACTOR_NAME_MAX)
-        return false;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
-            return false;
-    return true;
+    size_t l = s ? strlen(s) : 0;
+    if (!s)
+        snprintf(why, cap, "NULL, not a name");
+    else if (l > RK_ACTOR_NAME_MAX)
+        snprintf(why, cap, "%zu bytes long, more than the %d allowed (\"%.16s...\")", l, RK_ACTOR_NAME_MAX, s);
+    else if (!(*s >= 'a' && *s <= 'z') || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") != l)
+        snprintf(why, cap, "named \"%s\", not [a-z][a-z0-9_]*", s);
+    else
+        return true;
+    return false;
 }
 
 /* A field list: valid names, none twice, none a request or reply key. */
@@ -44,11 +52,10 @@ static int rk__fields_check(const char *file, const char *actor, const char *wha
     if (n < 1 || n > RK_FIELDS_MAX)
         return rk__fail(RK_EINVAL, "module %s: actor \"%s\" has %u %s; 1..%d are allowed", file, actor, n, what,
                         RK_FIELDS_MAX);
+    char why[96];
     for (uint32_t i = 0; i < n; i++) {
-        if (!rk__name_ok(names[i]))
-            return rk__fail(RK_EINVAL, "module %s: actor \"%s\": %s %u is named \"%s\", not [a-z][a-z0-9_]* "
-                            "of at most %d bytes", file, actor, what, i, names[i] ? names[i] : "(null)",
-                            RK_ACTOR_NAME_MAX);
+        if (!rk__name_ok(names[i], why, sizeof why))
+            return rk__fail(RK_EINVAL, "module %s: actor \"%s\": %s %u is %s", file, actor, what, i, why);
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(names[j], names[i]) == 0)
                 return rk__fail(RK_EINVAL, "module %s: actor \"%s\" names its %s \"%s\" twice", file, actor,
@@ -66,9 +73,9 @@ static int rk__decl_check(const char *file, const rk_module *mod, uint32_t i, ui
     static const char *const in_keys[] = {"v", "id", "op", NULL};
     static const char *const out_keys[] = {"v", "id", "ok", "error", NULL};
     const rk_actor_decl *d = &mod->actors[i];
-    if (!rk__name_ok(d->name))
-        return rk__fail(RK_EINVAL, "module %s: actor %u is named \"%s\", not [a-z][a-z0-9_]* of at most %d bytes",
-                        file, i, d->name ? d->name : "(null)", RK_ACTOR_NAME_MAX);
+    char why[96];
+    if (!rk__name_ok(d->name, why, sizeof why))
+        return rk__fail(RK_EINVAL, "module %s: actor %u is %s", file, i, why);
     for (size_t r = 0; r < sizeof rk__reserved / sizeof *rk__reserved; r++)
         if (strcmp(d->name, rk__reserved[r]) == 0)
             return rk__fail(RK_EINVAL, "module %s: actor \"%s\" collides with the built-in operation of that "

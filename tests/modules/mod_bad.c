@@ -13,6 +13,12 @@ static int ok_cpu(const void *in, size_t in_len, void *out, size_t cap, size_t *
     return 0;
 }
 
+#if defined(BAD_LONG_NAME)
+/* a name of 1 MiB - 1 bytes: more than any message holds */
+static char long_name[1 << 20];
+__attribute__((constructor)) static void fill_long_name(void) { memset(long_name, 'a', sizeof long_name - 1); }
+#endif
+
 static const rk_actor_decl actors[] = {
 #if defined(BAD_BUILTIN_NAME)
     {.name = "echo",
@@ -27,6 +33,8 @@ static const rk_actor_decl actors[] = {
     {.name = "unused",
 #elif defined(BAD_GPU_NO_KERNEL)
     {.name = "gpu_wish", .flags = RK_ACTOR_GPU,
+#elif defined(BAD_LONG_NAME)
+    {.name = long_name,
 #else /* BAD_DUPLICATE and BAD_ABI: a valid actor */
     {.name = "saxpy",
 #endif
