@@ -17,6 +17,12 @@
 
 #include "rk/rk.h"
 
+#if defined(__aarch64__)
+#define NATIVE_MACHINE 183
+#else
+#define NATIVE_MACHINE 62
+#endif
+
 static const char *mod_dir, *case_dir;
 
 static void path_of(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s.so", mod_dir, name); }
@@ -265,6 +271,36 @@ static void copy_file(const char *from, const char *to)
     assert_int_equal(fclose(out), 0);
 }
 
+/* A module built for another architecture: dlopen's own words for it are
+ * "cannot open shared object file: No such file or directory" (of a file
+ * that is there); the detail names the machine it was built for. */
+static void test_other_architecture(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rk_test_modules_XXXXXX", m[PATH_MAX], a_so[PATH_MAX];
+    assert_non_null(mkdtemp(dir));
+    snprintf(m, sizeof m, "%s/arm.so", dir);
+    snprintf(a_so, sizeof a_so, "%s/mod_a.so", case_dir);
+    copy_file(a_so, m);
+    FILE *f = fopen(m, "r+b");
+    assert_non_null(f);
+    const unsigned char other[2] = {NATIVE_MACHINE == 183 ? 62 : 183, 0}; /* AArch64, or x86-64 there */
+    assert_int_equal(fseek(f, 18, SEEK_SET), 0); /* e_machine */
+    assert_int_equal(fwrite(other, 1, 2, f), 2);
+    assert_int_equal(fclose(f), 0);
+    const char *paths[] = {m};
+    int rc;
+    assert_null(open_with(RK_ISOLATION_AUTO, paths, 1, &rc));
+    assert_int_equal(rc, -RK_EINVAL);
+    char want[64];
+    snprintf(want, sizeof want, "ELF machine %u", other[0]);
+    const char *d = rk_last_detail();
+    if (!strstr(d, m) || !strstr(d, want) || strstr(d, "No such file"))
+        fail_msg("detail \"%s\" does not name the file and \"%s\"", d, want);
+    assert_int_equal(unlink(m), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* A module rebuilt or removed while a runtime serves it (a user trying a
  * hot redeploy: `cc -o m.so` writes a new file over the name, `rm m.so`):
  * every worker started later (a recovery, a standby) loads the code librk
@@ -461,6 +497,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_bare_name),
         cmocka_unit_test(test_replaced_while_serving),
+        cmocka_unit_test(test_other_architecture),
         cmocka_unit_test(test_modules_without_count),
         cmocka_unit_test(test_suspect_answered_unrouted),
     };

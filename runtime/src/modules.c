@@ -2,6 +2,7 @@
  * module must pass happens here, once, with a message naming the file. */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -192,6 +193,48 @@ static int rk__open_file(rk__modset *m, size_t f)
     return 0;
 }
 
+#if defined(__x86_64__)
+#define RK__ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define RK__ELF_MACHINE EM_AARCH64
+#elif defined(__powerpc64__)
+#define RK__ELF_MACHINE EM_PPC64
+#else
+#define RK__ELF_MACHINE 0 /* not checked */
+#endif
+
+static const char *rk__machine_name(unsigned m)
+{
+    return m == EM_X86_64 ? "x86-64" : m == EM_AARCH64 ? "AArch64" : m == EM_PPC64 ? "PowerPC 64"
+         : m == EM_386 ? "x86 (32-bit)" : m == EM_ARM ? "ARM (32-bit)" : m == EM_RISCV ? "RISC-V"
+         : "another architecture";
+}
+
+/* Why a file dlopen refused is no module for this process, from its ELF
+ * header (dlopen says "No such file or directory" of a file built for
+ * another machine); false when the header looks right. */
+static bool rk__elf_why(int fd, char *why, size_t cap)
+{
+    unsigned char h[20] = {0};
+    ssize_t n = pread(fd, h, sizeof h, 0);
+    uint16_t type = (uint16_t)(h[16] | h[17] << 8), machine = (uint16_t)(h[18] | h[19] << 8);
+    if (n < (ssize_t)sizeof h || memcmp(h, ELFMAG, SELFMAG) != 0)
+        snprintf(why, cap, "it is not an ELF shared library (build it with cc -shared -fPIC)");
+    else if (h[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32))
+        snprintf(why, cap, "it is a %s-bit ELF file; this process is %zu-bit", h[EI_CLASS] == ELFCLASS32 ? "32" : "64",
+                 8 * sizeof(void *));
+    else if (h[EI_DATA] == ELFDATA2LSB && RK__ELF_MACHINE && machine != RK__ELF_MACHINE)
+        snprintf(why, cap, "it is built for %s (ELF machine %u); this process runs on %s (%u): rebuild it "
+                 "on or for this machine", rk__machine_name(machine), machine, rk__machine_name(RK__ELF_MACHINE),
+                 RK__ELF_MACHINE);
+    else if (h[EI_DATA] == ELFDATA2LSB && type != ET_DYN)
+        snprintf(why, cap, "it is an ELF file of type %u, not a shared library (build it with cc -shared -fPIC)",
+                 type);
+    else
+        return false;
+    return true;
+}
+
 static int rk__open_one(rk__modset *m, size_t f, const rk_module **out)
 {
     int rc = rk__open_file(m, f);
@@ -200,8 +243,13 @@ static int rk__open_one(rk__modset *m, size_t f, const rk_module **out)
     const char *file = m->files[f];
     /* RTLD_LOCAL: two modules may use the same internal names */
     m->handles[f] = dlopen(file, RTLD_NOW | RTLD_LOCAL);
-    if (!m->handles[f])
-        return rk__fail(RK_EINVAL, "module %s could not be loaded: %s", file, dlerror());
+    if (!m->handles[f]) {
+        const char *dl = dlerror();
+        char why[160];
+        if (rk__elf_why(m->fds[f], why, sizeof why))
+            return rk__fail(RK_EINVAL, "module %s could not be loaded: %s", file, why);
+        return rk__fail(RK_EINVAL, "module %s could not be loaded: %s", file, dl);
+    }
     struct stat at, named;
     if (fstat(m->fds[f], &at) != 0 || stat(file, &named) != 0 || !rk__same_file(&at, &named))
         return rk__fail(RK_EINVAL, "module %s was replaced while it was being loaded; load it again", file);
