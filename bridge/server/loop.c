@@ -437,6 +437,14 @@ static bool rkb__done(rkb_loop *l, int64_t now, int64_t last_read)
                     "answering them SHUTTING_DOWN", l->pool.n_inflight, c->drain_ms);
             rkb__fail_inflight(l, 0);
         }
+        /* what waits for admission, or in a worker's ring, costs no wait
+         * to answer: SHUTTING_DOWN now, not left unanswered (the drain
+         * time can run out in the pass that saw the signal: --drain-ms 0,
+         * or a worker that saw it late) */
+        if (l->pool.n_parked)
+            rkb__retry_parked(l);
+        while (!l->port && rkb__can_read(l) && rkb__read_one(l))
+            ;
         return true;
     }
     if (l->pool.n_inflight || l->pool.n_parked)

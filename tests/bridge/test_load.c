@@ -181,6 +181,39 @@ void test_drain_deadline(void **state)
     assert_int_equal(bridge_reap(&b, 120000), 0);
     assert_exit_line(g_last_err);
     assert_non_null(strstr(g_last_err, " 0 unanswered"));
+
+    /* --drain-ms 0: the drain runs out in the pass that sees the signal.
+     * The requests waiting for admission behind the hang (--window 1) get
+     * SHUTTING_DOWN too; they were left unanswered (5 of 7 in the exit
+     * line) */
+    enum { WAITING = 5 };
+    bridge_start(&b, "--test-faults", "--drain-ms", "0", "--window", "1", "--admission-ms", "600000",
+                 "--log-level", "info", NULL);
+    c = client(&b);
+    fb = (buf){0};
+    put_head(&fb, 3, 1, 1, 100, "hang");
+    assert_int_equal(rkc_send_raw(c, fb.p, fb.n, TMO), 0);
+    free(fb.p);
+    for (uint64_t id = 1; id <= WAITING; id++) {
+        buf e = {0};
+        put_echo(&e, id, 64);
+        assert_int_equal(rkc_send_raw(c, e.p, e.n, TMO), 0);
+        free(e.p);
+    }
+    int64_t until = now_ms() + TMO;
+    while (status_counter(&b, "queued") < WAITING && now_ms() < until)
+        usleep(20000);
+    assert_int_equal(status_counter(&b, "queued"), WAITING);
+    kill(b.pid, SIGTERM);
+    for (int i = 0; i <= WAITING; i++) {
+        assert_int_equal(rkc_recv(c, &r, 10000), 0);
+        assert_false(r.ok);
+        assert_string_equal(r.code, "SHUTTING_DOWN");
+        rkc_reply_free(&r);
+    }
+    rkc_close(c);
+    assert_int_equal(bridge_reap(&b, 120000), 0);
+    assert_exit_line(g_last_err);
 }
 
 /* ---- log floods ------------------------------------------------------------ */
