@@ -203,10 +203,14 @@ static const struct option rkb__opts[] = {
 static int rkb__parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
     char *end;
+    /* digits first: strtoull skips blanks and negates, so " -1" would be
+     * 2^64 - 1, inside the SIZE_MAX ranges */
+    if (*s < '0' || *s > '9')
+        return -1;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 0);
     unsigned shift = 0;
-    if (errno || end == s || *s == '-')
+    if (errno || end == s)
         return -1;
     switch (*end) {
     case 'k': case 'K': shift = 10; end++; break;

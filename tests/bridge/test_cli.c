@@ -105,6 +105,17 @@ static void bad_values(void)
             sizeof out);
         assert_non_null(strstr(out, bad[i].says));
     }
+    /* a negative number behind a blank: strtoull skips the blank and
+     * negates, so " -1" was 2^64 - 1, inside a SIZE_MAX range: an unbounded
+     * --queue-bytes, an --arena-bytes that crashed the runtime's worker.
+     * (The bad --bind after it makes a bridge that took it exit too.) */
+    static const char *const sized[] = {"--queue-bytes", "--arena-bytes"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(opt, sizeof opt, "%s  -1", sized[i]);
+        cli((const char *[]){g_bridge_path, "--backend", "cpu", sized[i], " -1", "--bind", "localhost:1",
+                             NULL}, 2, opt, out, sizeof out);
+        assert_non_null(strstr(out, "expected a number from"));
+    }
 }
 
 /* A malformed endpoint: exit 2, saying what is wrong (ZeroMQ said
