@@ -789,6 +789,65 @@ static void test_closed_actor_across_restart(void **state)
     assert_no_children();
 }
 
+/* ---- an actor closed with requests queued, then the operator's retry ---- */
+
+/* Degraded (a crash loop), the CPU thread that stands in is stuck posting
+ * a reply on a full reply ring (nobody waits), with three of actor b's
+ * 64 KiB echoes queued behind it; b is closed and the GPU is retried: the
+ * fresh worker drops those (the generation moved on) and nobody re-posts
+ * for a closed actor, so their records, arena space and b's slot must come
+ * back (the retry left them taken for good: with max_actors 2 no actor
+ * could open again). */
+static void test_closed_actor_across_retry(void **state)
+{
+    (void)state;
+    rk_config c = worker_config();
+    c.test_faults = 1;
+    c.fault_limit = 2;
+    c.max_actors = 2;
+    c.ring_slots = 4;
+    c.reply_rings = 1;
+    rk_runtime *rt = open_rt(&c);
+    rk_actor *a, *b;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    assert_int_equal(rk_actor_open(rt, &b), 0);
+    rk_reply r;
+    int x = 7;
+    assert_int_equal(rk_actor_call(a, RK_OP_FAULT, &x, sizeof x, 0, &r, 10000), 0);
+    assert_int_equal(r.status, -RK_EDEVICE); /* two faults: degraded */
+    rk_reply_release(a, &r);
+    assert_int_equal(worker(rt).state, RK_WORKER_DEGRADED);
+    for (int i = 0; i < 4; i++) /* answered; their replies fill the reply ring */
+        assert_int_equal(rk_actor_send(b, RK_OP_ECHO, &i, sizeof i, 0, NULL, 1000), 0);
+    usleep(50000);
+    static uint8_t big[65536];
+    for (int i = 0; i < 4; i++) /* the first is taken and its reply waits for room */
+        assert_int_equal(rk_actor_send(b, RK_OP_ECHO, big, sizeof big, 0, NULL, 1000), 0);
+    usleep(50000);
+    rk_actor_close(b);
+    assert_int_equal(rk_runtime_retry_gpu(rt), 0);
+    rk_actor *b2 = NULL;
+    int rc = -1;
+    for (int i = 0; i < 100 && rc; i++) {
+        rc = rk_actor_open(rt, &b2);
+        if (rc)
+            usleep(20000);
+    }
+    rk_stats st;
+    rk_runtime_stats(rt, &st);
+    int call = rc ? rc : rk_actor_call(b2, RK_OP_ECHO, &x, sizeof x, 0, &r, 5000);
+    if (call == 0) {
+        assert_int_equal(*(const int *)r.data, x);
+        rk_reply_release(b2, &r);
+    }
+    rk_runtime_close(rt); /* first: a failure leaves no worker to the next test */
+    if (rc)
+        fail_msg("the closed actor's slot never came back: %s", rk_err_name(rc));
+    assert_int_equal(st.arena_used, 0);
+    assert_int_equal(call, 0);
+    assert_no_children();
+}
+
 /* ---- a suspect's retry that gets no answer: its second strike ---- */
 
 static void test_lost_retry(void **state)
@@ -934,6 +993,7 @@ int main(void)
         cmocka_unit_test(test_suspect_retry_dropped),
         cmocka_unit_test(test_suspect_behind_full_reply_ring),
         cmocka_unit_test(test_closed_actor_across_restart),
+        cmocka_unit_test(test_closed_actor_across_retry),
         cmocka_unit_test(test_lost_retry),
         cmocka_unit_test(test_silent_heartbeat),
         cmocka_unit_test(test_kill9_under_load),

@@ -198,6 +198,10 @@ static int rk__super_retry(rk_runtime *rt)
         rk__cpu_thread_stop(&s->cpu, rt);
         rk__d2h_lock_all(rt);
         rk__drain_locked(rt);
+        /* what closed actors still have in H2D is dropped by the fresh
+         * worker (a new generation) and nobody re-posts it: their records,
+         * arena space and slots come back now, as after a fault (rk__bury) */
+        rk__reap_closed_locked(rt);
         rk__rings_reset_locked(rt);
         rk__d2h_unlock_all(rt);
         atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
