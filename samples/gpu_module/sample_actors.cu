@@ -1,5 +1,6 @@
-/* sample_actors.cu - a module of GPU actors, deployed into a running
- * service by path and called by name from any language:
+/* sample_actors.cu - a module of GPU actors, loaded by path when rk-bridge
+ * starts (a new version: restart it, README.md "Actor modules") and called
+ * by name from any language:
  *
  *   saxpy  (a, x, y -> y)   a * x + y over float32, with a CPU twin whose
  *                           results are bit-identical (one rounded multiply,
