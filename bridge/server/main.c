@@ -458,14 +458,27 @@ static int rkb__parse(rkb__cli *a, int argc, char **argv)
     return 0;
 }
 
-/* The status endpoint must be one of its own: on a --bind endpoint it
- * would be read, or left unread, with the data requests. Two wildcard
- * binds (a tcp port or an ipc name of "*") get two endpoints: allowed. */
-static int rkb__check_status_bind(const rkb_config *c, bool default_bind)
+static bool rkb__wildcard(const char *ep)
 {
+    size_t n = strlen(ep);
+    return n && ep[n - 1] == '*';
+}
+
+/* Each endpoint once: a --bind given twice failed at its second bind,
+ * for ipc saying that "another process" answered there (this one). The
+ * status endpoint must be one of its own: on a --bind endpoint it would
+ * be read, or left unread, with the data requests. Two wildcard binds (a
+ * tcp port or an ipc name of "*") get two endpoints: allowed. */
+static int rkb__check_binds(const rkb_config *c, bool default_bind)
+{
+    for (int i = 0; i < c->n_binds; i++)
+        for (int j = 0; j < i && !rkb__wildcard(c->binds[i]); j++)
+            if (!strcmp(c->binds[i], c->binds[j])) {
+                fprintf(stderr, "rk-bridge: --bind %s is given twice " RKB_HINT "\n", c->binds[i]);
+                return -1;
+            }
     const char *s = c->status_bind;
-    size_t n = s ? strlen(s) : 0;
-    if (!s || (n && s[n - 1] == '*'))
+    if (!s || rkb__wildcard(s))
         return 0;
     for (int i = 0; i < c->n_binds; i++)
         if (!strcmp(s, c->binds[i])) {
@@ -496,7 +509,7 @@ int main(int argc, char **argv)
     bool default_bind = !a.c.n_binds;
     if (default_bind)
         a.c.binds[a.c.n_binds++] = "tcp://127.0.0.1:5555";
-    if (rkb__check_status_bind(&a.c, default_bind))
+    if (rkb__check_binds(&a.c, default_bind))
         return RKB_EXIT_USAGE;
     /* SIGINT/SIGTERM are blocked in every thread (threads inherit the
      * mask) and read from a signalfd by the thread that owns the socket. */

@@ -133,6 +133,15 @@ static void bad_binds(void)
         sizeof out);
     assert_non_null(strstr(out, "no transport"));
     assert_non_null(strstr(out, "(tcp://localhost:5601?)"));
+    /* one endpoint twice: exit 2 saying so (exit 1, and for ipc "another
+     * process answers" there, which was the bridge itself) */
+    const char *twice[] = {"ipc:///tmp/rkbt-twice.sock", "tcp://127.0.0.1:5599"};
+    for (size_t i = 0; i < 2; i++) {
+        char line[96];
+        snprintf(line, sizeof line, "--bind %s is given twice", twice[i]);
+        cli((const char *[]){g_bridge_path, "--backend", "cpu", "--bind", twice[i], "--bind", twice[i], NULL},
+            2, line, out, sizeof out);
+    }
 }
 
 /* samples/client.c with no bridge: the endpoint and a hint, not just "no
