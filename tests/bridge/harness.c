@@ -277,6 +277,35 @@ void assert_alive(const bridge *b)
     rkc_close(c);
 }
 
+/* A bystander's echoes, sent before a bad request and read after its
+ * reply: every one answered, its bytes back. */
+rkc *bystander_send(const bridge *b, uint64_t base)
+{
+    rkc *c = client(b);
+    buf e = {0};
+    for (uint64_t k = 0; k < BYSTANDER; k++) {
+        put_echo(&e, base + k, 64);
+        assert_int_equal(rkc_send_raw(c, e.p, e.n, TMO), 0);
+    }
+    free(e.p);
+    return c;
+}
+
+void bystander_check(rkc *c, uint64_t base)
+{
+    bool seen[BYSTANDER] = {false};
+    for (int k = 0; k < BYSTANDER; k++) {
+        rkc_reply r;
+        assert_int_equal(rkc_recv(c, &r, TMO), 0);
+        assert_true(r.ok);
+        assert_int_equal(r.len, 64);
+        assert_true(r.id >= base && r.id < base + BYSTANDER && !seen[r.id - base]);
+        seen[r.id - base] = true;
+        rkc_reply_free(&r);
+    }
+    rkc_close(c);
+}
+
 uint64_t map_uint(const msgpack_object *m, const char *k)
 {
     const msgpack_object *o = rkc_map_get(m, k);

@@ -84,6 +84,11 @@ rkc *client(const bridge *b);
 rkc *client_ep(const char *ep);
 /* The bridge still answers another client correctly: echo and vadd. */
 void assert_alive(const bridge *b);
+/* A bystander: BYSTANDER echoes of 64 B (ids base..) sent now, and read
+ * later by bystander_check: every one answered ok, once (closes c). */
+enum { BYSTANDER = 32 };
+rkc *bystander_send(const bridge *b, uint64_t base);
+void bystander_check(rkc *c, uint64_t base);
 /* A `status` reply's counter (fails when absent). */
 uint64_t status_counter(const bridge *b, const char *name);
 /* The whole status reply (free it with rkc_reply_free). */

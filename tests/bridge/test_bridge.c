@@ -159,15 +159,21 @@ static const bad_case bad_cases[] = {
     {"launch_grid_str", "INVALID_ARGUMENT", "`grid`", 1, 1},
 };
 
+/* Every row: its error, while another client's echoes are in flight (all
+ * answered), then echo and vadd from a third; at the end the counters
+ * account for every request (PROTOCOL.md, "Counters"). */
 void test_error_rows(void **state)
 {
     (void)state;
     bridge b;
     bridge_start(&b, "--max-message-bytes", "8M", NULL);
     buf fb = {0};
-    for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) {
+    uint64_t malformed = 0, too_large = 0;
+    const size_t rows = sizeof bad_cases / sizeof *bad_cases;
+    for (size_t i = 0; i < rows; i++) {
         const bad_case *bc = &bad_cases[i];
         build(bc->name, &fb);
+        rkc *by = bystander_send(&b, 1000 * (i + 1));
         rkc *c = client(&b);
         void *s = rkc_socket(c);
         for (int f = 0; f < bc->frames; f++)
@@ -191,11 +197,27 @@ void test_error_rows(void **state)
             assert_int_equal(r.id, 77);
         else
             assert_non_null(rkc_reply_get(&r, "id")); /* present, nil */
+        malformed += !strcmp(bc->code, "MALFORMED");
+        too_large += !strcmp(bc->code, "TOO_LARGE");
         rkc_reply_free(&r);
         rkc_close(c);
+        bystander_check(by, 1000 * (i + 1));
         assert_alive(&b);
     }
     free(fb.p);
+    rkc_reply r;
+    status_get(&b, &r);
+    const msgpack_object *n = rkc_reply_get(&r, "counters");
+    /* each row: the bad request, the bystander's echoes, echo and vadd */
+    const uint64_t sent = rows * (1 + BYSTANDER + 2) + 1;
+    assert_int_equal(map_uint(n, "requests"), sent);
+    assert_int_equal(map_uint(n, "replies"), sent - 1); /* all but this status */
+    assert_int_equal(map_uint(n, "errors"), rows);
+    assert_int_equal(map_uint(n, "malformed"), malformed);
+    assert_int_equal(map_uint(n, "too_large"), too_large);
+    assert_int_equal(map_uint(n, "dropped_replies") + map_uint(n, "unroutable") + map_uint(n, "in_flight") +
+                     map_uint(n, "queued") + map_uint(n, "internal"), 0);
+    rkc_reply_free(&r);
     assert_int_equal(bridge_stop(&b), 0);
 }
 
