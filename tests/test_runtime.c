@@ -309,6 +309,7 @@ static void test_user_actor_and_timeouts(void **state)
     assert_int_equal(rk_actor_send(a, RK_OP_USER + 1, &slow, 4, 0, &id, 1000), 0);
     assert_int_equal(rk_actor_recv(a, &r, 10), -RK_ETIMEDOUT);
     assert_non_null(strstr(rk_last_detail(), "1 requests in flight"));
+    assert_non_null(strstr(rk_last_detail(), "timeout of 10 ms")); /* the limit it ran into */
     assert_int_equal(rk_actor_recv(a, &r, 10000), 0);
     assert_int_equal(r.id, id);
     rk_reply_release(a, &r);

@@ -140,8 +140,9 @@ RK__HIDDEN int rk__drain_own(rk_runtime *rt, rk_actor *a, int want, bool *own, u
 RK__HIDDEN void rk__steal(rk_actor *a, int64_t now);
 
 /* recv.c */
-/* Waits for a reply: the next one (want < 0) or the one with tag `want`. */
-RK__HIDDEN int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline);
+/* Waits for a reply: the next one (want < 0) or the one with tag `want`,
+ * until deadline (ns; timeout_ms is the caller's, for the error's detail). */
+RK__HIDDEN int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline, int timeout_ms);
 
 /* send.c */
 /* Re-posts, in id order, what a lagging actor still owes after a worker

@@ -157,7 +157,7 @@ static void rk__wait_report(rk_actor *a, int want)
                     (unsigned long long)a->pend[i].id, a->pend[i].type, a->pend[i].gen, a->pend[i].strikes);
 }
 
-int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
+int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline, int timeout_ms)
 {
     rk_runtime *rt = a->rt;
     rk__backoff b;
@@ -221,8 +221,8 @@ int rk__wait(rk_actor *a, int want, rk_reply *out, int64_t deadline)
             continue;
         int64_t now = rk__now_ns();
         if (now >= deadline)
-            return rk__fail(RK_ETIMEDOUT, "no reply within the timeout (%u requests in flight)",
-                            a->awaiting);
+            return rk__fail(RK_ETIMEDOUT, "no reply within the timeout of %d ms (%u requests in flight)",
+                            timeout_ms, a->awaiting);
         rk__steal(a, now);
         if (!report_at)
             report_at = now + 10000000000ll;
@@ -241,7 +241,7 @@ int rk_actor_recv(rk_actor *a, rk_reply *out, int timeout_ms)
 {
     if (!a || !out)
         return rk__fail(RK_EINVAL, "rk_actor_recv: %s is NULL", a ? "out" : "actor");
-    return rk__wait(a, -1, out, rk__deadline(timeout_ms));
+    return rk__wait(a, -1, out, rk__deadline(timeout_ms), timeout_ms);
 }
 
 /* The next reply already here, without draining D2H: the stash first
@@ -265,7 +265,7 @@ int rk_actor_recv_batch(rk_actor *a, rk_reply *out, int max, int timeout_ms)
     if (!a || !out || max <= 0)
         return rk__fail(RK_EINVAL, "rk_actor_recv_batch: %s", !a ? "actor is NULL"
                         : !out ? "out is NULL" : "max is not positive");
-    int rc = rk__wait(a, -1, &out[0], rk__deadline(timeout_ms));
+    int rc = rk__wait(a, -1, &out[0], rk__deadline(timeout_ms), timeout_ms);
     if (rc)
         return rc;
     int k = 1;

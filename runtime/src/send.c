@@ -425,7 +425,7 @@ int rk_actor_call(rk_actor *a, uint16_t type, const void *data, size_t len, size
     int rc = rk__send(a, type, &v, 1, reply_cap, NULL, &deadline, &tag);
     if (rc)
         return rc;
-    return rk__wait(a, tag, out, rk__deadline_at(&deadline));
+    return rk__wait(a, tag, out, rk__deadline_at(&deadline), timeout_ms);
 }
 
 /* ---- batches (runtime.h: rk_actor_send_batch) ---- */
