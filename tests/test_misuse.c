@@ -70,6 +70,48 @@ static void test_arena_size_wraps(void **state)
     }
 }
 
+/* Supervision limits past what the supervisor can keep: a fault_limit of
+ * billions was one calloc of that many times ("out of memory"), a
+ * heartbeat_ms over ~17 million wrapped the worker's stamping period */
+static void test_supervision_limits(void **state)
+{
+    (void)state;
+    const struct {
+        uint32_t hb, limit;
+        const char *part;
+    } cases[] = {{RK_HEARTBEAT_MS_MAX + 1, 10, "heartbeat_ms 3600001 exceeds 3600000"},
+                 {4294967295u, 10, "heartbeat_ms 4294967295 exceeds"},
+                 {1000, RK_FAULT_LIMIT_MAX + 1, "fault_limit 65537 exceeds 65536"},
+                 {1000, 4000000000u, "fault_limit 4000000000 exceeds"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rk_config c;
+        rk_config_init(&c);
+        c.backend = RK_BACKEND_CPU;
+        c.heartbeat_ms = cases[i].hb;
+        c.fault_limit = cases[i].limit;
+        rk_runtime *rt = (rk_runtime *)1;
+        int rc = rk_runtime_open(&rt, &c);
+        if (rc == 0)
+            rk_runtime_close(rt);
+        assert_int_equal(rc, -RK_EINVAL);
+        assert_null(rt);
+        assert_detail_has(cases[i].part);
+    }
+    /* the limits themselves are fine */
+    rk_config c;
+    rk_config_init(&c);
+    c.heartbeat_ms = RK_HEARTBEAT_MS_MAX;
+    c.fault_limit = RK_FAULT_LIMIT_MAX;
+    rk_runtime *rt = test_open_cpu(&c);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    rk_reply r;
+    assert_int_equal(rk_actor_call(a, RK_OP_ECHO, "ok", 2, 0, &r, 5000), 0);
+    assert_memory_equal(r.data, "ok", 2);
+    rk_reply_release(a, &r);
+    rk_runtime_close(rt);
+}
+
 /* NULL where a runtime, an actor or an out pointer belongs */
 static void test_null_arguments(void **state)
 {
@@ -120,6 +162,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_iov_lengths_wrap),
         cmocka_unit_test(test_arena_size_wraps),
+        cmocka_unit_test(test_supervision_limits),
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_ring_check_order),
     };

@@ -131,8 +131,14 @@ static int rk__config_check(const rk_config *c)
     if (c->heartbeat_ms < 50)
         return rk__fail(RK_EINVAL, "heartbeat_ms %u is below 50 ms: a busy CPU worker stamps it "
                         "every 20 ms", c->heartbeat_ms);
+    /* the worker's stamping period is heartbeat_ms / 4 in 32-bit us */
+    if (c->heartbeat_ms > RK_HEARTBEAT_MS_MAX)
+        return rk__fail(RK_EINVAL, "heartbeat_ms %u exceeds %u (one hour)", c->heartbeat_ms, RK_HEARTBEAT_MS_MAX);
     if (c->fault_limit < 1)
         return rk__fail(RK_EINVAL, "fault_limit 0: at least one fault must be allowed");
+    /* the supervisor keeps the time of each of the last fault_limit faults */
+    if (c->fault_limit > RK_FAULT_LIMIT_MAX)
+        return rk__fail(RK_EINVAL, "fault_limit %u exceeds %u", c->fault_limit, RK_FAULT_LIMIT_MAX);
     int rc = rk__shape_check(c->grid, c->block, c->smem);
     return rc ? rc : rk__config_check_actors(c);
 }

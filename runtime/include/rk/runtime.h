@@ -80,6 +80,8 @@ typedef enum rk_isolation {
 #define RK_MAX_DEVICES 16
 #define RK_DEVICES_ALL (-1) /* rk_config.n_devices: every GPU */
 #define RK_REPLY_RINGS_MAX 8 /* rk_config.reply_rings */
+#define RK_HEARTBEAT_MS_MAX 3600000u /* rk_config.heartbeat_ms: an hour */
+#define RK_FAULT_LIMIT_MAX 65536u    /* rk_config.fault_limit */
 
 /* Kernel shapes no CUDA device runs, refused by rk_runtime_open and
  * rk_runtime_relaunch on every backend, the CPU backend's too (RK_EGRID,
@@ -141,13 +143,14 @@ typedef struct rk_config {
                                 * loop): its worker is replaced. 0 = no deadline;
                                 * default 10000 */
     uint32_t heartbeat_ms;     /* a worker whose consumer stamps no heartbeat this long
-                                * is dead or wedged; default 1000 (env RK_HEARTBEAT_MS).
+                                * is dead or wedged; default 1000 (env RK_HEARTBEAT_MS),
+                                * 50..RK_HEARTBEAT_MS_MAX.
                                 * An actor that runs long is request_deadline_ms's
                                 * business: the heartbeat goes on meanwhile */
     uint32_t fault_limit;      /* crash loop: after this many faults within
                                 * fault_window_ms, stop restarting the GPU worker and
                                 * serve built-ins on the CPU (rk_runtime_retry_gpu tries
-                                * the GPU again); default 10 */
+                                * the GPU again); default 10, 1..RK_FAULT_LIMIT_MAX */
     uint32_t fault_window_ms;  /* default 60000 */
     int share_gpu;             /* 1: allow a second runtime on a GPU another runtime
                                 * holds (they time-slice: latency and throughput of
