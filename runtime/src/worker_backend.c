@@ -219,6 +219,9 @@ static int rk__super_retry(rk_runtime *rt)
             char why[256];
             snprintf(why, sizeof why, "retry failed: %s", rk_last_detail());
             rk__d2h_lock_all(rt);
+            /* a worker that failed after it began serving may have
+             * posted replies: they are good, as before any reset */
+            rk__drain_locked(rt);
             rk__rings_reset_locked(rt);
             rk__d2h_unlock_all(rt);
             atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
