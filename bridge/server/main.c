@@ -288,10 +288,10 @@ static int rkb__numeric(rkb_config *c, int id, const char *arg)
     case O_DRAIN: NUM(0, 3600000); c->drain_ms = (uint32_t)v; break;
     case O_ZMQ_IO_THREADS: AUTO_OR_NUM(c->zmq_io_threads, 1, 64); break;
     case O_STANDBY: NUM(0, 1); c->rk.standby = (int)v; break;
-    case O_FAULT_LIMIT: NUM(1, 1000000); c->rk.fault_limit = (uint32_t)v; break;
+    case O_FAULT_LIMIT: NUM(1, RK_FAULT_LIMIT_MAX); c->rk.fault_limit = (uint32_t)v; break;
     case O_FAULT_WINDOW: NUM(1, UINT32_MAX); c->rk.fault_window_ms = (uint32_t)v; break;
     case O_DEADLINE: NUM(0, UINT32_MAX); c->rk.request_deadline_ms = (uint32_t)v; break;
-    case O_HEARTBEAT: NUM(50, UINT32_MAX); c->rk.heartbeat_ms = (uint32_t)v; break;
+    case O_HEARTBEAT: NUM(50, RK_HEARTBEAT_MS_MAX); c->rk.heartbeat_ms = (uint32_t)v; break;
     case O_IO_THREADS: AUTO_OR_NUM(c->io_threads, 1, 64); break;
     default: return 1;
     }

@@ -97,6 +97,10 @@ static void bad_values(void)
         {"--block", "4096", "expected a number from 0 to 1024"},
         {"--smem", "99999999", "expected a number from 0 to 232448"},
         {"--grid", "3000000000", "expected a number from 0 to 2147483647"},
+        /* librk's bounds (RK_FAULT_LIMIT_MAX, RK_HEARTBEAT_MS_MAX): the
+         * runtime refused these in its words, naming no option */
+        {"--fault-limit", "100000", "expected a number from 1 to 65536"},
+        {"--heartbeat-ms", "4000000", "expected a number from 50 to 3600000"},
     };
     char out[4096], opt[64];
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
