@@ -64,7 +64,7 @@ static void serve_math(rk_isolation iso)
     rk_runtime *rt = open_with(iso, paths, 1, &rc);
     assert_int_equal(rc, 0);
     /* the registry: built-ins first, then the module's actors */
-    assert_int_equal(rk_runtime_actor_count(rt), 2 + 4);
+    assert_int_equal(rk_runtime_actor_count(rt), 2 + 5);
     uint16_t t_saxpy = 0, t_count = 0, t_minmax = 0, t_gpu = 0;
     const rk_actor_decl *saxpy = rk_runtime_actor_find(rt, "saxpy", &t_saxpy);
     assert_non_null(saxpy);
@@ -156,6 +156,51 @@ static void serve_math(rk_isolation iso)
         assert_int_equal(got, want);
         rk_reply_release(a, &r);
     }
+    /* zero copy with reply_cap 0: the reply's room comes from the
+     * declaration, not from the payload's length (count answers 8 B for a
+     * 1-B key; saxpy's table, unknown at alloc, is bounded by the payload) */
+    rk_buf b;
+    assert_int_equal(rk_actor_buf_alloc(a, t_count, 1, 0, &b, 1000), 0);
+    *(char *)b.data = 'k';
+    assert_int_equal(rk_actor_buf_send(a, &b, NULL, 1000), 0);
+    assert_int_equal(rk_actor_recv(a, &r, 5000), 0);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.len, 8);
+    unsigned long long got4;
+    memcpy(&got4, r.data, 8);
+    assert_int_equal(got4, 4);
+    rk_reply_release(a, &r);
+    {
+        static float x[1000], y[1000];
+        static unsigned char sreq[16384];
+        for (size_t i = 0; i < 1000; i++)
+            x[i] = (float)i, y[i] = 1.0f;
+        size_t slen = saxpy_request(sreq, sizeof sreq, 3.0f, x, y, 1000);
+        assert_int_equal(rk_actor_buf_alloc(a, t_saxpy, slen, 0, &b, 1000), 0);
+        memcpy(b.data, sreq, slen);
+        assert_int_equal(rk_actor_buf_send(a, &b, NULL, 1000), 0);
+        assert_int_equal(rk_actor_recv(a, &r, 5000), 0);
+        assert_int_equal(r.status, 0);
+        assert_int_equal(r.len, 4000);
+        float z;
+        memcpy(&z, (const char *)r.data + 4 * 999, 4);
+        assert_true(z == 3.0f * 999 + 1.0f);
+        rk_reply_release(a, &r);
+    }
+    /* ... and twice's reply, twice its 64 KiB request, through the arena:
+     * the room was the request's length, the actor's answer EMSGSIZE */
+    uint16_t t_twice = 0;
+    assert_non_null(rk_runtime_actor_find(rt, "twice", &t_twice));
+    assert_int_equal(rk_actor_buf_alloc(a, t_twice, 65536, 0, &b, 1000), 0);
+    for (size_t i = 0; i < 65536; i++)
+        ((unsigned char *)b.data)[i] = (unsigned char)(i * 7);
+    assert_int_equal(rk_actor_buf_send(a, &b, NULL, 1000), 0);
+    assert_int_equal(rk_actor_recv(a, &r, 5000), 0);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.len, 131072);
+    for (size_t i = 0; i < 65536; i++)
+        assert_true(((const unsigned char *)r.data)[2 * i + 1] == (unsigned char)(i * 7));
+    rk_reply_release(a, &r);
     /* GPU-only on the CPU backend: refused, naming the actor */
     assert_int_equal(rk_actor_call(a, t_gpu, "x", 1, 0, &r, 1000), -RK_ENODEV);
     assert_non_null(strstr(rk_last_detail(), "gpu_only"));
@@ -228,7 +273,7 @@ static void test_bare_name(void **state)
         rk_runtime *rt = open_with(isos[i], paths, 2, &rc);
         if (rc)
             fail_msg("isolation %d: %s: %s", (int)isos[i], rk_err_name(rc), rk_last_detail());
-        assert_int_equal(rk_runtime_actor_count(rt), 2 + 4 + 2);
+        assert_int_equal(rk_runtime_actor_count(rt), 2 + 5 + 2);
         const char *origin = NULL;
         assert_non_null(rk_runtime_actor_at(rt, 2, NULL, &origin));
         char want[PATH_MAX];
@@ -419,7 +464,7 @@ static void test_refused(void **state)
     int rc;
     rk_runtime *rt = open_with(RK_ISOLATION_AUTO, paths, 1, &rc);
     assert_int_equal(rc, 0);
-    assert_int_equal(rk_runtime_actor_count(rt), 6);
+    assert_int_equal(rk_runtime_actor_count(rt), 7);
     rk_runtime_close(rt);
 }
 

@@ -423,6 +423,8 @@ static size_t rk__front(const rk_iov *iov, int iovcnt, void *buf, size_t cap, si
     return got;
 }
 
+static size_t rk__decl_outs_cap(const rk_actor_decl *d, const size_t *lens, size_t room);
+
 size_t rk__decl_reply_cap(const rk_actor_decl *d, const rk_iov *iov, int iovcnt, size_t room)
 {
     _Alignas(16) unsigned char head[4 + 4 * RK_FIELDS_MAX + 16];
@@ -456,6 +458,13 @@ size_t rk__decl_reply_cap(const rk_actor_decl *d, const rk_iov *iov, int iovcnt,
                 off = total;
         }
     }
+    return rk__decl_outs_cap(d, lens, room);
+}
+
+/* The reply size d's rules give for inputs of lens[] bytes, at least room
+ * (for an ACTOR_FAILED sentence, however small the outputs). */
+static size_t rk__decl_outs_cap(const rk_actor_decl *d, const size_t *lens, size_t room)
+{
     size_t outs[RK_FIELDS_MAX];
     for (uint32_t o = 0; o < d->n_outputs; o++) {
         const rk_size_rule *s = &d->sizes[o];
@@ -463,6 +472,16 @@ size_t rk__decl_reply_cap(const rk_actor_decl *d, const rk_iov *iov, int iovcnt,
     }
     /* the reply: the output itself, or the table of them */
     size_t cap = d->n_outputs == 1 ? outs[0] : rk_fields_size(d->n_outputs, outs);
-    /* room for an ACTOR_FAILED sentence, however small the outputs */
     return cap < room ? room : cap;
+}
+
+size_t rk__decl_reply_bound(const rk_actor_decl *d, size_t len, size_t room)
+{
+    size_t lens[RK_FIELDS_MAX];
+    /* equal inputs split the payload; a table's fields are each at most
+     * the payload */
+    const bool equal = d->n_inputs == 1 || (d->flags & RK_ACTOR_EQUAL_INPUTS);
+    for (uint32_t i = 0; i < d->n_inputs; i++)
+        lens[i] = equal ? len / d->n_inputs : len;
+    return rk__decl_outs_cap(d, lens, room);
 }

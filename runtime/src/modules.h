@@ -49,5 +49,11 @@ RK__HIDDEN const rk_actor_decl *rk__modules_decl(const rk__modset *m, uint16_t t
  * at the front), at least room (1 or more: for an ACTOR_FAILED
  * sentence); 0 when the payload does not hold the actor's inputs. */
 RK__HIDDEN size_t rk__decl_reply_cap(const rk_actor_decl *d, const rk_iov *iov, int iovcnt, size_t room);
+/* the most of an actor's own error sentence a reply has room for, where
+ * its outputs are smaller and the request goes through the arena anyway */
+#define RK__SENTENCE_ROOM 128
+/* The most d's rules can ask for a payload of len bytes whose fields are
+ * not known yet (rk_actor_buf_alloc): at least room. */
+RK__HIDDEN size_t rk__decl_reply_bound(const rk_actor_decl *d, size_t len, size_t room);
 
 #endif

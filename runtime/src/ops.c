@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "modules.h"
 #include "worker_proto.h"
 
 /* Plain IEEE float32 adds, one per element: nothing to contract into an
@@ -38,7 +39,12 @@ size_t rk__reply_cap(const rk_runtime *rt, uint16_t type, size_t len, size_t rep
         return 0;
     default: {
         const rk_actor_def *d = rk__find_def(rt->defs, rt->n_defs, type);
-        return d && d->reply_size ? d->reply_size(len) : len;
+        if (d && d->reply_size)
+            return d->reply_size(len);
+        /* a module actor's rules (a send has sized it from the payload's
+         * fields already; rk_actor_buf_alloc cannot: its bound) */
+        const rk_actor_decl *decl = type >= RK_OP_USER ? rk__modules_decl(rt->mods, type) : NULL;
+        return decl ? rk__decl_reply_bound(decl, len, len < RK__SENTENCE_ROOM ? len : RK__SENTENCE_ROOM) : len;
     }
     }
 }

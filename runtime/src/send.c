@@ -282,10 +282,6 @@ static int rk__post(rk_actor *a, uint16_t tag, int64_t *deadline, uint64_t *id_o
     return 0;
 }
 
-/* the most of an actor's own error sentence a reply has room for, where
- * its outputs are smaller and the request goes through the arena anyway */
-#define RK__SENTENCE_ROOM 128
-
 /* A declared actor's reply size follows from its input fields: fills
  * *reply_cap when it is 0; -RK_EINVAL when the payload is not its inputs. */
 static int rk__decl_cap(const rk_runtime *rt, uint16_t type, const rk_iov *iov, int iovcnt, size_t len,

@@ -1,7 +1,8 @@
 /* mod_math.c - a CPU actor module for tests/test_modules.c: table-layout
  * inputs (saxpy), two outputs (minmax), state across messages (count), an
  * actor's own error (-RK_EACTOR), and a GPU-only actor whose kernel
- * descriptor is a stand-in (never launched: the tests run on the CPU). */
+ * descriptor is a stand-in (never launched: the tests run on the CPU), and
+ * a reply twice its request (twice). */
 #include <stdio.h>
 #include <string.h>
 
@@ -77,6 +78,18 @@ static int count_cpu(const void *in, size_t in_len, void *out, size_t cap, size_
     return 0;
 }
 
+/* every byte twice: a reply larger than its request */
+static int twice_cpu(const void *in, size_t in_len, void *out, size_t cap, size_t *out_len, void *user)
+{
+    (void)user;
+    if (2 * in_len > cap)
+        return -RK_EMSGSIZE;
+    for (size_t i = 0; i < in_len; i++)
+        ((unsigned char *)out)[2 * i] = ((unsigned char *)out)[2 * i + 1] = ((const unsigned char *)in)[i];
+    *out_len = 2 * in_len;
+    return 0;
+}
+
 static const rk_kernel_desc stand_in = {.magic = RK_KDESC_MAGIC, .version = RK_KDESC_VERSION,
                                         .name = "stand-in", .n_types = 1, .types = {RK_OP_USER + 3}};
 
@@ -89,5 +102,7 @@ static const rk_actor_decl actors[] = {
      .sizes = {RK_SIZE_FIXED(8)}, .cpu = count_cpu},
     {.name = "gpu_only", .flags = RK_ACTOR_GPU, .n_inputs = 1, .inputs = {"data"}, .n_outputs = 1,
      .outputs = {"data"}, .sizes = {RK_SIZE_OF_INPUT(0)}},
+    {.name = "twice", .n_inputs = 1, .inputs = {"data"}, .n_outputs = 1, .outputs = {"data"},
+     .sizes = {{0, 2, 1, 0}}, .cpu = twice_cpu},
 };
 RK_MODULE_EXPORT("math", actors, &stand_in)
