@@ -375,6 +375,7 @@ static void test_poison_and_crash_loop(void **state)
             n_dev++;
             assert_true(r.id == poison);
             assert_non_null(strstr(rk_last_detail(), "faulted its worker twice"));
+            assert_non_null(strstr(rk_last_detail(), "(fault (test-only), type 3)"));
         } else {
             assert_int_equal(r.status, 0);
             n_ok++;

@@ -129,6 +129,7 @@ static void serve_math(rk_isolation iso)
     assert_int_equal(r.status, -RK_EACTOR);
     assert_true(r.len > 0 && memmem(r.data, r.len, "one length", 10) != NULL);
     assert_non_null(strstr(rk_last_detail(), "one length"));
+    assert_non_null(strstr(rk_last_detail(), "(saxpy, type")); /* the actor by name */
     rk_reply_release(a, &r);
     /* a payload that is not saxpy's three fields is refused before sending */
     assert_int_equal(rk_actor_call(a, t_saxpy, "xyz", 3, 0, &r, 1000), -RK_EINVAL);

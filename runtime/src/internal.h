@@ -480,6 +480,10 @@ RK__HIDDEN void rk__registry_free(rk_runtime *rt);
 /* Checks that the backend in use can run user type `type` (send path):
  * 0, -RK_ENOTSUP (no such actor) or -RK_ENODEV (not on this backend). */
 RK__HIDDEN int rk__registry_check(const rk_runtime *rt, uint16_t type);
+/* What a message type is called in a detail or a log line: the built-in's
+ * or the registered actor's name, "unknown" for none. Static storage or
+ * the runtime's (valid until close). */
+RK__HIDDEN const char *rk__type_name(const rk_runtime *rt, uint16_t type);
 
 /* Reply bytes to reserve for a request (reply_cap 0 = the type's default). */
 RK__HIDDEN size_t rk__reply_cap(const rk_runtime *rt, uint16_t type, size_t len, size_t reply_cap);

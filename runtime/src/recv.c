@@ -26,17 +26,19 @@ static void rk__reply_why(const rk_actor *a, uint16_t tag, char *buf, size_t cap
 {
     const rk__pending *p = &a->pend[tag];
     const void *data = p->arena_len ? (const void *)(a->rt->arena.base + p->out_off) : p->inline_buf;
+    const char *name = rk__type_name(a->rt, p->type);
     buf[0] = '\0';
     if (p->status == -RK_EDEVICE && p->strikes >= 2)
-        snprintf(buf, cap, "request %llu (type %u) of actor %u faulted its worker twice: answered "
+        snprintf(buf, cap, "request %llu (%s, type %u) of actor %u faulted its worker twice: answered "
                  "RK_EDEVICE instead of being retried again",
-                 (unsigned long long)p->id, p->type, a->index);
+                 (unsigned long long)p->id, name, p->type, a->index);
     else if (p->status == -RK_EACTOR)
-        snprintf(buf, cap, "request %llu (type %u) of actor %u: the actor failed: %.*s", (unsigned long long)p->id,
-                 p->type, a->index, (int)(p->len < 200 ? p->len : 200), (const char *)data);
+        snprintf(buf, cap, "request %llu (%s, type %u) of actor %u: the actor failed: %.*s",
+                 (unsigned long long)p->id, name, p->type, a->index, (int)(p->len < 200 ? p->len : 200),
+                 (const char *)data);
     else if (p->status)
-        snprintf(buf, cap, "request %llu (type %u) of actor %u answered %s: %s", (unsigned long long)p->id,
-                 p->type, a->index, rk_err_name(p->status), rk_strerror(p->status));
+        snprintf(buf, cap, "request %llu (%s, type %u) of actor %u answered %s: %s", (unsigned long long)p->id,
+                 name, p->type, a->index, rk_err_name(p->status), rk_strerror(p->status));
 }
 
 static void rk__fill_reply(rk_actor *a, uint16_t tag, rk_reply *out)

@@ -72,6 +72,26 @@ int rk__registry_check(const rk_runtime *rt, uint16_t type)
     return 0;
 }
 
+const char *rk__type_name(const rk_runtime *rt, uint16_t type)
+{
+    switch (type) {
+    case RK_OP_NOP:
+        return "nop";
+    case RK_OP_ECHO:
+        return "echo";
+    case RK_OP_VADD:
+        return "vadd";
+    case RK_OP_FAULT:
+        return "fault (test-only)";
+    case RK_OP_HANG:
+        return "hang (test-only)";
+    default: {
+        const rk_actor_def *d = rt ? rk__find_def(rt->defs, rt->n_defs, type) : NULL;
+        return d && d->name ? d->name : "unknown";
+    }
+    }
+}
+
 int rk_runtime_actor_count(const rk_runtime *rt)
 {
     rt = rt ? rk__lane0(rt) : NULL; /* a group's devices load the same modules */

@@ -222,8 +222,8 @@ static bool rk__strike_locked(rk__super *s, uint64_t w)
     s->last.request_id = p->id;
     if (p->strikes >= 2) {
         s->poisoned++;
-        rk__log(RK__LOG_ERROR, "request %llu (type %u) of actor %u faulted its worker twice: answered RK_EDEVICE",
-                (unsigned long long)p->id, p->type, a->index);
+        rk__log(RK__LOG_ERROR, "request %llu (%s, type %u) of actor %u faulted its worker twice: answered RK_EDEVICE",
+                (unsigned long long)p->id, rk__type_name(rt, p->type), p->type, a->index);
         rk__answer_locked(rt, a, tag, -RK_EDEVICE);
     }
     return true;
