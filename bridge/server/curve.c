@@ -128,6 +128,8 @@ static void *rkb__zap_main(void *arg)
     }
 }
 
+size_t rkb_zap_keys(const rkb_zap *z) { return z ? z->n_keys : 0; }
+
 int rkb_zap_start(rkb_zap **out, void *ctx, const char *allow_dir, const char *admin_dir)
 {
     rkb_zap *z = calloc(1, sizeof *z);

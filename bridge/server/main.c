@@ -451,6 +451,13 @@ static int rkb__parse(rkb__cli *a, int argc, char **argv)
                 "--curve-secret-key-file " RKB_HINT "\n");
         return -1;
     }
+    /* the allow-list is read once, at start: CURVE with none would
+     * listen and admit nobody, for good */
+    if (c->curve_secret_file && !c->curve_allow_dir && !c->curve_admin_dir) {
+        fprintf(stderr, "rk-bridge: --curve-secret-key-file needs --curve-allow-dir or --curve-admin-dir: "
+                "no client could connect " RKB_HINT "\n");
+        return -1;
+    }
     if (a->force && !a->gen_keys) {
         fprintf(stderr, "rk-bridge: --force goes with --gen-keys " RKB_HINT "\n");
         return -1;

@@ -191,6 +191,12 @@ static int rkb__curve(rkb_port *p)
         return RKB_EXIT_FAIL;
     if (rkb_zap_start(&p->zap, p->sh->ctx, c->curve_allow_dir, c->curve_admin_dir))
         return RKB_EXIT_FAIL;
+    if (!rkb_zap_keys(p->zap)) { /* read once: nobody could ever connect */
+        fprintf(stderr, "rk-bridge: no client key (a readable *.pub) in %s%s%s: no client could connect\n",
+                c->curve_allow_dir ? c->curve_allow_dir : "", c->curve_allow_dir && c->curve_admin_dir ? " or " : "",
+                c->curve_admin_dir ? c->curve_admin_dir : "");
+        return RKB_EXIT_FAIL;
+    }
     /* the status endpoint too: the same key and the same allow-list (the
      * ZAP handler answers for every socket of the context), no back door */
     int srv = 1, rc = 0;

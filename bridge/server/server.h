@@ -472,6 +472,8 @@ int rkb_key_read(const char *path, char z85[41], bool secret, bool allow_insecur
 int rkb_zap_start(rkb_zap **out, void *ctx, const char *allow_dir, const char *admin_dir);
 /* Call after zmq_ctx_shutdown. NULL is a no-op. */
 void rkb_zap_stop(rkb_zap *z);
+/* How many client keys (allowed and admin) it admits. */
+size_t rkb_zap_keys(const rkb_zap *z);
 
 /* notify.c: systemd's readiness protocol; a no-op without $NOTIFY_SOCKET. */
 void rkb_notify(const char *state);

@@ -213,14 +213,26 @@ void test_keys(void **state)
     assert_int_equal(mode_of(skey), 0600);
     /* a secret key group or others may read is refused, unless allowed */
     assert_int_equal(chmod(key, 0640), 0);
-    const char *args[] = {"--curve-secret-key-file", key, NULL};
+    const char *args[] = {"--curve-secret-key-file", key, "--curve-allow-dir", dir, NULL};
     refused(dir, "tcp://127.0.0.1:*", args, 1, "mode 0640");
     bridge b;
     bridge_opts o = {.bind = "tcp://127.0.0.1:*", .umask = -1, .no_extra = true};
-    const char *ok[] = {"--curve-secret-key-file", key, "--allow-insecure-key", NULL};
+    const char *ok[] = {"--curve-secret-key-file", key, "--allow-insecure-key", "--curve-allow-dir", dir, NULL};
     bridge_start_opts(&b, &o, ok);
     assert_int_equal(bridge_stop(&b), 0);
     assert_non_null(strstr(g_last_err, "mode 0640"));
+    /* CURVE that would admit nobody (the allow-list is read at start) does
+     * not start: no list at all (a command line that must not run), or
+     * lists without a key */
+    assert_int_equal(chmod(key, 0600), 0);
+    const char *none[] = {"--curve-secret-key-file", key, NULL};
+    refused(dir, "tcp://127.0.0.1:*", none, 2, "needs --curve-allow-dir or --curve-admin-dir");
+    char empty[] = "/tmp/rkbe-XXXXXX";
+    assert_non_null(mkdtemp(empty));
+    const char *nokey[] = {"--curve-secret-key-file", key, "--curve-allow-dir", empty, "--curve-admin-dir", empty,
+                           NULL};
+    refused(dir, "tcp://127.0.0.1:*", nokey, 1, "no client key");
+    assert_int_equal(rmdir(empty), 0);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
