@@ -420,6 +420,8 @@ static void test_poison_and_crash_loop(void **state)
     assert_int_equal(rk_actor_call(a, RK_OP_FAULT, &x, sizeof x, 0, &r, 5000), 0);
     assert_int_equal(r.status, -RK_EDEVICE);
     assert_true(now_s() - t0 < 1.0);
+    /* ... saying why, not "device fault" */
+    assert_non_null(strstr(rk_last_detail(), "only the built-ins run"));
     rk_reply_release(a, &r);
     assert_int_equal(worker(rt).faults, 4);
     /* the operator's action */

@@ -419,6 +419,9 @@ struct rk_runtime {
     _Atomic int64_t suspect_since;   /* when the suspect's retry started to count (supervisor.c) */
     _Atomic uint64_t suspect_pos;    /* its retry's H2D position; UINT64_MAX until it is sent */
     _Atomic int64_t last_recovery_ns; /* detection -> first routed reply of the last recovery */
+    _Atomic bool degraded;           /* the worker crash-looped, the CPU serves built-ins only:
+                                      * set by rk__degrade, cleared by a retry that serves
+                                      * again; read for a failed reply's detail */
     /* that first reply, for the history: written by the one router that
      * ends the recovery's clock (at, then t0 with release); read by the
      * supervisor (t0 acquire, at, t0 again) */

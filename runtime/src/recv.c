@@ -32,6 +32,11 @@ static void rk__reply_why(const rk_actor *a, uint16_t tag, char *buf, size_t cap
         snprintf(buf, cap, "request %llu (%s, type %u) of actor %u faulted its worker twice: answered "
                  "RK_EDEVICE instead of being retried again",
                  (unsigned long long)p->id, name, p->type, a->index);
+    else if (p->status == -RK_EDEVICE && atomic_load(&a->rt->degraded))
+        snprintf(buf, cap, "request %llu (%s, type %u) of actor %u answered RK_EDEVICE: not served, the worker "
+                 "crash-looped (fault_limit) and only the built-ins run, on the CPU, until the GPU is retried "
+                 "(rk_runtime_retry_gpu; rk_runtime_worker says why)",
+                 (unsigned long long)p->id, name, p->type, a->index);
     else if (p->status == -RK_EACTOR)
         snprintf(buf, cap, "request %llu (%s, type %u) of actor %u: the actor failed: %.*s",
                  (unsigned long long)p->id, name, p->type, a->index, (int)(p->len < 200 ? p->len : 200),

@@ -315,6 +315,7 @@ void rk__degrade(rk__super *s, const char *why)
         rk__runtime_fault(rt, -RK_EDEVICE, s->why);
         return;
     }
+    atomic_store(&rt->degraded, true);
     rk__log(RK__LOG_ERROR, "%s: the worker is not restarted; built-ins are served on the CPU, every other "
             "request fails with RK_EDEVICE until the GPU is retried (rk_runtime_retry_gpu)", why);
 }

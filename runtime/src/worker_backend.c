@@ -214,6 +214,7 @@ static int rk__super_retry(rk_runtime *rt)
             s->why[0] = '\0';
             s->restarts++;
             s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
+            atomic_store(&rt->degraded, false);
             rk__log(RK__LOG_WARN, "GPU retried: worker %d serves again", (int)s->active.pid);
         } else {
             char why[256];
