@@ -170,7 +170,7 @@ long rkb_cpus(void)
  * clients x 128: 0.84 M msg/s with 1 thread, 1.43 M with 2 workers, 1.53 M
  * with 3). Given 4 CPUs, two workers that spin (rkb_spin_ns) beat one loop
  * in latency and throughput (+21-67 %) on both backends; given 3, only on
- * CUDA; given 2 they are far worse (bridge/README.md, "How many threads on
+ * CUDA; given 2 they are far worse (bridge/NOTES.md, "How many threads on
  * a few CPUs"). */
 int rkb_auto_io_threads(long cpus)
 {
@@ -194,7 +194,7 @@ int64_t rkb_spin_ns(long cpus)
  * clients x 128: 96-99 % of a core; two took the bridge's pipelined echo
  * from ~0.87 to ~0.96 x raw ZeroMQ). Given 6 or 8 CPUs of an H200 host, two
  * were 7-17 % faster in each of six pairs; given 5, +13 / +6 % on one host
- * and -7 / -5 % on another; given 4, -8 to -37 % (bridge/README.md, "How
+ * and -7 / -5 % on another; given 4, -8 to -37 % (bridge/NOTES.md, "How
  * many threads on a few CPUs"). Over ipc a second did not help. */
 int rkb_auto_zmq_io_threads(bool tcp, long cpus)
 {
