@@ -20,6 +20,20 @@ static void assert_detail_has(const char *part)
         fail_msg("detail \"%s\" lacks \"%s\"", rk_last_detail(), part);
 }
 
+/* rk_runtime_open refuses c (CPU backend): -RK_EINVAL, *out left NULL,
+ * the detail holding part */
+static void assert_open_refused(rk_config *c, const char *part)
+{
+    c->backend = RK_BACKEND_CPU;
+    rk_runtime *rt = (rk_runtime *)1;
+    int rc = rk_runtime_open(&rt, c);
+    if (rc == 0)
+        rk_runtime_close(rt);
+    assert_int_equal(rc, -RK_EINVAL);
+    assert_null(rt);
+    assert_detail_has(part);
+}
+
 /* iov lengths whose sum wraps past SIZE_MAX: the small sum passed the
  * max_payload check and the gather copied the real lengths (heap
  * corruption, then an abort) */
@@ -58,15 +72,8 @@ static void test_arena_size_wraps(void **state)
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         rk_config c;
         rk_config_init(&c);
-        c.backend = RK_BACKEND_CPU;
         c.arena_size = sizes[i];
-        rk_runtime *rt = (rk_runtime *)1;
-        int rc = rk_runtime_open(&rt, &c);
-        if (rc == 0)
-            rk_runtime_close(rt);
-        assert_int_equal(rc, -RK_EINVAL);
-        assert_null(rt);
-        assert_detail_has("arena_size");
+        assert_open_refused(&c, "arena_size");
     }
 }
 
@@ -86,16 +93,9 @@ static void test_supervision_limits(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rk_config c;
         rk_config_init(&c);
-        c.backend = RK_BACKEND_CPU;
         c.heartbeat_ms = cases[i].hb;
         c.fault_limit = cases[i].limit;
-        rk_runtime *rt = (rk_runtime *)1;
-        int rc = rk_runtime_open(&rt, &c);
-        if (rc == 0)
-            rk_runtime_close(rt);
-        assert_int_equal(rc, -RK_EINVAL);
-        assert_null(rt);
-        assert_detail_has(cases[i].part);
+        assert_open_refused(&c, cases[i].part);
     }
     /* the limits themselves are fine */
     rk_config c;
