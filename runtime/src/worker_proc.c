@@ -73,7 +73,8 @@ int rk__worker_path(char *path, size_t cap)
 static char **rk__worker_argv(char *path, const rk__modset *mods, char *hash, size_t hash_cap)
 {
     size_t n = mods ? mods->n_files : 0;
-    char **argv = calloc(2 * n + 4 + 4 * n, sizeof *argv); /* 32 B of fd paths each */
+    /* the pointers, then 32 bytes of fd path per module */
+    char **argv = calloc(1, (2 * n + 4) * sizeof *argv + 32 * n);
     if (!argv)
         return NULL;
     char *fdp = (char *)(argv + 2 * n + 4);
