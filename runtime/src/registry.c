@@ -74,13 +74,12 @@ int rk__registry_check(const rk_runtime *rt, uint16_t type)
 
 const char *rk__type_name(const rk_runtime *rt, uint16_t type)
 {
+    for (int i = 0; i < RK__N_BUILTIN_ACTORS; i++) /* echo, vadd */
+        if (rk__builtin_types[i] == type)
+            return rk__builtin_decls[i].name;
     switch (type) {
     case RK_OP_NOP:
         return "nop";
-    case RK_OP_ECHO:
-        return "echo";
-    case RK_OP_VADD:
-        return "vadd";
     case RK_OP_FAULT:
         return "fault (test-only)";
     case RK_OP_HANG:
