@@ -743,6 +743,18 @@ static void test_suspect_behind_full_reply_ring(void **state)
 
 /* ---- an actor closed with a request in flight, then a worker change ---- */
 
+/* rk_actor_open, tried for up to 2 s while the actor slots are taken */
+static int open_when_free(rk_runtime *rt, rk_actor **out)
+{
+    int rc = -1;
+    for (int i = 0; i < 100 && rc; i++) {
+        rc = rk_actor_open(rt, out);
+        if (rc)
+            usleep(20000);
+    }
+    return rc;
+}
+
 /* Actor a is closed while its 64 KiB echo (arena space) waits behind an
  * endless loop; the deadline replaces the worker, which drops the old
  * generation's requests, and nobody re-posts for a closed actor: its
@@ -771,12 +783,7 @@ static void test_closed_actor_across_restart(void **state)
     assert_true(r.id == hang);
     rk_reply_release(b, &r);
     rk_actor *a2 = NULL;
-    int rc = -1;
-    for (int i = 0; i < 100 && rc; i++) { /* the slot comes back with the worker change */
-        rc = rk_actor_open(rt, &a2);
-        if (rc)
-            usleep(20000);
-    }
+    int rc = open_when_free(rt, &a2); /* the slot comes back with the worker change */
     if (rc)
         fail_msg("the closed actor's slot never came back: %s: %s", rk_err_name(rc), rk_last_detail());
     rk_stats st;
@@ -830,12 +837,7 @@ static void test_closed_actor_across_retry(void **state)
     rk_actor_close(b);
     assert_int_equal(rk_runtime_retry_gpu(rt), 0);
     rk_actor *b2 = NULL;
-    int rc = -1;
-    for (int i = 0; i < 100 && rc; i++) {
-        rc = rk_actor_open(rt, &b2);
-        if (rc)
-            usleep(20000);
-    }
+    int rc = open_when_free(rt, &b2);
     rk_stats st;
     rk_runtime_stats(rt, &st);
     int call = rc ? rc : rk_actor_call(b2, RK_OP_ECHO, &x, sizeof x, 0, &r, 5000);
