@@ -3,6 +3,7 @@
  * uses such a thread to serve built-ins while a crash-looping GPU worker is
  * not restarted. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,9 +88,31 @@ static int rk__cpu_health(rk_runtime *rt)
     return 0;
 }
 
+/* The thread runs what rt->defs held when it started (rk__cpu_thread_start):
+ * it stops at a message boundary, the set changes, a new one starts. */
+static int rk__cpu_reload(rk_runtime *rt, rk__registry *next)
+{
+    rk__cpu_thread *c = rt->backend_state;
+    rk__cpu_thread_stop(c, rt);
+    rk__registry_swap(rt, next);
+    int rc = rk__cpu_thread_start(c, rt, 0);
+    if (rc) {
+        char why[300];
+        snprintf(why, sizeof why, "%s", rk_last_detail());
+        rk__registry_swap(rt, next);
+        if (rk__cpu_thread_start(c, rt, 0)) {
+            rk__runtime_fault(rt, -RK_ESYS, why);
+            return rk__fail(rc, "the CPU backend's thread could not be started again: %s", why);
+        }
+        return rk__fail(rc, "the new modules' CPU thread did not start: %s; the previous modules serve again", why);
+    }
+    return 0;
+}
+
 const rk__backend_ops rk__cpu_backend = {
     .name = "cpu",
     .start = rk__cpu_start,
     .stop = rk__cpu_stop,
     .health = rk__cpu_health,
+    .reload = rk__cpu_reload,
 };

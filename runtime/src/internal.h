@@ -293,6 +293,7 @@ RK__HIDDEN int rk__cpu_thread_start(rk__cpu_thread *c, rk_runtime *rt, uint32_t 
 RK__HIDDEN void rk__cpu_thread_stop(rk__cpu_thread *c, rk_runtime *rt);
 
 /* ---- backends ---- */
+struct rk__registry;
 typedef struct rk__backend_ops {
     const char *name;
     /* Starts serving rt's rings (threads, processes, kernel, self-test).
@@ -312,6 +313,13 @@ typedef struct rk__backend_ops {
     int (*recoveries)(rk_runtime *rt, rk_recovery *out, int max);
     /* An operator's "try the GPU again" after a crash loop (NULL: -RK_ENOTSUP). */
     int (*retry)(rk_runtime *rt);
+    /* rk_runtime_reload_modules (reload.c), nothing in flight: stops the
+     * consumer at a message boundary, installs *next (rk__registry_swap:
+     * *next then holds the set it replaced) and starts the consumer on
+     * it. When that fails, installs the previous set again and restarts
+     * on it (*next then holds the new set). 0 or the code, detail set.
+     * NULL: -RK_ENOTSUP. */
+    int (*reload)(rk_runtime *rt, struct rk__registry *next);
 } rk__backend_ops;
 
 RK__HIDDEN extern const rk__backend_ops rk__cpu_backend;    /* a thread of this process */
@@ -480,6 +488,18 @@ static inline rk_runtime *rk__lane0(const rk_runtime *rt)
  * rk_config.actors into rt->defs (types must not collide); and frees them. */
 RK__HIDDEN int rk__registry_load(rk_runtime *rt);
 RK__HIDDEN void rk__registry_free(rk_runtime *rt);
+/* A set of user actors apart from a runtime: the modules loaded from
+ * paths[0..n) merged with rt's rk_config.actors (rk__registry_build), for
+ * a reload; rk__registry_swap exchanges it with rt's own (the caller
+ * keeps every reader away: rk_runtime_reload_modules' contract). */
+typedef struct rk__registry {
+    struct rk__modset *mods;
+    rk_actor_def *defs;
+    size_t n_defs;
+} rk__registry;
+RK__HIDDEN int rk__registry_build(const rk_runtime *rt, const char *const *paths, size_t n, rk__registry *out);
+RK__HIDDEN void rk__registry_swap(rk_runtime *rt, rk__registry *r);
+RK__HIDDEN void rk__registry_drop(rk__registry *r);
 /* Checks that the backend in use can run user type `type` (send path):
  * 0, -RK_ENOTSUP (no such actor) or -RK_ENODEV (not on this backend). */
 RK__HIDDEN int rk__registry_check(const rk_runtime *rt, uint16_t type);

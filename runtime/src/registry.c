@@ -6,6 +6,43 @@
 
 #include "modules.h"
 
+/* Loads paths[0..n) and merges their actors behind own[0..n_own) (the
+ * rk_config.actors part) into *out; on failure frees what it made. */
+static int rk__build(rk__registry *out, const rk_actor_def *own, size_t n_own, const char *const *paths, size_t n)
+{
+    *out = (rk__registry){0};
+    rk__modset *m = out->mods = calloc(1, sizeof *out->mods);
+    if (!m)
+        return rk__fail(RK_ENOMEM, "loading actor modules: out of memory");
+    int rc = n ? rk__modules_load(m, paths, n, 0) : 0;
+    for (size_t i = 0; rc == 0 && i < n_own; i++)
+        for (size_t j = 0; j < m->n; j++)
+            if (own[i].type == m->defs[j].type) {
+                rc = rk__fail(RK_EINVAL, "user actor \"%s\" of rk_config.actors has type %u, which module %s's "
+                              "actor \"%s\" takes (module actors take types from %u up)",
+                              own[i].name ? own[i].name : "?", own[i].type, m->origin[j], m->defs[j].name,
+                              RK_OP_USER);
+                break;
+            }
+    if (rc == 0) {
+        out->n_defs = n_own + m->n;
+        out->defs = calloc(out->n_defs + 1, sizeof *out->defs);
+        rc = out->defs ? 0 : rk__fail(RK_ENOMEM, "loading actor modules: out of memory");
+    }
+    if (rc) {
+        rk__registry_drop(out);
+        return rc;
+    }
+    if (n_own)
+        memcpy(out->defs, own, n_own * sizeof *out->defs);
+    if (m->n)
+        memcpy(out->defs + n_own, m->defs, m->n * sizeof *out->defs);
+    for (size_t j = 0; j < m->n; j++)
+        rk__log(RK__LOG_INFO, "module %s: actor \"%s\" (type %u%s%s)", m->origin[j], m->defs[j].name,
+                m->defs[j].type, m->defs[j].cpu ? ", cpu" : "", m->defs[j].gpu ? ", gpu" : "");
+    return 0;
+}
+
 int rk__registry_load(rk_runtime *rt)
 {
     const rk_config *c = &rt->cfg;
@@ -17,46 +54,48 @@ int rk__registry_load(rk_runtime *rt)
     if (!c->n_modules && c->modules)
         return rk__fail(RK_EINVAL, "modules is set but n_modules is 0: set n_modules to the number of paths, "
                         "or modules to NULL for none");
-    rt->mods = calloc(1, sizeof *rt->mods);
-    if (!rt->mods)
-        return rk__fail(RK_ENOMEM, "rk_runtime_open: out of memory");
-    int rc = c->n_modules ? rk__modules_load(rt->mods, c->modules, c->n_modules, 0) : 0;
+    rk__registry r;
+    int rc = rk__build(&r, c->actors, c->n_actors, c->modules, c->n_modules);
     /* the paths are borrowed only until open returns; the set keeps copies */
     rt->cfg.modules = NULL;
     rt->cfg.n_modules = 0;
-    if (rc)
-        return rc;
-    const rk__modset *m = rt->mods;
-    for (size_t i = 0; i < c->n_actors; i++)
-        for (size_t j = 0; j < m->n; j++)
-            if (c->actors[i].type == m->defs[j].type)
-                return rk__fail(RK_EINVAL, "user actor \"%s\" of rk_config.actors has type %u, which module %s's "
-                                "actor \"%s\" takes (module actors take types from %u up)",
-                                c->actors[i].name ? c->actors[i].name : "?", c->actors[i].type, m->origin[j],
-                                m->defs[j].name, RK_OP_USER);
-    rt->n_defs = c->n_actors + m->n;
-    rt->defs = calloc(rt->n_defs + 1, sizeof *rt->defs);
-    if (!rt->defs)
-        return rk__fail(RK_ENOMEM, "rk_runtime_open: out of memory");
-    if (c->n_actors)
-        memcpy(rt->defs, c->actors, c->n_actors * sizeof *rt->defs);
-    if (m->n)
-        memcpy(rt->defs + c->n_actors, m->defs, m->n * sizeof *rt->defs);
-    for (size_t j = 0; j < m->n; j++)
-        rk__log(RK__LOG_INFO, "module %s: actor \"%s\" (type %u%s%s)", m->origin[j], m->defs[j].name,
-                m->defs[j].type, m->defs[j].cpu ? ", cpu" : "", m->defs[j].gpu ? ", gpu" : "");
-    return 0;
+    if (rc == 0)
+        rk__registry_swap(rt, &r); /* rt's was empty */
+    return rc;
+}
+
+int rk__registry_build(const rk_runtime *rt, const char *const *paths, size_t n, rk__registry *out)
+{
+    /* rk_config.actors lead rt's table (rk__build); the modules follow */
+    const size_t n_own = rt->n_defs - (rt->mods ? rt->mods->n : 0);
+    return rk__build(out, rt->defs, n_own, paths, n);
+}
+
+void rk__registry_swap(rk_runtime *rt, rk__registry *r)
+{
+    rk__registry was = {rt->mods, rt->defs, rt->n_defs};
+    rt->mods = r->mods;
+    rt->defs = r->defs;
+    rt->n_defs = r->n_defs;
+    *r = was;
+}
+
+void rk__registry_drop(rk__registry *r)
+{
+    if (r->mods)
+        rk__modules_free(r->mods);
+    free(r->mods);
+    free(r->defs);
+    r->mods = NULL;
+    r->defs = NULL;
+    r->n_defs = 0;
 }
 
 void rk__registry_free(rk_runtime *rt)
 {
-    if (rt->mods)
-        rk__modules_free(rt->mods);
-    free(rt->mods);
-    free(rt->defs);
-    rt->mods = NULL;
-    rt->defs = NULL;
-    rt->n_defs = 0;
+    rk__registry own = {0};
+    rk__registry_swap(rt, &own);
+    rk__registry_drop(&own);
 }
 
 int rk__registry_check(const rk_runtime *rt, uint16_t type)

@@ -235,6 +235,72 @@ static int rk__super_retry(rk_runtime *rt)
     return rc;
 }
 
+/* The consumer is gone (stopped, or failed to start): its replies are
+ * delivered, closed actors reaped, and the rings and the generation move
+ * on for the next one, as after a fault (rk__bury). s->lock held. */
+static void rk__super_clear_locked(rk_runtime *rt)
+{
+    rk__d2h_lock_all(rt);
+    rk__drain_locked(rt);
+    rk__reap_closed_locked(rt);
+    rk__rings_reset_locked(rt);
+    rk__d2h_unlock_all(rt);
+    /* release: pairs with owners' acquire of gen (send.c) */
+    atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
+}
+
+/* A fresh worker on *next's modules (internal.h, rk__backend_ops.reload):
+ * the serving one stops at a message boundary, the standby (the old
+ * modules') is ended, and a cold start loads the new set. */
+static int rk__super_reload(rk_runtime *rt, rk__registry *next)
+{
+    rk__super *s = rt->backend_state;
+    pthread_mutex_lock(&s->lock);
+    if (s->state != RK_WORKER_RUNNING) {
+        int rc = rk__fail(RK_EDEVICE, "no modules were reloaded: the worker is %s%s%s; a reload needs a serving "
+                          "worker (after a crash loop: rk_runtime_retry_gpu first)",
+                          rk__state_names[s->state], s->why[0] ? ": " : "", s->why);
+        pthread_mutex_unlock(&s->lock);
+        return rc;
+    }
+    const int64_t t0 = rk__now_ns();
+    rk__proc_stop(&s->active, RK__STOP_MS, rt);
+    rk__proc_end(&s->standby, NULL, 0);
+    rk__super_clear_locked(rt);
+    rk__registry_swap(rt, next);
+    bool served, warm;
+    int rc = rk__take_over(s, rt->worker_kind, &served, &warm);
+    if (rc) {
+        char why[600];
+        snprintf(why, sizeof why, "the new modules' %s worker did not start: %s", rk__kind_name(rt->worker_kind),
+                 rk_last_detail());
+        rk__super_clear_locked(rt);
+        rk__registry_swap(rt, next); /* the previous modules, on a fresh worker */
+        int back = rk__take_over(s, rt->worker_kind, &served, &warm);
+        if (back) {
+            char d[900];
+            snprintf(d, sizeof d, "%s; nor did one on the previous modules: %s", why, rk_last_detail());
+            rk__super_clear_locked(rt);
+            rk__degrade(s, d);
+            rc = rk__fail(rc, "%s", d);
+        } else {
+            rc = rk__fail(rc, "%s; the previous modules serve again (worker %d)", why, (int)s->active.pid);
+        }
+    }
+    if (s->state == RK_WORKER_RUNNING) {
+        s->restarts++;
+        s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
+    }
+    if (rc)
+        rk__log(RK__LOG_WARN, "%s", rk_last_detail());
+    else
+        rk__log(RK__LOG_INFO, "modules reloaded in %.1f ms: worker %d serves %zu user actor(s)",
+                (double)(rk__now_ns() - t0) / 1e6, (int)s->active.pid, rt->n_defs);
+    rk__runtime_wake(rt);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
 static int rk__super_recoveries(rk_runtime *rt, rk_recovery *out, int max)
 {
     rk__super *s = rt->backend_state;
@@ -258,4 +324,5 @@ const rk__backend_ops rk__worker_backend = {
     .worker = rk__super_worker,
     .recoveries = rk__super_recoveries,
     .retry = rk__super_retry,
+    .reload = rk__super_reload,
 };

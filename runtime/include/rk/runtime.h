@@ -335,7 +335,7 @@ struct rk_actor_decl;
  * then every actor of the loaded modules. Thread-safe. */
 int rk_runtime_actor_count(const rk_runtime *rt);
 /* The i-th of them (0 <= i < count): its declaration (owned by the runtime
- * or its module, valid until rk_runtime_close), its message type in *type
+ * or its module, valid until rk_runtime_close or a reload), its message type in *type
  * and the file it came from in *origin ("built-in" for echo and vadd); NULL
  * when i is out of range. Thread-safe. */
 const struct rk_actor_decl *rk_runtime_actor_at(const rk_runtime *rt, int i, uint16_t *type,
@@ -346,6 +346,34 @@ const struct rk_actor_decl *rk_runtime_actor_find(const rk_runtime *rt, const ch
 /* Whether the backend in use can run that actor: 1, or 0 for a GPU-only
  * actor on the CPU backend (its requests are answered -RK_ENODEV). */
 int rk_runtime_actor_runs(const rk_runtime *rt, const struct rk_actor_decl *decl);
+
+/* Deploys a new set of actor modules into the open runtime: paths[0..n)
+ * replace rk_config.modules (files or directories, read as at open; n 0
+ * unloads them all); the built-ins and rk_config.actors stay.
+ *   1. The new set is loaded and checked here first: a module refused (as
+ *      rk_runtime_open refuses one, the file and the cause in the detail)
+ *      changes nothing.
+ *   2. Every reply must be in: with any request of an open actor in flight
+ *      or staged it is -RK_EBUSY, naming how many, and nothing changes
+ *      (a request sent for the old set must not reach the new one, whose
+ *      types may differ).
+ *   3. The consumer stops at a message boundary and a fresh one starts on
+ *      the new set: a worker process's cold start (about what
+ *      rk_runtime_open's takes), or the CPU backend's thread. A device
+ *      whose consumer does not start on the new set goes back to the
+ *      previous one, and so do the devices of a group done before it: the
+ *      code and detail say why, and the previous set serves again (if even
+ *      that worker fails, the runtime is degraded as after a crash loop).
+ * Afterwards the module actors' declarations, types and origins are the
+ * new set's: look them up again (rk_runtime_actor_find); those got before
+ * are invalid. Open actors stay open. Device-resident actor state starts
+ * over (a new worker). Not for the CUDA backend in this process
+ * (RK_ISOLATION_NONE: -RK_ENOTSUP) nor a worker that does not serve
+ * (degraded or failed: -RK_EDEVICE; rk_runtime_retry_gpu first).
+ * Thread-safety: while it runs no other thread may use rt (send, receive,
+ * look up actors, or read declarations got before); one call at a time.
+ * rk-bridge calls it on SIGHUP, between requests (bridge/README.md). */
+int rk_runtime_reload_modules(rk_runtime *rt, const char *const *paths, size_t n);
 
 /* ---- host actors ---- */
 

@@ -1,0 +1,98 @@
+/* reload.c - rk_runtime_reload_modules: a new set of actor modules for a
+ * runtime that stays open. The new set is loaded and checked in this
+ * process first (a bad module changes nothing), then each device's
+ * consumer is restarted on it by its backend (rk__backend_ops.reload);
+ * a device whose consumer does not start on it is back on the previous
+ * set, and so are the devices done before it (all or none). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actor.h"
+#include "barrier.h"
+#include "modules.h"
+
+/* Requests rt's open actors have in flight or staged, and one of their
+ * actors' names (for the detail). Types are what a reload changes: a
+ * request posted for the old set must not reach the new one. */
+static uint32_t rk__unanswered(rk_runtime *rt, uint16_t *type)
+{
+    uint32_t n = 0;
+    rk__d2h_lock_all(rt); /* routers change the records' states under them */
+    for (uint32_t i = 0; i < rt->n_actor_slots; i++) {
+        rk_actor *a = rk__actor_at(rt, i);
+        if (!a || a->closing) /* a closed actor's requests are dropped by the reload */
+            continue;
+        for (uint32_t t = 0; t < a->window; t++) {
+            const uint8_t st = rk__ld_relaxed(&a->pend[t].state);
+            if (st == RK__P_SENT || st == RK__P_STAGED || st == RK__P_QUEUED) {
+                if (!n)
+                    *type = a->pend[t].type;
+                n++;
+            }
+        }
+    }
+    rk__d2h_unlock_all(rt);
+    return n;
+}
+
+/* Checks every lane before anything changes: 0, or the refusal. */
+static int rk__reload_check(rk_runtime *const *lanes, int n_lanes, const char *const *paths, size_t n)
+{
+    if (n && !paths)
+        return rk__fail(RK_EINVAL, "rk_runtime_reload_modules: n is %zu but paths is NULL", n);
+    for (int i = 0; i < n_lanes; i++) {
+        rk_runtime *rt = lanes[i];
+        if (!rt->backend->reload)
+            return rk__fail(RK_ENOTSUP, "rk_runtime_reload_modules: the %s backend runs the modules' GPU kernel in "
+                            "this process (isolation none) and cannot load another; reopen the runtime, or "
+                            "use a worker process (the default isolation)", rt->backend->name);
+        const int bad = atomic_load(&rt->fault);
+        if (bad)
+            return rk__fail(-bad, "rk_runtime_reload_modules: the runtime failed for good (%s)", rk_strerror(bad));
+        uint16_t type = 0;
+        const uint32_t busy = rk__unanswered(rt, &type);
+        if (busy)
+            return rk__fail(RK_EBUSY, "rk_runtime_reload_modules: %u request(s) in flight or staged%s (one of "
+                            "type %u, %s): a reload needs every reply received first; nothing was changed",
+                            busy, n_lanes > 1 ? " on one device" : "", type, rk__type_name(rt, type));
+    }
+    return 0;
+}
+
+int rk_runtime_reload_modules(rk_runtime *rt, const char *const *paths, size_t n)
+{
+    if (!rt)
+        return rk__fail(RK_EINVAL, "rk_runtime_reload_modules: runtime is NULL");
+    rk_runtime *const *lanes = rt->lanes ? rt->lanes : &rt;
+    const int n_lanes = rt->lanes ? rt->n_lanes : 1;
+    int rc = rk__reload_check(lanes, n_lanes, paths, n);
+    if (rc)
+        return rc;
+    rk__registry *next = calloc((size_t)n_lanes, sizeof *next);
+    if (!next)
+        return rk__fail(RK_ENOMEM, "rk_runtime_reload_modules: out of memory");
+    /* every device loads its own copy (as at open); all load, or none */
+    int built = 0;
+    for (; built < n_lanes && rc == 0; built++)
+        rc = rk__registry_build(lanes[built], paths, n, &next[built]);
+    if (rc == 0) {
+        int done = 0;
+        for (; done < n_lanes && rc == 0; done++)
+            rc = lanes[done]->backend->reload(lanes[done], &next[done]);
+        if (rc) {
+            /* lane done-1 is back on its set; put the ones before it back */
+            char why[1024];
+            snprintf(why, sizeof why, "%s", rk_last_detail());
+            for (int i = 0; i < done - 1; i++)
+                if (lanes[i]->backend->reload(lanes[i], &next[i]))
+                    snprintf(why + strlen(why), sizeof why - strlen(why), "; device %d: %s", i, rk_last_detail());
+            rc = rk__fail(rc, "%s", why);
+        }
+    }
+    /* next[] holds what is not installed: the old sets, or the new ones */
+    for (int i = 0; i < built; i++)
+        rk__registry_drop(&next[i]);
+    free(next);
+    return rc;
+}

@@ -1,0 +1,296 @@
+/* test_reload.c - rk_runtime_reload_modules on the CPU backend, in this
+ * process and in a worker process: a new set of modules serves by name
+ * while actors stay open; a refused module, a request in flight and a
+ * worker that does not start on the new set each change nothing (the
+ * previous set serves on, no request lost); several devices reload all or
+ * none. argv[1]: the build folder of tests/modules, argv[2]:
+ * tests/modules/dir (mod_a.so "upper", mod_b.so "lower"). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "rk/rk.h"
+
+static const char *mod_dir, *case_dir;
+static char p_math[512], p_slow[512], p_fails[512], p_dup[512];
+
+static rk_runtime *open_rt(rk_isolation iso, int devices, const char *const *paths, size_t n)
+{
+    rk_config cfg;
+    rk_config_init(&cfg);
+    cfg.backend = RK_BACKEND_CPU;
+    cfg.isolation = iso;
+    cfg.modules = n ? paths : NULL;
+    cfg.n_modules = n;
+    cfg.n_devices = devices;
+    for (int i = 0; i < devices; i++)
+        cfg.devices[i] = i;
+    rk_runtime *rt = NULL;
+    int rc = rk_runtime_open(&rt, &cfg);
+    if (rc)
+        fail_msg("rk_runtime_open: %s", rk_last_detail());
+    return rt;
+}
+
+/* type of `name`, failing the test when it is not served */
+static uint16_t type_of(rk_runtime *rt, const char *name)
+{
+    uint16_t t = 0;
+    if (!rk_runtime_actor_find(rt, name, &t))
+        fail_msg("actor \"%s\" is not served", name);
+    return t;
+}
+
+static void call_is(rk_runtime *rt, rk_actor *a, const char *name, const char *in, const char *want)
+{
+    rk_reply r;
+    int rc = rk_actor_call(a, type_of(rt, name), in, strlen(in), 0, &r, 5000);
+    if (rc)
+        fail_msg("%s(\"%s\"): %s (%s)", name, in, rk_strerror(rc), rk_last_detail());
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.len, strlen(want));
+    assert_memory_equal(r.data, want, strlen(want));
+    rk_reply_release(a, &r);
+}
+
+/* One set after another on one open actor: math, math + the directory,
+ * the directory alone, none; each served by name, the previous set's
+ * names gone, echo throughout. */
+static void swaps(rk_isolation iso)
+{
+    const char *math[] = {p_math};
+    rk_runtime *rt = open_rt(iso, 1, math, 1);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    call_is(rt, a, "twice", "ab", "aabb");
+    assert_null(rk_runtime_actor_find(rt, "upper", NULL));
+
+    const char *both[] = {p_math, case_dir};
+    if (rk_runtime_reload_modules(rt, both, 2))
+        fail_msg("reload: %s", rk_last_detail());
+    assert_int_equal(rk_runtime_actor_count(rt), RK_BUILTIN_ACTORS + 5 + 2);
+    call_is(rt, a, "upper", "MiXed", "MIXED");
+    call_is(rt, a, "lower", "MiXed", "mixed");
+    call_is(rt, a, "twice", "xy", "xxyy");
+    call_is(rt, a, "echo", "still", "still");
+
+    const char *dir[] = {case_dir};
+    assert_int_equal(rk_runtime_reload_modules(rt, dir, 1), 0);
+    assert_int_equal(rk_runtime_actor_count(rt), RK_BUILTIN_ACTORS + 2);
+    assert_null(rk_runtime_actor_find(rt, "twice", NULL));
+    const char *origin = NULL;
+    assert_non_null(rk_runtime_actor_at(rt, RK_BUILTIN_ACTORS, NULL, &origin));
+    assert_non_null(strstr(origin, "mod_a.so"));
+    call_is(rt, a, "upper", "again", "AGAIN");
+
+    assert_int_equal(rk_runtime_reload_modules(rt, NULL, 0), 0);
+    assert_int_equal(rk_runtime_actor_count(rt), RK_BUILTIN_ACTORS);
+    assert_null(rk_runtime_actor_find(rt, "upper", NULL));
+    call_is(rt, a, "echo", "bare", "bare");
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
+static void test_swaps_in_process(void **state)
+{
+    (void)state;
+    swaps(RK_ISOLATION_AUTO);
+}
+
+static void test_swaps_in_worker(void **state)
+{
+    (void)state;
+    swaps(RK_ISOLATION_PROCESS);
+    /* the worker is a fresh one: its pid changed, its count of restarts grew */
+    const char *math[] = {p_math};
+    rk_runtime *rt = open_rt(RK_ISOLATION_PROCESS, 1, math, 1);
+    rk_worker_info w0, w1;
+    rk_runtime_worker(rt, &w0);
+    assert_int_equal(rk_runtime_reload_modules(rt, math, 1), 0);
+    rk_runtime_worker(rt, &w1);
+    assert_int_equal(w1.state, RK_WORKER_RUNNING);
+    assert_true(w1.pid != w0.pid);
+    assert_int_equal(w1.faults, 0);
+    rk_runtime_close(rt);
+}
+
+/* A refused module (a duplicate name) and a path that does not exist:
+ * the detail names the file, and the set before serves on. */
+static void test_refused_changes_nothing(void **state)
+{
+    (void)state;
+    const char *math[] = {p_math};
+    rk_runtime *rt = open_rt(RK_ISOLATION_PROCESS, 1, math, 1);
+    rk_worker_info w0, w1;
+    rk_runtime_worker(rt, &w0);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    const char *dup[] = {p_math, p_dup};
+    assert_int_equal(rk_runtime_reload_modules(rt, dup, 2), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "mod_bad_duplicate.so"));
+    const char *none[] = {"/nonexistent/mod.so"};
+    assert_int_equal(rk_runtime_reload_modules(rt, none, 1), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "/nonexistent/mod.so"));
+    assert_int_equal(rk_runtime_reload_modules(rt, NULL, 1), -RK_EINVAL); /* a count without its list */
+    assert_non_null(strstr(rk_last_detail(), "paths is NULL"));
+    assert_int_equal(rk_runtime_reload_modules(NULL, math, 1), -RK_EINVAL);
+    rk_runtime_worker(rt, &w1);
+    assert_int_equal(w1.pid, w0.pid); /* not even restarted */
+    assert_int_equal(rk_runtime_actor_count(rt), RK_BUILTIN_ACTORS + 5);
+    call_is(rt, a, "twice", "q", "qq");
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
+/* A request in flight: -RK_EBUSY naming it, nothing changed, and its
+ * reply still comes; once it is in, the reload goes through. */
+static void busy(rk_isolation iso)
+{
+    const char *slow[] = {p_slow};
+    rk_runtime *rt = open_rt(iso, 1, slow, 1);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    unsigned char req[64];
+    const uint32_t ms = 300;
+    size_t lens[1] = {4};
+    void *at[1];
+    const size_t n = rk_fields_layout(req, sizeof req, 1, lens, at);
+    assert_true(n > 0);
+    memcpy(at[0], &ms, 4);
+    uint64_t id;
+    assert_int_equal(rk_actor_send(a, type_of(rt, "slow"), req, n, 0, &id, 1000), 0);
+    const char *math[] = {p_math};
+    assert_int_equal(rk_runtime_reload_modules(rt, math, 1), -RK_EBUSY);
+    const char *d = rk_last_detail();
+    if (!strstr(d, "1 request(s) in flight") || !strstr(d, "slow"))
+        fail_msg("detail: %s", d);
+    assert_non_null(rk_runtime_actor_find(rt, "slow", NULL));
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(a, &r, 5000), 0);
+    assert_true(r.id == id);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.len, 4);
+    assert_memory_equal(r.data, &ms, 4);
+    rk_reply_release(a, &r);
+    assert_int_equal(rk_runtime_reload_modules(rt, math, 1), 0);
+    assert_null(rk_runtime_actor_find(rt, "slow", NULL));
+    call_is(rt, a, "twice", "z", "zz");
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
+static void test_busy_in_process(void **state)
+{
+    (void)state;
+    busy(RK_ISOLATION_AUTO);
+}
+
+static void test_busy_in_worker(void **state)
+{
+    (void)state;
+    busy(RK_ISOLATION_PROCESS);
+}
+
+/* The new set loads here but its worker exits at start: the error says
+ * so, the previous set serves again on a fresh worker, nothing degraded. */
+static void test_worker_fails_goes_back(void **state)
+{
+    (void)state;
+    const char *math[] = {p_math};
+    rk_runtime *rt = open_rt(RK_ISOLATION_PROCESS, 1, math, 1);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    const char *fails[] = {p_fails};
+    setenv("RK_TEST_WORKER_FAILS", "1", 1);
+    int rc = rk_runtime_reload_modules(rt, fails, 1);
+    unsetenv("RK_TEST_WORKER_FAILS");
+    assert_true(rc < 0);
+    const char *d = rk_last_detail();
+    if (!strstr(d, "did not start") || !strstr(d, "previous modules serve again"))
+        fail_msg("detail: %s", d);
+    assert_null(rk_runtime_actor_find(rt, "fragile", NULL));
+    rk_worker_info w;
+    rk_runtime_worker(rt, &w);
+    assert_int_equal(w.state, RK_WORKER_RUNNING);
+    call_is(rt, a, "twice", "ok", "ookk");
+    /* the same module without the variable: it serves */
+    assert_int_equal(rk_runtime_reload_modules(rt, fails, 1), 0);
+    call_is(rt, a, "fragile", "fine", "fine");
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
+/* Two devices (two CPU workers): each serves the new set, and one
+ * device's request in flight refuses the whole reload. */
+static void test_devices(void **state)
+{
+    (void)state;
+    const char *math[] = {p_math};
+    rk_runtime *rt = open_rt(RK_ISOLATION_PROCESS, 2, math, 1);
+    assert_int_equal(rk_runtime_device_count(rt), 2);
+    rk_actor *a[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(rk_actor_open_on(rt, i, &a[i]), 0);
+    const char *dir_slow[] = {case_dir, p_slow};
+    if (rk_runtime_reload_modules(rt, dir_slow, 2))
+        fail_msg("reload: %s", rk_last_detail());
+    for (int i = 0; i < 2; i++) {
+        call_is(rt, a[i], "upper", "dev", "DEV");
+        assert_null(rk_runtime_actor_find(rk_runtime_device(rt, i), "twice", NULL));
+        assert_non_null(rk_runtime_actor_find(rk_runtime_device(rt, i), "slow", NULL));
+    }
+    unsigned char req[64];
+    const uint32_t ms = 300;
+    size_t lens[1] = {4};
+    void *at[1];
+    const size_t n = rk_fields_layout(req, sizeof req, 1, lens, at);
+    memcpy(at[0], &ms, 4);
+    uint64_t id;
+    assert_int_equal(rk_actor_send(a[1], type_of(rt, "slow"), req, n, 0, &id, 1000), 0);
+    assert_int_equal(rk_runtime_reload_modules(rt, math, 1), -RK_EBUSY);
+    assert_non_null(strstr(rk_last_detail(), "on one device"));
+    for (int i = 0; i < 2; i++) /* neither device changed */
+        assert_non_null(rk_runtime_actor_find(rk_runtime_device(rt, i), "slow", NULL));
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(a[1], &r, 5000), 0);
+    assert_true(r.id == id);
+    assert_int_equal(r.status, 0);
+    rk_reply_release(a[1], &r);
+    assert_int_equal(rk_runtime_reload_modules(rt, math, 1), 0);
+    for (int i = 0; i < 2; i++)
+        call_is(rt, a[i], "twice", "d", "dd");
+    for (int i = 0; i < 2; i++)
+        rk_actor_close(a[i]);
+    rk_runtime_close(rt);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s MODULE_BUILD_DIR MODULE_DIR\n", argv[0]);
+        return 2;
+    }
+    mod_dir = argv[1];
+    case_dir = argv[2];
+    snprintf(p_math, sizeof p_math, "%s/mod_math.so", mod_dir);
+    snprintf(p_slow, sizeof p_slow, "%s/mod_slow.so", mod_dir);
+    snprintf(p_fails, sizeof p_fails, "%s/mod_worker_fails.so", mod_dir);
+    snprintf(p_dup, sizeof p_dup, "%s/mod_bad_duplicate.so", mod_dir);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_swaps_in_process),
+        cmocka_unit_test(test_swaps_in_worker),
+        cmocka_unit_test(test_refused_changes_nothing),
+        cmocka_unit_test(test_busy_in_process),
+        cmocka_unit_test(test_busy_in_worker),
+        cmocka_unit_test(test_worker_fails_goes_back),
+        cmocka_unit_test(test_devices),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
