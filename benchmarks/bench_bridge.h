@@ -3,6 +3,7 @@
  *   rk-bench bridge --endpoint E [--count N] [--threads T] [--window W]
  *                   [--messages M] [--size B] [--raw-endpoint R] [--no-ring]
  *                   [--no-latency] [--timeout S] [--broker] [--raw-io-threads N]
+ *                   [--rounds R]
  *
  * Results (names in results/README.md): zmq_raw_echo_64 (raw DEALER/ROUTER echo,
  * no msgpack, no ring, against a ROUTER echo thread the bench binds on a
@@ -12,8 +13,12 @@
  * ring_echo_64 (the bridge's own in-process ring round trip, measured by
  * the bridge at start-up and read from its status: count, p50, p99 only)
  * for the must-show check: bridge p50 <= raw p50 + 1.2 x ring p50. The
- * throughput result's extra carries bridge_cpu_us_per_msg (the bridge's
- * process CPU time over the run, from its status counters, per message).
+ * throughput rows alternate, raw, bridge, raw, ..., R rounds each (default
+ * 3): msgs_per_s is all of a row's messages over all its rounds' time,
+ * count its messages, its extra's "rounds" each round's msg/s; the bound
+ * bridge / raw >= 0.85 is printed over all rounds and per round. The
+ * bridge row's extra carries bridge_cpu_us_per_msg (the bridge's process
+ * CPU time over its rounds, from its status counters, per request).
  * When no bridge answers a status request within --timeout (3 s), the run
  * ends at once with a message naming the endpoint. */
 #ifndef RK_BENCH_BRIDGE_H

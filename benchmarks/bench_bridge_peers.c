@@ -1,5 +1,6 @@
 /* bench_bridge_peers.c - the raw echo server and the broker hop that
- * rk-bench bridge runs beside its clients (see bench_bridge_peers.h). */
+ * rk-bench bridge runs beside its clients, and its read of the bridge's
+ * status (see bench_bridge_peers.h). */
 #include "bench_bridge_peers.h"
 
 #include <errno.h>
@@ -8,7 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <msgpack.h>
 #include <zmq.h>
+
+#include "rk/client.h" /* rkc_map_get */
 
 /* ---- sockets --------------------------------------------------------- */
 
@@ -19,6 +23,16 @@ void *bb_socket(void *ctx, int type)
     int hwm = 100000;
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    return s;
+}
+
+/* A DEALER to ep that never lingers at close. */
+void *bb_dealer(void *ctx, const char *ep)
+{
+    void *s = bb_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_connect(s, ep);
     return s;
 }
 
@@ -141,4 +155,52 @@ void bb_broker_stop(bb_broker *b)
     pthread_join(b->thread, NULL);
     zmq_close(b->ctl_peer);
     zmq_ctx_term(b->ctx);
+}
+
+/* ---- the bridge's status -------------------------------------------- */
+
+static double bb_map_uint(const msgpack_object *m, const char *key)
+{
+    const msgpack_object *v = rkc_map_get(m, key);
+    return v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (double)v->via.u64 : -1;
+}
+
+int bb_bridge_status(const char *ep, int tmo_ms, bb_status *st)
+{
+    *st = (bb_status){-1, -1, -1, -1, -1, -1, -1, "unknown"};
+    void *ctx = zmq_ctx_new();
+    void *s = bb_dealer(ctx, ep);
+    zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo_ms, sizeof tmo_ms);
+    zmq_setsockopt(s, ZMQ_SNDTIMEO, &tmo_ms, sizeof tmo_ms);
+    static const uint8_t rq[] = {0x83, 0xa1, 'v', 1, 0xa2, 'i', 'd', 0, 0xa2, 'o', 'p',
+                                 0xa6, 's', 't', 'a', 't', 'u', 's'};
+    static uint8_t rep[65536];
+    int n = zmq_send(s, rq, sizeof rq, 0) < 0 ? -1 : zmq_recv(s, rep, sizeof rep, 0);
+    int err = errno;
+    if (n > 0 && n <= (int)sizeof rep) {
+        msgpack_unpacked up;
+        msgpack_unpacked_init(&up);
+        size_t off = 0;
+        if (msgpack_unpack_next(&up, (const char *)rep, (size_t)n, &off) == MSGPACK_UNPACK_SUCCESS) {
+            const msgpack_object *c = rkc_map_get(&up.data, "counters"), *r = rkc_map_get(&up.data, "ring");
+            double u = bb_map_uint(c, "cpu_user_us"), sy = bb_map_uint(c, "cpu_sys_us");
+            st->cpu_us = u >= 0 && sy >= 0 ? u + sy : -1;
+            st->requests = bb_map_uint(c, "requests");
+            st->ring_p50_ns = bb_map_uint(r, "p50_ns");
+            st->ring_p99_ns = bb_map_uint(r, "p99_ns");
+            st->ring_count = bb_map_uint(r, "count");
+            st->io_threads = bb_map_uint(c, "io_threads");
+            st->zmq_io_threads = bb_map_uint(c, "zmq_io_threads");
+            const msgpack_object *be = rkc_map_get(&up.data, "backend");
+            if (be && be->type == MSGPACK_OBJECT_STR)
+                snprintf(st->backend, sizeof st->backend, "%.*s", (int)be->via.str.size, be->via.str.ptr);
+        }
+        msgpack_unpacked_destroy(&up);
+    }
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    errno = err;
+    if (n < 0)
+        return -1;
+    return st->cpu_us >= 0 && st->requests >= 0 ? 0 : -2;
 }

@@ -2,7 +2,7 @@
  * process: the raw ROUTER echo server it measures the bridge against, and
  * the broker hop (samples/broker.c's zmq_proxy) for --broker. Each runs on
  * a thread of its own with a context of its own; start and stop are called
- * from one thread. */
+ * from one thread. And what the bench reads of the bridge's status. */
 #ifndef RK_BENCH_BRIDGE_PEERS_H
 #define RK_BENCH_BRIDGE_PEERS_H
 
@@ -11,6 +11,8 @@
 
 /* A socket of `type` whose queues never make the benchmark's side busy. */
 void *bb_socket(void *ctx, int type);
+/* A DEALER to ep that never lingers at close. */
+void *bb_dealer(void *ctx, const char *ep);
 /* Binds s at endpoint (cap bytes) and writes back the address it got (tcp
  * port "*"). 0, or -1 with a message naming `what` on stderr. */
 int bb_bind(void *s, char *endpoint, size_t cap, const char *what);
@@ -38,5 +40,19 @@ typedef struct bb_broker {
 
 int bb_broker_start(bb_broker *b, const char *bridge, char *front, size_t cap);
 void bb_broker_stop(bb_broker *b);
+
+/* What rk-bench reads of the bridge's status: its process CPU time (user +
+ * sys, us), its request count, and its start-up ring calibration (`ring`);
+ * -1 for what it does not report. */
+typedef struct bb_status {
+    double cpu_us, requests;
+    double ring_p50_ns, ring_p99_ns, ring_count;
+    double io_threads, zmq_io_threads; /* the bridge's request loops and ZeroMQ I/O threads */
+    char backend[16]; /* "unknown" when not reported */
+} bb_status;
+
+/* Asks ep for its status, waiting up to tmo_ms. 0; -1 when nothing answers
+ * (errno: why); -2 when the answer lacks the CPU time and request count. */
+int bb_bridge_status(const char *ep, int tmo_ms, bb_status *st);
 
 #endif

@@ -4,7 +4,8 @@
 # option is refused in one line naming it (ring mode's too), a run against
 # no bridge ends within its --timeout naming the endpoint, and a run
 # against a bridge (through the broker hop too) writes every row, the
-# threads that served them in the throughput rows.
+# threads that served them in the throughput rows, and each round of the
+# alternating throughput runs (--rounds).
 set -u
 bench=$1 bridge=$2
 t=$(mktemp -d)
@@ -30,6 +31,10 @@ refused "option --json needs a value" ring --json
 refused "rk-bench bridge: unknown option --bogus (see rk-bench bridge --help)" bridge --bogus
 refused "option -n needs a value" bridge -n
 refused "--count 0" bridge --count 0
+# --rounds: 1 to 10, a bad one named as given
+for r in 0 11 21 x 2x ""; do
+  refused "rk-bench bridge: --rounds $r: give 1 to 10" bridge --rounds "$r"
+done
 refused "unknown mode bogus" bogus
 # gpu mode, where this build has it (its options are parsed before any
 # device is looked for; --help answers in every build, so ask with a bad one)
@@ -58,7 +63,7 @@ grep -q "no bridge answers at ipc://$t/nobody" "$t/out" || fail "no bridge: $(ca
 "$bridge" --backend cpu --bind "ipc://$t/b" --io-threads 2 --zmq-io-threads 3 >"$t/bridge.log" 2>&1 &
 bpid=$!
 "$bench" bridge --endpoint "ipc://$t/b" --timeout 10 --count 200 --messages 2000 --threads 2 \
-    --window 8 --raw-io-threads 2 --broker --json "$t/r.json" >"$t/out" 2>&1
+    --window 8 --raw-io-threads 2 --broker --rounds 2 --json "$t/r.json" >"$t/out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "against a bridge: exit $rc: $(cat "$t/out")"
 for row in zmq_raw_echo_64 bridge_echo_64 ring_echo_64 zmq_raw_throughput_echo_64 \
@@ -74,6 +79,20 @@ grep "\"name\": \"bridge_throughput_echo_64\"" "$t/r.json" | grep -q '"bad": 0' 
 grep "\"name\": \"bridge_throughput_echo_64\"" "$t/r.json" |
   grep -q '"io_threads": 2, "zmq_io_threads": 3' ||
   fail "the bridge row does not say its threads: $(cat "$t/r.json")"
+# two rounds of 2 x 1000 messages each side: every throughput row sums them
+# and lists each round's rate; the bound is printed over all and per round
+for row in zmq_raw_throughput_echo_64 bridge_throughput_echo_64 \
+           bridge_delim_throughput_echo_64 broker_bridge_throughput_echo_64; do
+  line=$(grep "\"name\": \"$row\"" "$t/r.json")
+  rounds=$(echo "$line" | grep -o '"rounds": \[[0-9, ]*\]')
+  [ "$(echo "$rounds" | grep -o '[0-9][0-9]*' | wc -l)" -eq 2 ] ||
+    fail "$row: want 2 rounds, got '$rounds' in $line"
+  echo "$line" | grep -q '"count": 4000,' || fail "$row: want count 4000: $line"
+done
+grep "\"name\": \"bridge_throughput_echo_64\"" "$t/r.json" | grep -q '"bridge_cpu_us_per_msg": ' ||
+  fail "no bridge_cpu_us_per_msg: $(cat "$t/r.json")"
+grep "throughput bridge .* over 2 rounds each: .* x (>= 0.85: .*); rounds [0-9.]*, [0-9.]* x, worst" \
+  "$t/out" >/dev/null || fail "no bound over the rounds: $(cat "$t/out")"
 kill -TERM "$bpid"
 wait "$bpid"
 rc=$?
