@@ -50,6 +50,8 @@
     X(connections_shed, "connections accepted and closed at once during such a pause (they were "  \
                         "waiting when it began)")                                                  \
     X(log_suppressed, "log lines left out by the per-kind rate limit")                            \
+    X(deploys, "module sets deployed into the running bridge (SIGHUP)")                            \
+    X(deploy_failures, "deploys that changed nothing: refused, rolled back or given up")           \
     X(ring_requests, "requests the runtime enqueued")                                              \
     X(ring_replies, "replies the runtime delivered")                                               \
     X(ring_errors, "replies with an error status and failed sends, in the runtime")                \

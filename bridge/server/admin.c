@@ -127,6 +127,8 @@ static void rkb__counters(const rkb_shared *sh, const rkb_loop *self, rkb_status
     rkb__sum(sh, self, c);
     c->restarts = st.restarts;
     c->log_suppressed = rkb_log_suppressed();
+    c->deploys = RKB_LD(sh->deploys);
+    c->deploy_failures = RKB_LD(sh->deploy_failures);
     c->ring_requests = st.requests;
     c->ring_replies = st.replies;
     c->ring_errors = st.errors;

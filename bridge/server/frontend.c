@@ -220,6 +220,7 @@ void rkb_stop_workers(rkb_shared *sh)
 
 static void rkb__signal(rkb_front *f)
 {
+    rkb_deploy_cancel(f->sh);
     f->stopping = true;
     rkb_notify("STOPPING=1");
     rkb_stop_workers(f->sh);
@@ -290,9 +291,9 @@ void rkb_front_run(rkb_front *f)
     int64_t spin_ns = rkb_spin_ns(f->sh->cpus);
     int64_t last_progress = rkb_now_ns(), last_read = 0;
     for (;;) {
-        bool room = true;
+        bool room = !rkb_deploying(f->sh); /* a deploy: requests wait in ZeroMQ */
         int progress = rkb__replies(f);
-        int reads = f->stopping ? rkb__refuse(f) : rkb__requests(f, &room);
+        int reads = f->stopping ? rkb__refuse(f) : room ? rkb__requests(f, &room) : 0;
         progress += reads;
         if (p->st.router) /* whatever the rings hold; it does not count as a read */
             progress += rkb_statusep_serve(p);
@@ -303,6 +304,10 @@ void rkb_front_run(rkb_front *f)
             last_read = now;
         if (now >= p->next_watch && rkb_port_watch(p, now) && !f->stopping)
             rkb__signal(f);
+        if (rkb_deploying(f->sh)) {
+            rkb_deploy_step(f->sh, NULL, now);
+            progress += !rkb_deploying(f->sh); /* it ended: read at once */
+        }
         if (rkb__done(f, now, last_read))
             break;
         if (progress) {

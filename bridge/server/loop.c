@@ -396,7 +396,7 @@ static bool rkb__can_read(const rkb_loop *l)
 {
     if (!l->port)
         return l->pool.n_free != 0;
-    return l->pool.n_free && l->pool.n_parked + (uint32_t)l->n_adm < l->cfg->queue &&
+    return l->pool.n_free && !rkb_deploying(l->sh) && l->pool.n_parked + (uint32_t)l->n_adm < l->cfg->queue &&
            l->pool.parked_bytes + l->adm_bytes < l->cfg->queue_bytes;
 }
 
@@ -420,6 +420,7 @@ static void rkb__publish_left(rkb_loop *l)
 
 static void rkb__begin_stop(rkb_loop *l, int64_t at)
 {
+    rkb_deploy_cancel(l->sh);
     l->stopping = true;
     l->stop_at = at;
     rkb_log(RKB_LOG_INFO, "stopping: %u request(s) in flight, %u waiting; answering new ones "
@@ -541,6 +542,10 @@ void rkb_loop_run(rkb_loop *l)
     int64_t spin_ns = rkb_spin_ns(l->sh->cpus);
     int64_t yield_ns = getenv("RKB_YIELD_NS") ? atoll(getenv("RKB_YIELD_NS")) : 2000000;
     for (;;) {
+        if (!l->port && rkb_deploy_hold(l)) { /* a deploy runs: hands off the runtime */
+            rkb__worker_sleep(l, 10, false);
+            continue;
+        }
         int progress = rkb__drain_replies(l);
         if (l->pool.n_parked)
             progress += rkb__retry_parked(l);
@@ -565,6 +570,10 @@ void rkb_loop_run(rkb_loop *l)
         if (l->owe_wake)
             rkb__announce(l);
         rkb__check_stop(l, now, l->port && now >= l->port->next_watch);
+        if (l->port && rkb_deploying(l->sh)) {
+            rkb_deploy_step(l->sh, l, now);
+            progress += !rkb_deploying(l->sh); /* it ended: read at once */
+        }
         if (l->stopping && rkb__done(l, now, last_read))
             break;
         if (progress) {
@@ -635,16 +644,26 @@ int rkb_loop_init(rkb_loop *l)
     l->lim = RKB_LIMITS_DEFAULT;
     l->lim.max_frame = c->max_message_bytes;
     l->lim.test_ops = c->rk.test_faults;
-    /* the module actors (after the built-ins echo and vadd, decoded as ops) */
-    int n = rk_runtime_actor_count(l->sh->rt) - RK_BUILTIN_ACTORS;
-    l->actors = calloc(n > 0 ? (size_t)n : 1, sizeof *l->actors);
-    if (!l->actors) {
+    if (rkb_loop_actors(l)) {
         fprintf(stderr, "rk-bridge: out of memory for the actor table\n");
         return -1;
     }
+    return 0;
+}
+
+int rkb_loop_actors(rkb_loop *l)
+{
+    /* the module actors (after the built-ins echo and vadd, decoded as ops) */
+    int n = rk_runtime_actor_count(l->sh->rt) - RK_BUILTIN_ACTORS;
+    rkb_actor *a = calloc(n > 0 ? (size_t)n : 1, sizeof *a);
+    free(l->actors); /* its declarations are gone after a deploy: never kept */
+    l->actors = a;
+    l->lim.actors = a;
+    l->lim.n_actors = 0;
+    if (!a)
+        return -1;
     for (int i = 0; i < n; i++)
-        l->actors[i].decl = rk_runtime_actor_at(l->sh->rt, i + RK_BUILTIN_ACTORS, &l->actors[i].type, NULL);
-    l->lim.actors = l->actors;
+        a[i].decl = rk_runtime_actor_at(l->sh->rt, i + RK_BUILTIN_ACTORS, &a[i].type, NULL);
     l->lim.n_actors = n > 0 ? (size_t)n : 0;
     return 0;
 }

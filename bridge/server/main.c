@@ -518,12 +518,14 @@ int main(int argc, char **argv)
         a.c.binds[a.c.n_binds++] = "tcp://127.0.0.1:5555";
     if (rkb__check_binds(&a.c, default_bind))
         return RKB_EXIT_USAGE;
-    /* SIGINT/SIGTERM are blocked in every thread (threads inherit the
-     * mask) and read from a signalfd by the thread that owns the socket. */
+    /* SIGINT/SIGTERM (a stop) and SIGHUP (a deploy) are blocked in every
+     * thread (threads inherit the mask) and read from a signalfd by the
+     * thread that owns the socket. */
     sigset_t ss;
     sigemptyset(&ss);
     sigaddset(&ss, SIGINT);
     sigaddset(&ss, SIGTERM);
+    sigaddset(&ss, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &ss, NULL);
     signal(SIGPIPE, SIG_IGN);
     return rkb_run(&a.c);

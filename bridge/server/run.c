@@ -199,6 +199,7 @@ static int rkb__signalfd(void)
     sigemptyset(&ss);
     sigaddset(&ss, SIGINT);
     sigaddset(&ss, SIGTERM);
+    sigaddset(&ss, SIGHUP); /* a deploy (deploy.c) */
     return signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 

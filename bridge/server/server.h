@@ -366,6 +366,7 @@ typedef struct rkb_loop {
     rkb_counters n;
     bool stopping;
     int64_t stop_at;
+    uint32_t quiet_gen;     /* atomic: the deploy (rkb_shared.deploy_gen) it holds nothing for */
     int32_t adm[RKB_ADMIT_BATCH]; /* entries a read burst admitted, posted together */
     int n_adm;
     size_t adm_bytes;             /* their bodies' bytes: they wait too, until the flush */
@@ -382,6 +383,10 @@ typedef struct rkb_loop {
 
 int rkb_loop_init(rkb_loop *l);
 void rkb_loop_fini(rkb_loop *l);
+/* (Re)makes l->actors and l->lim's view of it from the runtime's module
+ * actors (start-up, and after a deploy). 0, or -1 out of memory (then no
+ * module actor is decoded). */
+int rkb_loop_actors(rkb_loop *l);
 /* Runs until the stop rules say so (see loop.c). */
 void rkb_loop_run(rkb_loop *l);
 void *rkb_worker_main(void *arg);
@@ -449,6 +454,11 @@ typedef struct rkb_shared {
     int stopping;           /* atomic: a signal arrived (worker mode) */
     int64_t stop_at;        /* written before stopping is set (release) */
     int live;               /* atomic: workers still running */
+    /* a deploy (deploy.c): odd while one runs; written by the port's
+     * thread (release), read by the workers (acquire) */
+    uint32_t deploy_gen;
+    int64_t deploy_at;      /* when it was asked (the port's thread) */
+    uint64_t deploys, deploy_failures; /* atomic, for status */
     int exit_code;
     uint64_t fd_limit;
     char endpoints[1024];
@@ -459,6 +469,19 @@ typedef struct rkb_shared {
     const char *warnings[RKB_MAX_WARNINGS + 1];
     int n_warnings;
 } rkb_shared;
+
+/* deploy.c: SIGHUP deploys --actors again into the running bridge.
+ * ask: the signal (the port's thread); the port stops reading until the
+ * deploy ends. step: the port's thread, every pass while one runs (own:
+ * its request loop with --io-threads 1, else NULL): deploys once every
+ * loop holds nothing, or gives up after --drain-ms. cancel: a stop
+ * signal ends it. hold: a worker, at the top of every pass: true while
+ * it must not touch the runtime (it held nothing and a deploy runs). */
+static inline bool rkb_deploying(const struct rkb_shared *sh);
+void rkb_deploy_ask(struct rkb_shared *sh, int64_t now);
+void rkb_deploy_step(struct rkb_shared *sh, rkb_loop *own, int64_t now);
+void rkb_deploy_cancel(struct rkb_shared *sh);
+bool rkb_deploy_hold(rkb_loop *l);
 
 /* A sentence for the operator: stderr now, and `status` `warnings`. */
 void rkb_warn_operator(rkb_shared *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -477,6 +500,9 @@ size_t rkb_zap_keys(const rkb_zap *z);
 
 /* notify.c: systemd's readiness protocol; a no-op without $NOTIFY_SOCKET. */
 void rkb_notify(const char *state);
+
+/* the port's thread: its own writes, no atomic needed */
+static inline bool rkb_deploying(const rkb_shared *sh) { return sh->deploy_gen & 1u; }
 
 #include "pool.h"
 

@@ -38,14 +38,22 @@
 #define RKB_PAUSE_RESET_NS 10000000000LL /* no failure for 10 s: back to the minimum */
 #define RKB_IPC_RESERVE 32              /* descriptors kept free, beyond the backlog (ipc) */
 
-static int rkb__signal(rkb_port *p)
+/* 1 when a stop signal came; SIGHUP asks for a deploy (deploy.c). */
+static int rkb__signal(rkb_port *p, int64_t now)
 {
     struct signalfd_siginfo si;
-    if (p->sfd < 0 || read(p->sfd, &si, sizeof si) != (ssize_t)sizeof si)
-        return 0;
-    rkb_log(RKB_LOG_INFO, "signal %u (%s): shutting down", si.ssi_signo,
-            si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
-    return 1;
+    int stop = 0;
+    /* every signal waiting: a SIGHUP must not hide a SIGTERM behind it */
+    while (p->sfd >= 0 && read(p->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGHUP) {
+            rkb_deploy_ask(p->sh, now);
+            continue;
+        }
+        rkb_log(RKB_LOG_INFO, "signal %u (%s): shutting down", si.ssi_signo,
+                si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+        stop = 1;
+    }
+    return stop;
 }
 
 /* The endpoint of sock an event names; else sock's only endpoint, if it
@@ -205,7 +213,7 @@ static void rkb__resume(rkb_port *p, int64_t now)
 int rkb_port_watch(rkb_port *p, int64_t now)
 {
     p->next_watch = now + RKB_WATCH_NS;
-    int sig = rkb__signal(p);
+    int sig = rkb__signal(p, now);
     /* bounded: a flood of events must not starve the requests */
     for (int k = 0; p->monitor && k < 4096 && rkb__event(p, p->monitor, p->router, now); k++)
         ;
