@@ -31,6 +31,7 @@ void rkb_deploy_ask(rkb_shared *sh, int64_t now)
         return;
     }
     sh->deploy_at = now;
+    rkb_notify("RELOADING=1");
     /* release: pairs with the workers' acquire in rkb_deploy_hold */
     __atomic_store_n(&sh->deploy_gen, sh->deploy_gen + 1, __ATOMIC_RELEASE);
     for (int i = 0; sh->front && i < sh->n_loops; i++)
@@ -47,6 +48,7 @@ static void rkb__end(rkb_shared *sh)
     __atomic_store_n(&sh->deploy_gen, sh->deploy_gen + 1, __ATOMIC_RELEASE);
     for (int i = 0; sh->front && i < sh->n_loops; i++)
         rkb_wake_always(&sh->loops[i]->wk);
+    rkb_notify("READY=1");
 }
 
 void rkb_deploy_cancel(rkb_shared *sh)

@@ -3,6 +3,7 @@
 msgpack, CPU backend, default worker-process isolation.
 
     test_deploy.py PATH-TO-rk-bridge MODULE_BUILD_DIR MODULE_DIR [BRIDGE ARGS...]
+    test_deploy.py PATH-TO-rk-bridge --gpu SAMPLE_ACTORS.so [BRIDGE ARGS...]
 
 The bridge serves a directory (--actors DIR) that starts with mod_math.so.
 While a client keeps 64 echoes in flight the whole time, the directory
@@ -14,8 +15,13 @@ changes and SIGHUP deploys it:
   3. the bad module and mod_math.so removed: `twice` is UNKNOWN_OP,
      `upper` is served.
 Every echo of the client gets exactly one reply, ok, whatever the deploys
-did; the counters say 2 deploys and 1 failure. Exit 0 pass, 1 fail, 77
-skip (pyzmq or msgpack missing)."""
+did; the counters say 2 deploys and 1 failure.
+
+--gpu (CUDA backend, samples/gpu_module): the GPU module is deployed again
+(SIGHUP, the same file) under the same load: `count`'s device-resident
+total starts over (a fresh worker loaded the module's kernel), `saxpy`
+still answers, every echo once; the log says how long requests were held.
+Exit 0 pass, 1 fail, 77 skip (pyzmq or msgpack missing, or no GPU)."""
 import os
 import shutil
 import signal
@@ -93,7 +99,50 @@ def wait_for(s, key, want, what):
     raise AssertionError("%s: counters.%s stayed %d (want %d)" % (what, key, c[key], want))
 
 
+def count(s, id_, add):
+    rep = call(s, "count", id_, add=add.to_bytes(8, "little"))
+    assert rep["ok"], rep
+    return int.from_bytes(rep["total"], "little")
+
+
+def gpu(bridge_path, sample):
+    b = Bridge(bridge_path, "--actors", sample, *sys.argv[4:])
+    ctx = zmq.Context()
+    s = sock(ctx, zmq.DEALER, b.ep)
+    load = Load(ctx, b.ep)
+    try:
+        st = call(s, "status", 1)
+        if st["backend"] != "cuda":
+            print("skip: the bridge runs on %s (%s)" % (st["backend"], st["backend_why"]))
+            return 77
+        assert [count(s, 10 + k, k) for k in (1, 2, 3)] == [1, 3, 6]
+        load.start()
+        time.sleep(0.3)
+        b.p.send_signal(signal.SIGHUP)
+        wait_for(s, "deploys", 1, "the GPU module's deploy")
+        assert count(s, 20, 5) == 5, "count's device state did not start over"
+        rep = call(s, "saxpy", 21, a=b"\0\0\0@", x=b"\0\0\x80?" * 4, y=b"\0\0\x80?" * 4)  # 2 * 1 + 1
+        assert rep["ok"] and rep["y"] == b"\0\0@@" * 4, rep
+        time.sleep(0.3)
+        load.stop.set()
+        load.join(60)
+        assert not load.is_alive() and not load.bad, load.bad[:5]
+        assert load.got == load.sent, (load.sent, load.got)
+    finally:
+        load.stop.set()
+        s.close()
+        load.s.close()
+        ctx.term()
+        text = b.stop()
+    held = [ln for ln in text.splitlines() if "deployed in" in ln]
+    assert held, "the log lacks the deploy"
+    print("deploy (cuda): %d echoes, all answered once; %s" % (load.sent, held[0]))
+    return 0
+
+
 def main():
+    if sys.argv[2] == "--gpu":
+        return gpu(sys.argv[1], sys.argv[3])
     bridge_path, mod_dir, case_dir = sys.argv[1:4]
     d = os.path.join(os.environ.get("TMPDIR", "/tmp"), "rkdeploy-%d" % os.getpid())
     os.makedirs(d)
