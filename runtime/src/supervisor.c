@@ -60,11 +60,11 @@ static rk__wmsg rk__init_msg(const rk__super *s, uint32_t kind)
     return m;
 }
 
-/* Spawns a worker with INIT m and waits for its HELLO (validated, region
- * registered). */
-static int rk__spawn_hello(rk__super *s, rk__proc *w, rk__wmsg m)
+/* Spawns a worker with INIT m and the modules mods, and waits for its
+ * HELLO (validated, region registered). */
+static int rk__spawn_hello(rk__super *s, rk__proc *w, rk__wmsg m, const struct rk__modset *mods)
 {
-    int rc = rk__proc_spawn(w, s->rt->region_fd, &m, s->rt->mods);
+    int rc = rk__proc_spawn(w, s->rt->region_fd, &m, mods);
     if (rc)
         return rc;
     rc = rk__proc_await(w, RK__WM_HELLO, &m, rk__proc_start_ms());
@@ -84,7 +84,12 @@ static int rk__spawn_hello(rk__super *s, rk__proc *w, rk__wmsg m)
 
 int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind)
 {
-    return rk__spawn_hello(s, w, rk__init_msg(s, kind));
+    return rk__spawn_hello(s, w, rk__init_msg(s, kind), s->rt->mods);
+}
+
+int rk__spawn_ready_with(rk__super *s, rk__proc *w, uint32_t kind, const struct rk__modset *mods)
+{
+    return rk__spawn_hello(s, w, rk__init_msg(s, kind), mods);
 }
 
 int rk__check_launch(rk__super *s, uint32_t grid, uint32_t block, uint32_t smem, rk__wdev *dev)
@@ -94,7 +99,7 @@ int rk__check_launch(rk__super *s, uint32_t grid, uint32_t block, uint32_t smem,
     m.block = block;
     m.smem = smem;
     rk__proc w = RK__PROC_NONE;
-    const int rc = rk__spawn_hello(s, &w, m);
+    const int rc = rk__spawn_hello(s, &w, m, s->rt->mods);
     if (rc)
         return rc;
     *dev = w.dev;

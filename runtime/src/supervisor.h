@@ -42,6 +42,8 @@ static inline const char *rk__kind_name(uint32_t kind) { return kind == RK__WB_C
 
 /* supervisor.c */
 RK__HIDDEN int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind);
+/* The same for another set of modules (a reload's, before it is rt's). */
+RK__HIDDEN int rk__spawn_ready_with(rk__super *s, rk__proc *w, uint32_t kind, const struct rk__modset *mods);
 /* Whether the GPU would run grid/block/smem: a CUDA worker spawned with
  * them checks them against its device as any worker's start does (its
  * HELLO), and is ended; *dev: what it would run (grid 0 and block 0

@@ -249,9 +249,24 @@ static void rk__super_clear_locked(rk_runtime *rt)
     atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
 }
 
-/* A fresh worker on *next's modules (internal.h, rk__backend_ops.reload):
- * the serving one stops at a message boundary, the standby (the old
- * modules') is ended, and a cold start loads the new set. */
+/* Stops the serving worker at a message boundary (its kernel gone once
+ * it says STOPPED); its exit, a CUDA context's teardown (~60 ms on an
+ * H100), is reaped in the background. s->lock held. */
+static void rk__super_stop_active(rk__super *s, rk_runtime *rt)
+{
+    rk__wmsg m = {.kind = RK__WM_STOP};
+    if (s->active.live && rk__proc_send(&s->active, &m) == 0 &&
+        rk__proc_await_draining(&s->active, RK__WM_STOPPED, &m, RK__STOP_MS, rt) == 0)
+        rk__proc_abandon(&s->active, NULL, 0);
+    else
+        rk__proc_end(&s->active, NULL, 0); /* it had its time: not twice */
+}
+
+/* A fresh worker on *next's modules (internal.h, rk__backend_ops.reload).
+ * It is started first, while the old one serves: its cold start (a CUDA
+ * context, the module loaded, the region registered) is most of a reload,
+ * and a set whose worker does not start then changes nothing. Then the
+ * old one stops and the new one gets GO, as a warm standby would. */
 static int rk__super_reload(rk_runtime *rt, rk__registry *next)
 {
     rk__super *s = rt->backend_state;
@@ -264,16 +279,30 @@ static int rk__super_reload(rk_runtime *rt, rk__registry *next)
         return rc;
     }
     const int64_t t0 = rk__now_ns();
-    rk__proc_stop(&s->active, RK__STOP_MS, rt);
-    rk__proc_end(&s->standby, NULL, 0);
+    rk__proc_end(&s->standby, NULL, 0); /* the old set's */
+    s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
+    rk__proc fresh = RK__PROC_NONE;
+    int rc = rk__spawn_ready_with(s, &fresh, rt->worker_kind, next->mods);
+    if (rc) {
+        char d[512];
+        snprintf(d, sizeof d, "%s", rk_last_detail()); /* (rk__fail writes where it points) */
+        rc = rk__fail(rc, "the new modules' %s worker did not start: %s; nothing was changed",
+                      rk__kind_name(rt->worker_kind), d);
+        rk__log(RK__LOG_WARN, "%s", rk_last_detail());
+        pthread_mutex_unlock(&s->lock);
+        return rc;
+    }
+    const int64_t t1 = rk__now_ns();
+    rk__super_stop_active(s, rt);
     rk__super_clear_locked(rt);
     rk__registry_swap(rt, next);
+    s->standby = fresh;
     bool served, warm;
-    int rc = rk__take_over(s, rt->worker_kind, &served, &warm);
+    rc = rk__take_over(s, rt->worker_kind, &served, &warm);
     if (rc) {
         char why[600];
-        snprintf(why, sizeof why, "the new modules' %s worker did not start: %s", rk__kind_name(rt->worker_kind),
-                 rk_last_detail());
+        snprintf(why, sizeof why, "the new modules' %s worker failed as it started to serve: %s",
+                 rk__kind_name(rt->worker_kind), rk_last_detail());
         rk__super_clear_locked(rt);
         rk__registry_swap(rt, next); /* the previous modules, on a fresh worker */
         int back = rk__take_over(s, rt->worker_kind, &served, &warm);
@@ -294,8 +323,9 @@ static int rk__super_reload(rk_runtime *rt, rk__registry *next)
     if (rc)
         rk__log(RK__LOG_WARN, "%s", rk_last_detail());
     else
-        rk__log(RK__LOG_INFO, "modules reloaded in %.1f ms: worker %d serves %zu user actor(s)",
-                (double)(rk__now_ns() - t0) / 1e6, (int)s->active.pid, rt->n_defs);
+        rk__log(RK__LOG_INFO, "modules reloaded: worker %d serves %zu user actor(s); its start took %.1f ms "
+                "beside the old one, the switch %.1f ms", (int)s->active.pid, rt->n_defs,
+                (double)(t1 - t0) / 1e6, (double)(rk__now_ns() - t1) / 1e6);
     rk__runtime_wake(rt);
     pthread_mutex_unlock(&s->lock);
     return rc;
