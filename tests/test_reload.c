@@ -3,7 +3,7 @@
  * while actors stay open; a refused module, a request in flight and a
  * worker that does not start on the new set each change nothing (the
  * previous set serves on, no request lost); several devices reload all or
- * none. argv[1]: the build folder of tests/modules, argv[2]:
+ * none; rk_runtime_reload_prepare ahead of a reload. argv[1]: the build folder of tests/modules, argv[2]:
  * tests/modules/dir (mod_a.so "upper", mod_b.so "lower"). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -230,6 +230,74 @@ static void test_worker_fails_goes_back(void **state)
     rk_runtime_close(rt);
 }
 
+/* rk_runtime_reload_prepare: while a request runs (allowed: the serving
+ * worker serves on), a refused set changes nothing, a worker that exits
+ * on the new set changes nothing, a reload of other paths drops what was
+ * prepared, one of the same paths takes it; a close drops it too. */
+static void prepare(rk_isolation iso)
+{
+    const char *slow[] = {p_slow};
+    rk_runtime *rt = open_rt(iso, 1, slow, 1);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    unsigned char req[64];
+    const uint32_t ms = 200;
+    size_t lens[1] = {4};
+    void *at[1];
+    const size_t n = rk_fields_layout(req, sizeof req, 1, lens, at);
+    memcpy(at[0], &ms, 4);
+    uint64_t id;
+    assert_int_equal(rk_actor_send(a, type_of(rt, "slow"), req, n, 0, &id, 1000), 0);
+    const char *dup[] = {p_math, p_dup};
+    assert_int_equal(rk_runtime_reload_prepare(rt, dup, 2), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "mod_bad_duplicate.so"));
+    const char *both[] = {p_slow, case_dir};
+    if (rk_runtime_reload_prepare(rt, both, 2))
+        fail_msg("prepare: %s", rk_last_detail());
+    assert_null(rk_runtime_actor_find(rt, "upper", NULL)); /* not yet */
+    assert_int_equal(rk_runtime_reload_modules(rt, both, 2), -RK_EBUSY);
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(a, &r, 5000), 0);
+    assert_true(r.id == id && r.status == 0);
+    rk_reply_release(a, &r);
+    assert_int_equal(rk_runtime_reload_modules(rt, both, 2), 0);
+    call_is(rt, a, "upper", "prep", "PREP");
+    /* prepared for one set, reloaded with another: the other serves */
+    const char *math[] = {p_math};
+    assert_int_equal(rk_runtime_reload_prepare(rt, both, 2), 0);
+    assert_int_equal(rk_runtime_reload_modules(rt, math, 1), 0);
+    assert_null(rk_runtime_actor_find(rt, "upper", NULL));
+    call_is(rt, a, "twice", "o", "oo");
+    if (iso == RK_ISOLATION_PROCESS) {
+        rk_worker_info w0, w1;
+        rk_runtime_worker(rt, &w0);
+        const char *fails[] = {p_fails};
+        setenv("RK_TEST_WORKER_FAILS", "1", 1);
+        int rc = rk_runtime_reload_prepare(rt, fails, 1);
+        unsetenv("RK_TEST_WORKER_FAILS");
+        assert_true(rc < 0);
+        assert_non_null(strstr(rk_last_detail(), "nothing was changed"));
+        rk_runtime_worker(rt, &w1);
+        assert_int_equal(w1.pid, w0.pid);
+        call_is(rt, a, "twice", "p", "pp");
+    }
+    assert_int_equal(rk_runtime_reload_prepare(rt, both, 2), 0); /* dropped by the close */
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
+static void test_prepare_in_process(void **state)
+{
+    (void)state;
+    prepare(RK_ISOLATION_AUTO);
+}
+
+static void test_prepare_in_worker(void **state)
+{
+    (void)state;
+    prepare(RK_ISOLATION_PROCESS);
+}
+
 /* Two devices (two CPU workers): each serves the new set, and one
  * device's request in flight refuses the whole reload. */
 static void test_devices(void **state)
@@ -266,6 +334,7 @@ static void test_devices(void **state)
     assert_true(r.id == id);
     assert_int_equal(r.status, 0);
     rk_reply_release(a[1], &r);
+    assert_int_equal(rk_runtime_reload_prepare(rt, math, 1), 0); /* both devices' workers */
     assert_int_equal(rk_runtime_reload_modules(rt, math, 1), 0);
     for (int i = 0; i < 2; i++)
         call_is(rt, a[i], "twice", "d", "dd");
@@ -293,6 +362,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_busy_in_process),
         cmocka_unit_test(test_busy_in_worker),
         cmocka_unit_test(test_worker_fails_goes_back),
+        cmocka_unit_test(test_prepare_in_process),
+        cmocka_unit_test(test_prepare_in_worker),
         cmocka_unit_test(test_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -320,6 +320,11 @@ typedef struct rk__backend_ops {
      * on it (*next then holds the new set). 0 or the code, detail set.
      * NULL: -RK_ENOTSUP. */
     int (*reload)(rk_runtime *rt, struct rk__registry *next);
+    /* rk_runtime_reload_prepare: starts next's consumer beside the serving
+     * one, for the reload of that set to take over (NULL: nothing to
+     * prepare). unprepare ends it (idempotent). Other threads may use rt. */
+    int (*prepare)(rk_runtime *rt, const struct rk__registry *next);
+    void (*unprepare)(rk_runtime *rt);
 } rk__backend_ops;
 
 RK__HIDDEN extern const rk__backend_ops rk__cpu_backend;    /* a thread of this process */
@@ -445,6 +450,8 @@ struct rk_runtime {
     struct rk__modset *mods;
     rk_actor_def *defs;
     size_t n_defs;
+    /* a set rk_runtime_reload_prepare loaded (reload.c), or NULL */
+    struct rk__prepared *prep;
 
     /* Several devices (group.c): a group holds one runtime per device in
      * lanes[0..n_lanes) and nothing else of the above is used; each of
@@ -500,6 +507,8 @@ typedef struct rk__registry {
 RK__HIDDEN int rk__registry_build(const rk_runtime *rt, const char *const *paths, size_t n, rk__registry *out);
 RK__HIDDEN void rk__registry_swap(rk_runtime *rt, rk__registry *r);
 RK__HIDDEN void rk__registry_drop(rk__registry *r);
+/* Drops what rk_runtime_reload_prepare made (reload.c), at close. */
+RK__HIDDEN void rk__reload_free(rk_runtime *rt);
 /* Checks that the backend in use can run user type `type` (send path):
  * 0, -RK_ENOTSUP (no such actor) or -RK_ENODEV (not on this backend). */
 RK__HIDDEN int rk__registry_check(const rk_runtime *rt, uint16_t type);

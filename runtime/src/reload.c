@@ -3,7 +3,9 @@
  * process first (a bad module changes nothing), then each device's
  * consumer is restarted on it by its backend (rk__backend_ops.reload);
  * a device whose consumer does not start on it is back on the previous
- * set, and so are the devices done before it (all or none). */
+ * set, and so are the devices done before it (all or none).
+ * rk_runtime_reload_prepare does the part that needs no pause ahead:
+ * the set loaded, its workers started beside the serving ones. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,14 @@
 #include "actor.h"
 #include "barrier.h"
 #include "modules.h"
+
+/* What rk_runtime_reload_prepare made for one device: the set, and the
+ * paths it was asked for (a reload of other paths does not use it). */
+typedef struct rk__prepared {
+    rk__registry reg;
+    char **paths;
+    size_t n;
+} rk__prepared;
 
 /* Requests rt's open actors have in flight or staged, and one of their
  * actors' names (for the detail). Types are what a reload changes: a
@@ -36,28 +46,89 @@ static uint32_t rk__unanswered(rk_runtime *rt, uint16_t *type)
     return n;
 }
 
-/* Checks every lane before anything changes: 0, or the refusal. */
-static int rk__reload_check(rk_runtime *const *lanes, int n_lanes, const char *const *paths, size_t n)
+/* What both calls refuse before anything changes: 0, or the refusal. */
+static int rk__reload_usable(const char *fn, rk_runtime *const *lanes, int n_lanes, const char *const *paths,
+                             size_t n)
 {
     if (n && !paths)
-        return rk__fail(RK_EINVAL, "rk_runtime_reload_modules: n is %zu but paths is NULL", n);
+        return rk__fail(RK_EINVAL, "%s: n is %zu but paths is NULL", fn, n);
     for (int i = 0; i < n_lanes; i++) {
         rk_runtime *rt = lanes[i];
         if (!rt->backend->reload)
-            return rk__fail(RK_ENOTSUP, "rk_runtime_reload_modules: the %s backend runs the modules' GPU kernel in "
-                            "this process (isolation none) and cannot load another; reopen the runtime, or "
-                            "use a worker process (the default isolation)", rt->backend->name);
+            return rk__fail(RK_ENOTSUP, "%s: the %s backend runs the modules' GPU kernel in this process (isolation "
+                            "none) and cannot load another; reopen the runtime, or use a worker process (the "
+                            "default isolation)", fn, rt->backend->name);
         const int bad = atomic_load(&rt->fault);
         if (bad)
-            return rk__fail(-bad, "rk_runtime_reload_modules: the runtime failed for good (%s)", rk_strerror(bad));
-        uint16_t type = 0;
-        const uint32_t busy = rk__unanswered(rt, &type);
-        if (busy)
-            return rk__fail(RK_EBUSY, "rk_runtime_reload_modules: %u request(s) in flight or staged%s (one of "
-                            "type %u, %s): a reload needs every reply received first; nothing was changed",
-                            busy, n_lanes > 1 ? " on one device" : "", type, rk__type_name(rt, type));
+            return rk__fail(-bad, "%s: the runtime failed for good (%s)", fn, rk_strerror(bad));
     }
     return 0;
+}
+
+static void rk__prep_drop(rk_runtime *rt)
+{
+    rk__prepared *p = rt->prep;
+    if (!p)
+        return;
+    if (rt->backend && rt->backend->unprepare && rt->backend_state) /* (a stopped backend ended it) */
+        rt->backend->unprepare(rt);
+    rk__registry_drop(&p->reg);
+    for (size_t i = 0; i < p->n; i++)
+        free(p->paths[i]);
+    free(p->paths);
+    free(p);
+    rt->prep = NULL;
+}
+
+void rk__reload_free(rk_runtime *rt) { rk__prep_drop(rt); }
+
+/* Takes rt's prepared set into *out when it was made for these paths. */
+static bool rk__prep_take(rk_runtime *rt, const char *const *paths, size_t n, rk__registry *out)
+{
+    rk__prepared *p = rt->prep;
+    bool same = p && p->n == n;
+    for (size_t i = 0; same && i < n; i++)
+        same = strcmp(p->paths[i], paths[i]) == 0;
+    if (!same)
+        return false;
+    *out = p->reg;
+    p->reg = (rk__registry){0};
+    return true;
+}
+
+/* One device's prepared set: loaded, and its consumer started. */
+static int rk__prep_one(rk_runtime *rt, const char *const *paths, size_t n)
+{
+    rk__prepared *p = calloc(1, sizeof *p);
+    if (!p || (n && !(p->paths = calloc(n, sizeof *p->paths)))) {
+        free(p);
+        return rk__fail(RK_ENOMEM, "rk_runtime_reload_prepare: out of memory");
+    }
+    rt->prep = p;
+    for (; p->n < n; p->n++)
+        if (!(p->paths[p->n] = strdup(paths[p->n])))
+            return rk__fail(RK_ENOMEM, "rk_runtime_reload_prepare: out of memory");
+    int rc = rk__registry_build(rt, paths, n, &p->reg);
+    if (rc == 0 && rt->backend->prepare)
+        rc = rt->backend->prepare(rt, &p->reg);
+    return rc;
+}
+
+int rk_runtime_reload_prepare(rk_runtime *rt, const char *const *paths, size_t n)
+{
+    if (!rt)
+        return rk__fail(RK_EINVAL, "rk_runtime_reload_prepare: runtime is NULL");
+    rk_runtime *const *lanes = rt->lanes ? rt->lanes : &rt;
+    const int n_lanes = rt->lanes ? rt->n_lanes : 1;
+    int rc = rk__reload_usable("rk_runtime_reload_prepare", lanes, n_lanes, paths, n);
+    for (int i = 0; rc == 0 && i < n_lanes; i++) {
+        rk__prep_drop(lanes[i]);
+        rc = rk__prep_one(lanes[i], paths, n);
+    }
+    if (rc)
+        for (int i = 0; i < n_lanes; i++)
+            rk__prep_drop(lanes[i]);
+    return rc;
 }
 
 int rk_runtime_reload_modules(rk_runtime *rt, const char *const *paths, size_t n)
@@ -66,7 +137,15 @@ int rk_runtime_reload_modules(rk_runtime *rt, const char *const *paths, size_t n
         return rk__fail(RK_EINVAL, "rk_runtime_reload_modules: runtime is NULL");
     rk_runtime *const *lanes = rt->lanes ? rt->lanes : &rt;
     const int n_lanes = rt->lanes ? rt->n_lanes : 1;
-    int rc = rk__reload_check(lanes, n_lanes, paths, n);
+    int rc = rk__reload_usable("rk_runtime_reload_modules", lanes, n_lanes, paths, n);
+    for (int i = 0; rc == 0 && i < n_lanes; i++) {
+        uint16_t type = 0;
+        const uint32_t busy = rk__unanswered(lanes[i], &type);
+        if (busy)
+            rc = rk__fail(RK_EBUSY, "rk_runtime_reload_modules: %u request(s) in flight or staged%s (one of type "
+                          "%u, %s): a reload needs every reply received first; nothing was changed",
+                          busy, n_lanes > 1 ? " on one device" : "", type, rk__type_name(lanes[i], type));
+    }
     if (rc)
         return rc;
     rk__registry *next = calloc((size_t)n_lanes, sizeof *next);
@@ -75,7 +154,8 @@ int rk_runtime_reload_modules(rk_runtime *rt, const char *const *paths, size_t n
     /* every device loads its own copy (as at open); all load, or none */
     int built = 0;
     for (; built < n_lanes && rc == 0; built++)
-        rc = rk__registry_build(lanes[built], paths, n, &next[built]);
+        if (!rk__prep_take(lanes[built], paths, n, &next[built]))
+            rc = rk__registry_build(lanes[built], paths, n, &next[built]);
     if (rc == 0) {
         int done = 0;
         for (; done < n_lanes && rc == 0; done++)
@@ -94,5 +174,7 @@ int rk_runtime_reload_modules(rk_runtime *rt, const char *const *paths, size_t n
     for (int i = 0; i < built; i++)
         rk__registry_drop(&next[i]);
     free(next);
+    for (int i = 0; i < n_lanes; i++)
+        rk__prep_drop(lanes[i]); /* used, or for other paths */
     return rc;
 }

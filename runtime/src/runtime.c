@@ -145,6 +145,7 @@ static int rk__config_check(const rk_config *c)
 
 static void rk__free(rk_runtime *rt)
 {
+    rk__reload_free(rt);
     rk__registry_free(rt);
     for (uint32_t i = 0; rt->actors && i < rt->n_actor_slots; i++)
         if (rt->actors[i])

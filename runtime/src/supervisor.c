@@ -89,7 +89,11 @@ int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind)
 
 int rk__spawn_ready_with(rk__super *s, rk__proc *w, uint32_t kind, const struct rk__modset *mods)
 {
-    return rk__spawn_hello(s, w, rk__init_msg(s, kind), mods);
+    /* (also called without s->lock: a relaunch may rewrite the shape) */
+    rk__info_lock(s->rt);
+    const rk__wmsg m = rk__init_msg(s, kind);
+    rk__info_unlock(s->rt);
+    return rk__spawn_hello(s, w, m, mods);
 }
 
 int rk__check_launch(rk__super *s, uint32_t grid, uint32_t block, uint32_t smem, rk__wdev *dev)

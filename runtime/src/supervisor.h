@@ -16,6 +16,8 @@ typedef struct rk__super {
     int evfd;             /* wakes the thread to quit */
     _Atomic bool quit;
     rk__proc active, standby;
+    rk__proc next;        /* a reload's worker, started beside active (rk_runtime_reload_prepare) */
+    const void *next_for; /* ... for this set of modules (rk__modset *) */
     rk__cpu_thread cpu;   /* degraded: built-ins served here */
     _Atomic rk_worker_state state; /* read by health() without the lock */
     int lock_fd;          /* the per-GPU lock, -1 */

@@ -35,6 +35,7 @@ static void rk__super_free(rk__super *s)
 {
     rk__proc_end(&s->active, NULL, 0);
     rk__proc_end(&s->standby, NULL, 0);
+    rk__proc_end(&s->next, NULL, 0);
     if (s->lock_fd >= 0)
         close(s->lock_fd);
     if (s->evfd >= 0)
@@ -50,7 +51,7 @@ static int rk__super_start(rk_runtime *rt)
     if (!s)
         return rk__fail(RK_ENOMEM, "worker backend: out of memory");
     s->rt = rt;
-    s->active = s->standby = RK__PROC_NONE;
+    s->active = s->standby = s->next = RK__PROC_NONE;
     s->lock_fd = -1;
     s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     s->fault_at = calloc(rt->cfg.fault_limit, sizeof *s->fault_at);
@@ -282,7 +283,15 @@ static int rk__super_reload(rk_runtime *rt, rk__registry *next)
     rk__proc_end(&s->standby, NULL, 0); /* the old set's */
     s->standby_after = rt->cfg.standby ? rk__now_ns() : 0;
     rk__proc fresh = RK__PROC_NONE;
-    int rc = rk__spawn_ready_with(s, &fresh, rt->worker_kind, next->mods);
+    int rc = 0;
+    if (s->next.ready && s->next_for == next->mods) { /* rk_runtime_reload_prepare started it */
+        fresh = s->next;
+        s->next = RK__PROC_NONE;
+    } else {
+        rk__proc_end(&s->next, NULL, 0);
+        rc = rk__spawn_ready_with(s, &fresh, rt->worker_kind, next->mods);
+    }
+    s->next_for = NULL;
     if (rc) {
         char d[512];
         snprintf(d, sizeof d, "%s", rk_last_detail()); /* (rk__fail writes where it points) */
@@ -331,6 +340,40 @@ static int rk__super_reload(rk_runtime *rt, rk__registry *next)
     return rc;
 }
 
+/* rk_runtime_reload_prepare: next's worker, cold-started into s->next
+ * without the lock (a CUDA context takes hundreds of milliseconds, and
+ * the supervisor and rk_runtime_worker take the lock meanwhile). */
+static int rk__super_prepare(rk_runtime *rt, const rk__registry *next)
+{
+    rk__super *s = rt->backend_state;
+    pthread_mutex_lock(&s->lock);
+    rk__proc_end(&s->next, NULL, 0);
+    s->next_for = NULL;
+    pthread_mutex_unlock(&s->lock);
+    rk__proc w = RK__PROC_NONE;
+    int rc = rk__spawn_ready_with(s, &w, rt->worker_kind, next->mods);
+    if (rc) {
+        char d[512];
+        snprintf(d, sizeof d, "%s", rk_last_detail());
+        return rk__fail(rc, "the new modules' %s worker did not start: %s; nothing was changed",
+                        rk__kind_name(rt->worker_kind), d);
+    }
+    pthread_mutex_lock(&s->lock);
+    s->next = w;
+    s->next_for = next->mods;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+static void rk__super_unprepare(rk_runtime *rt)
+{
+    rk__super *s = rt->backend_state;
+    pthread_mutex_lock(&s->lock);
+    rk__proc_end(&s->next, NULL, 0);
+    s->next_for = NULL;
+    pthread_mutex_unlock(&s->lock);
+}
+
 static int rk__super_recoveries(rk_runtime *rt, rk_recovery *out, int max)
 {
     rk__super *s = rt->backend_state;
@@ -355,4 +398,6 @@ const rk__backend_ops rk__worker_backend = {
     .recoveries = rk__super_recoveries,
     .retry = rk__super_retry,
     .reload = rk__super_reload,
+    .prepare = rk__super_prepare,
+    .unprepare = rk__super_unprepare,
 };

@@ -374,6 +374,18 @@ int rk_runtime_actor_runs(const rk_runtime *rt, const struct rk_actor_decl *decl
  * look up actors, or read declarations got before); one call at a time.
  * rk-bridge calls it on SIGHUP, between requests (bridge/README.md). */
 int rk_runtime_reload_modules(rk_runtime *rt, const char *const *paths, size_t n);
+/* Optional, ahead of rk_runtime_reload_modules(rt, paths, n): what a reload
+ * does that needs no pause. The set is loaded and checked (refused here,
+ * nothing changed) and its worker process started beside the serving one
+ * (the cold start: a CUDA context, the modules loaded), while other threads
+ * go on using rt as usual. A reload of the same paths then only switches
+ * (the serving worker stops at a message boundary, the prepared one takes
+ * over, as a warm standby does after a fault); a reload of other paths
+ * drops it. The files are read here: the set deployed is the one
+ * prepared. Not concurrently with another prepare or reload;
+ * rk_runtime_close drops a prepared set. rk-bridge prepares on SIGHUP while
+ * it serves, and holds requests only for the switch. */
+int rk_runtime_reload_prepare(rk_runtime *rt, const char *const *paths, size_t n);
 
 /* ---- host actors ---- */
 
