@@ -3,41 +3,83 @@
  * closing a connection or losing a request.
  *
  * The port's thread (the one request loop, or the frontend) runs it:
- *   1. the signal: it stops reading requests (they wait in ZeroMQ's queues,
- *      as under back-pressure) and starts a deploy (deploy_gen odd);
- *   2. every loop answers what it holds (in the runtime, waiting for
+ *   1. the signal: a thread of its own calls rk_runtime_reload_prepare
+ *      (the set loaded and checked, its worker started beside the serving
+ *      one: a CUDA context takes hundreds of milliseconds) while every loop
+ *      serves as usual; a set refused there changes nothing;
+ *   2. prepared: the port stops reading requests (they wait in ZeroMQ's
+ *      queues, as under back-pressure) and the switch begins (deploy_gen
+ *      odd); every loop answers what it holds (in the runtime, waiting for
  *      admission, in its ring); a worker that holds nothing says so
- *      (quiet_gen) and calls into the runtime no more until the deploy
+ *      (quiet_gen) and calls into the runtime no more until the switch
  *      ends (rk_runtime_reload_modules wants no other thread in it);
- *   3. then rk_runtime_reload_modules, and every loop's actor table is
- *      made again from the runtime's; the deploy ends (deploy_gen even),
- *      the workers wake, reading resumes, and the requests that waited are
- *      decoded against the new set.
- * A set the runtime refuses (a bad module) or whose worker does not start
- * leaves the previous set serving (librk); the log says why. Requests
- * still in flight after --drain-ms give the deploy up (nothing changes); a
- * stop signal ends it at once. */
+ *   3. then rk_runtime_reload_modules takes the prepared worker over, and
+ *      every loop's actor table is made again from the runtime's; the
+ *      switch ends (deploy_gen even), the workers wake, reading resumes,
+ *      and the requests that waited are decoded against the new set.
+ * A set whose prepared worker fails as it takes over leaves the previous
+ * set serving (librk); the log says why. Requests still in flight after
+ * --drain-ms give the deploy up (nothing changes); a stop signal ends it. */
 #include "server.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+static void *rkb__prepare_main(void *arg)
+{
+    rkb_shared *sh = arg;
+    sh->prep_rc = rk_runtime_reload_prepare(sh->rt, sh->cfg->actors, (size_t)sh->cfg->n_actors);
+    snprintf(sh->prep_detail, sizeof sh->prep_detail, "%s", rk_last_detail());
+    /* release: pairs with rkb_deploy_step's acquire (the result above) */
+    __atomic_store_n(&sh->prep_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
 
 void rkb_deploy_ask(rkb_shared *sh, int64_t now)
 {
-    if (rkb_deploying(sh))
-        return; /* one at a time: this one reads the files when it runs */
+    if (rkb_deploy_busy(sh)) {
+        rkb_log(RKB_LOG_INFO, "SIGHUP: a deploy is under way; it reads the files as it prepares");
+        return;
+    }
     if (!sh->cfg->n_actors) {
         rkb_log(RKB_LOG_INFO, "SIGHUP: no --actors to deploy; nothing to do");
         return;
     }
     sh->deploy_at = now;
+    sh->prep_done = 0;
+    if (pthread_create(&sh->prep_thread, NULL, rkb__prepare_main, sh) != 0) {
+        rkb_logk(RKB_LK_SYSTEM, RKB_LOG_ERROR, "SIGHUP: no thread to prepare the deploy in; nothing changed");
+        RKB_SET(sh->deploy_failures, sh->deploy_failures + 1);
+        return;
+    }
+    sh->preparing = true;
     rkb_notify("RELOADING=1");
+    rkb_log(RKB_LOG_INFO, "SIGHUP: preparing --actors again while serving");
+}
+
+/* The prepare thread is done: 0 (go on to the switch), or -1 (refused). */
+static int rkb__prepared(rkb_shared *sh)
+{
+    pthread_join(sh->prep_thread, NULL);
+    sh->preparing = false;
+    if (sh->prep_rc == 0)
+        return 0;
+    RKB_SET(sh->deploy_failures, sh->deploy_failures + 1);
+    rkb_log(RKB_LOG_ERROR, "deploy failed (%s): %s; the modules are unchanged", rk_err_name(sh->prep_rc),
+            sh->prep_detail);
+    rkb_notify("READY=1");
+    return -1;
+}
+
+/* Every loop stops calling the runtime once it holds nothing. */
+static void rkb__begin_switch(rkb_shared *sh, int64_t now)
+{
+    sh->drain_at = now;
     /* release: pairs with the workers' acquire in rkb_deploy_hold */
     __atomic_store_n(&sh->deploy_gen, sh->deploy_gen + 1, __ATOMIC_RELEASE);
     for (int i = 0; sh->front && i < sh->n_loops; i++)
         rkb_wake_always(&sh->loops[i]->wk); /* an idle worker says it is quiet now */
-    rkb_log(RKB_LOG_INFO, "SIGHUP: deploying --actors again; new requests wait until the requests held are "
-            "answered");
 }
 
 /* Ends the deploy: the workers may call the runtime again. */
@@ -53,11 +95,16 @@ static void rkb__end(rkb_shared *sh)
 
 void rkb_deploy_cancel(rkb_shared *sh)
 {
-    if (!rkb_deploying(sh))
+    if (!rkb_deploy_busy(sh))
         return;
+    if (sh->preparing) { /* its worker goes with the runtime's close */
+        pthread_join(sh->prep_thread, NULL);
+        sh->preparing = false;
+    }
     rkb_log(RKB_LOG_WARN, "deploy given up: the bridge is stopping");
     RKB_SET(sh->deploy_failures, sh->deploy_failures + 1);
-    rkb__end(sh);
+    if (rkb_deploying(sh))
+        rkb__end(sh);
 }
 
 /* The module actors' names, for the log: "a, b, c" (cut to fit). */
@@ -75,7 +122,8 @@ static void rkb__names(rk_runtime *rt, char *out, size_t cap)
         memcpy(out + cap - 4, "...", 4);
 }
 
-/* Every loop holds nothing: the reload itself, and new actor tables. */
+/* Every loop holds nothing: the reload itself, and new actor tables
+ * (now: when requests began to wait). */
 static void rkb__run(rkb_shared *sh, int64_t now)
 {
     const rkb_config *c = sh->cfg;
@@ -97,8 +145,9 @@ static void rkb__run(rkb_shared *sh, int64_t now)
                 n, n ? names : "none");
     } else {
         RKB_SET(sh->deploys, sh->deploys + 1);
-        rkb_log(RKB_LOG_INFO, "deployed in %.0f ms (requests held %.0f ms): %d module actor(s): %s",
-                (double)(rkb_now_ns() - t0) / 1e6, (double)(rkb_now_ns() - now) / 1e6, n, n ? names : "none");
+        rkb_log(RKB_LOG_INFO, "deployed %.0f ms after the signal, requests held %.1f ms (the switch %.1f): "
+                "%d module actor(s): %s", (double)(rkb_now_ns() - sh->deploy_at) / 1e6,
+                (double)(rkb_now_ns() - now) / 1e6, (double)(rkb_now_ns() - t0) / 1e6, n, n ? names : "none");
     }
     if (!tables)
         rkb_logk(RKB_LK_SYSTEM, RKB_LOG_ERROR, "deploy: out of memory for an actor table: that loop serves "
@@ -107,6 +156,12 @@ static void rkb__run(rkb_shared *sh, int64_t now)
 
 void rkb_deploy_step(rkb_shared *sh, rkb_loop *own, int64_t now)
 {
+    if (sh->preparing) {
+        /* acquire: pairs with the prepare thread's release */
+        if (!__atomic_load_n(&sh->prep_done, __ATOMIC_ACQUIRE) || rkb__prepared(sh))
+            return;
+        rkb__begin_switch(sh, now);
+    }
     if (!rkb_deploying(sh))
         return;
     bool quiet = !own || (!own->pool.n_inflight && !own->pool.n_parked && !own->n_adm);
@@ -115,11 +170,11 @@ void rkb_deploy_step(rkb_shared *sh, rkb_loop *own, int64_t now)
          * runtime come before) */
         quiet = __atomic_load_n(&sh->loops[i]->quiet_gen, __ATOMIC_ACQUIRE) == sh->deploy_gen;
     if (quiet) {
-        rkb__run(sh, sh->deploy_at);
+        rkb__run(sh, sh->drain_at);
         rkb__end(sh);
         return;
     }
-    if (now - sh->deploy_at > (int64_t)sh->cfg->drain_ms * 1000000) {
+    if (now - sh->drain_at > (int64_t)sh->cfg->drain_ms * 1000000) {
         rkb_log(RKB_LOG_ERROR, "deploy given up: requests still in flight after --drain-ms %u; the modules "
                 "are unchanged", sh->cfg->drain_ms);
         RKB_SET(sh->deploy_failures, sh->deploy_failures + 1);

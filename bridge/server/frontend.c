@@ -266,6 +266,8 @@ static void rkb__block(rkb_front *f, bool room, int64_t now)
     /* stopping: look at `live` and the quiet time every 10 ms; every ring
      * full: look for room every 1 ms (taking a request wakes nobody) */
     long tmo = f->stopping ? 10 : room ? -1 : 1;
+    if (tmo < 0 && f->sh->preparing) /* a deploy's prepare thread tells nobody it is done */
+        tmo = 10;
     long ptmo = rkb_port_timeout(p, now);
     if (ptmo >= 0 && (tmo < 0 || ptmo < tmo))
         tmo = ptmo;
@@ -304,9 +306,10 @@ void rkb_front_run(rkb_front *f)
             last_read = now;
         if (now >= p->next_watch && rkb_port_watch(p, now) && !f->stopping)
             rkb__signal(f);
-        if (rkb_deploying(f->sh)) {
+        if (rkb_deploy_busy(f->sh)) {
+            const bool was = rkb_deploying(f->sh);
             rkb_deploy_step(f->sh, NULL, now);
-            progress += !rkb_deploying(f->sh); /* it ended: read at once */
+            progress += was && !rkb_deploying(f->sh); /* the switch ended: read at once */
         }
         if (rkb__done(f, now, last_read))
             break;

@@ -516,6 +516,8 @@ static long rkb__block_ms(const rkb_loop *l, int64_t now, int64_t last_read)
     bool busy = l->pool.n_inflight || l->pool.n_parked;
     if (busy)
         return 1;
+    if (l->port && rkb_deploy_busy(l->sh)) /* a deploy's prepare thread tells nobody it is done */
+        return 10;
     if (!l->stopping || !l->port)
         return -1;
     const rkb_config *c = l->cfg;
@@ -570,9 +572,10 @@ void rkb_loop_run(rkb_loop *l)
         if (l->owe_wake)
             rkb__announce(l);
         rkb__check_stop(l, now, l->port && now >= l->port->next_watch);
-        if (l->port && rkb_deploying(l->sh)) {
+        if (l->port && rkb_deploy_busy(l->sh)) {
+            const bool was = rkb_deploying(l->sh);
             rkb_deploy_step(l->sh, l, now);
-            progress += !rkb_deploying(l->sh); /* it ended: read at once */
+            progress += was && !rkb_deploying(l->sh); /* the switch ended: read at once */
         }
         if (l->stopping && rkb__done(l, now, last_read))
             break;

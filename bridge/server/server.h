@@ -458,6 +458,14 @@ typedef struct rkb_shared {
      * thread (release), read by the workers (acquire) */
     uint32_t deploy_gen;
     int64_t deploy_at;      /* when it was asked (the port's thread) */
+    int64_t drain_at;       /* when its requests began to wait (the port's thread) */
+    /* before that, rk_runtime_reload_prepare in a thread of its own while
+     * every loop serves: preparing (the port's thread), its result
+     * (written before prep_done's release), prep_done (atomic) */
+    bool preparing;
+    pthread_t prep_thread;
+    int prep_rc, prep_done;
+    char prep_detail[512];
     uint64_t deploys, deploy_failures; /* atomic, for status */
     int exit_code;
     uint64_t fd_limit;
@@ -471,13 +479,16 @@ typedef struct rkb_shared {
 } rkb_shared;
 
 /* deploy.c: SIGHUP deploys --actors again into the running bridge.
- * ask: the signal (the port's thread); the port stops reading until the
- * deploy ends. step: the port's thread, every pass while one runs (own:
- * its request loop with --io-threads 1, else NULL): deploys once every
- * loop holds nothing, or gives up after --drain-ms. cancel: a stop
- * signal ends it. hold: a worker, at the top of every pass: true while
- * it must not touch the runtime (it held nothing and a deploy runs). */
+ * ask: the signal (the port's thread): the new set is prepared in a
+ * thread while the bridge serves, then the port stops reading until the
+ * switch is done (rkb_deploying). step: the port's thread, every pass
+ * while rkb_deploy_busy (own: its request loop with --io-threads 1, else
+ * NULL): starts the switch once prepared, makes it once every loop holds
+ * nothing, or gives up after --drain-ms. cancel: a stop signal ends it.
+ * hold: a worker, at the top of every pass: true while it must not touch
+ * the runtime (it held nothing and a switch runs). */
 static inline bool rkb_deploying(const struct rkb_shared *sh);
+static inline bool rkb_deploy_busy(const struct rkb_shared *sh);
 void rkb_deploy_ask(struct rkb_shared *sh, int64_t now);
 void rkb_deploy_step(struct rkb_shared *sh, rkb_loop *own, int64_t now);
 void rkb_deploy_cancel(struct rkb_shared *sh);
@@ -503,6 +514,7 @@ void rkb_notify(const char *state);
 
 /* the port's thread: its own writes, no atomic needed */
 static inline bool rkb_deploying(const rkb_shared *sh) { return sh->deploy_gen & 1u; }
+static inline bool rkb_deploy_busy(const rkb_shared *sh) { return sh->preparing || rkb_deploying(sh); }
 
 #include "pool.h"
 

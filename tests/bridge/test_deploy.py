@@ -134,7 +134,7 @@ def gpu(bridge_path, sample):
         load.s.close()
         ctx.term()
         text = b.stop()
-    held = [ln for ln in text.splitlines() if "deployed in" in ln]
+    held = [ln for ln in text.splitlines() if "requests held" in ln]
     assert held, "the log lacks the deploy"
     print("deploy (cuda): %d echoes, all answered once; %s" % (load.sent, held[0]))
     return 0
@@ -197,7 +197,7 @@ def main():
         ctx.term()
         text = b.stop()
         shutil.rmtree(d, ignore_errors=True)
-    for want in ("deployed in", "deploy failed", "is also declared by module", "mod_bad_duplicate.so"):
+    for want in ("requests held", "deploy failed", "is also declared by module", "mod_bad_duplicate.so"):
         assert want in text, "the log lacks %r" % want
     print("deploy: %d echoes through 3 deploys, all answered once" % load.sent)
     return 0 if ok else 1
