@@ -7,8 +7,10 @@
 #include "modules.h"
 
 /* Loads paths[0..n) and merges their actors behind own[0..n_own) (the
- * rk_config.actors part) into *out; on failure frees what it made. */
-static int rk__build(rk__registry *out, const rk_actor_def *own, size_t n_own, const char *const *paths, size_t n)
+ * rk_config.actors part) into *out; on failure frees what it made. Logs
+ * each actor at `level`. */
+static int rk__build(rk__registry *out, const rk_actor_def *own, size_t n_own, const char *const *paths, size_t n,
+                     int level)
 {
     *out = (rk__registry){0};
     rk__modset *m = out->mods = calloc(1, sizeof *out->mods);
@@ -38,7 +40,7 @@ static int rk__build(rk__registry *out, const rk_actor_def *own, size_t n_own, c
     if (m->n)
         memcpy(out->defs + n_own, m->defs, m->n * sizeof *out->defs);
     for (size_t j = 0; j < m->n; j++)
-        rk__log(RK__LOG_INFO, "module %s: actor \"%s\" (type %u%s%s)", m->origin[j], m->defs[j].name,
+        rk__log(level, "module %s: actor \"%s\" (type %u%s%s)", m->origin[j], m->defs[j].name,
                 m->defs[j].type, m->defs[j].cpu ? ", cpu" : "", m->defs[j].gpu ? ", gpu" : "");
     return 0;
 }
@@ -55,7 +57,7 @@ int rk__registry_load(rk_runtime *rt)
         return rk__fail(RK_EINVAL, "modules is set but n_modules is 0: set n_modules to the number of paths, "
                         "or modules to NULL for none");
     rk__registry r;
-    int rc = rk__build(&r, c->actors, c->n_actors, c->modules, c->n_modules);
+    int rc = rk__build(&r, c->actors, c->n_actors, c->modules, c->n_modules, RK__LOG_INFO);
     /* the paths are borrowed only until open returns; the set keeps copies */
     rt->cfg.modules = NULL;
     rt->cfg.n_modules = 0;
@@ -68,7 +70,8 @@ int rk__registry_build(const rk_runtime *rt, const char *const *paths, size_t n,
 {
     /* rk_config.actors lead rt's table (rk__build); the modules follow */
     const size_t n_own = rt->n_defs - (rt->mods ? rt->mods->n : 0);
-    return rk__build(out, rt->defs, n_own, paths, n);
+    /* (a reload's caller says what it deployed; each device loads a copy) */
+    return rk__build(out, rt->defs, n_own, paths, n, RK__LOG_DEBUG);
 }
 
 void rk__registry_swap(rk_runtime *rt, rk__registry *r)

@@ -251,16 +251,18 @@ static void rk__super_clear_locked(rk_runtime *rt)
 }
 
 /* Stops the serving worker at a message boundary (its kernel gone once
- * it says STOPPED); its exit, a CUDA context's teardown (~60 ms on an
- * H100), is reaped in the background. s->lock held. */
-static void rk__super_stop_active(rk__super *s, rk_runtime *rt)
+ * it says STOPPED) and returns it, still alive: its exit, a CUDA context's
+ * teardown (~60 ms on an H100), is left until its successor runs, so that
+ * it cannot hold up that kernel's launch. s->lock held. */
+static rk__proc rk__super_stop_active(rk__super *s, rk_runtime *rt)
 {
     rk__wmsg m = {.kind = RK__WM_STOP};
-    if (s->active.live && rk__proc_send(&s->active, &m) == 0 &&
-        rk__proc_await_draining(&s->active, RK__WM_STOPPED, &m, RK__STOP_MS, rt) == 0)
-        rk__proc_abandon(&s->active, NULL, 0);
-    else
+    if (!s->active.live || rk__proc_send(&s->active, &m) != 0 ||
+        rk__proc_await_draining(&s->active, RK__WM_STOPPED, &m, RK__STOP_MS, rt) != 0)
         rk__proc_end(&s->active, NULL, 0); /* it had its time: not twice */
+    rk__proc old = s->active;
+    s->active = RK__PROC_NONE;
+    return old;
 }
 
 /* A fresh worker on *next's modules (internal.h, rk__backend_ops.reload).
@@ -302,12 +304,13 @@ static int rk__super_reload(rk_runtime *rt, rk__registry *next)
         return rc;
     }
     const int64_t t1 = rk__now_ns();
-    rk__super_stop_active(s, rt);
+    rk__proc old = rk__super_stop_active(s, rt);
     rk__super_clear_locked(rt);
     rk__registry_swap(rt, next);
     s->standby = fresh;
     bool served, warm;
     rc = rk__take_over(s, rt->worker_kind, &served, &warm);
+    rk__proc_abandon(&old, NULL, 0); /* its kernel stopped: reaped in the background */
     if (rc) {
         char why[600];
         snprintf(why, sizeof why, "the new modules' %s worker failed as it started to serve: %s",

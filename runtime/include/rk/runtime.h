@@ -357,13 +357,15 @@ int rk_runtime_actor_runs(const rk_runtime *rt, const struct rk_actor_decl *decl
  *      or staged it is -RK_EBUSY, naming how many, and nothing changes
  *      (a request sent for the old set must not reach the new one, whose
  *      types may differ).
- *   3. The consumer stops at a message boundary and a fresh one starts on
- *      the new set: a worker process's cold start (about what
- *      rk_runtime_open's takes), or the CPU backend's thread. A device
- *      whose consumer does not start on the new set goes back to the
- *      previous one, and so do the devices of a group done before it: the
- *      code and detail say why, and the previous set serves again (if even
- *      that worker fails, the runtime is degraded as after a crash loop).
+ *   3. A worker process for the new set starts beside the serving one (a
+ *      cold start, about what rk_runtime_open's takes, unless
+ *      rk_runtime_reload_prepare below did it already): if it does not
+ *      start, nothing changes. Then the serving consumer stops at a message
+ *      boundary and the new one takes over (the CPU backend in this process:
+ *      its thread restarts). One that fails as it takes over puts the
+ *      previous set back on a fresh worker, and so do the devices of a
+ *      group done before it: the code and detail say why (if even that
+ *      worker fails, the runtime is degraded as after a crash loop).
  * Afterwards the module actors' declarations, types and origins are the
  * new set's: look them up again (rk_runtime_actor_find); those got before
  * are invalid. Open actors stay open. Device-resident actor state starts
