@@ -115,7 +115,9 @@ RK__HIDDEN void rk__drain_all(rk_runtime *rt);
 typedef struct rk__drainer {
     rk_runtime *rt;
     pthread_t thread;
-    atomic_bool quit;
+    pthread_mutex_t lock; /* quit, and the wait between passes */
+    pthread_cond_t wake;  /* stop: ends that wait at once */
+    bool quit;
     bool on;
 } rk__drainer;
 RK__HIDDEN void rk__drainer_start(rk__drainer *d, rk_runtime *rt);

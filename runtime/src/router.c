@@ -438,17 +438,35 @@ void rk__drain_all(rk_runtime *rt)
 static void *rk__drainer_main(void *arg)
 {
     rk__drainer *d = arg;
-    while (!atomic_load(&d->quit)) {
+    pthread_mutex_lock(&d->lock);
+    while (!d->quit) {
+        pthread_mutex_unlock(&d->lock);
         rk__drain_all(d->rt);
-        rk__sleep_ns(20 * 1000000);
+        /* every 20 ms; a stop ends the wait at once (a plain sleep put up
+         * to 20 ms into every worker stop, relaunch and module reload) */
+        struct timespec at;
+        clock_gettime(CLOCK_MONOTONIC, &at);
+        at.tv_nsec += 20 * 1000000;
+        at.tv_sec += at.tv_nsec / 1000000000;
+        at.tv_nsec %= 1000000000;
+        pthread_mutex_lock(&d->lock);
+        if (!d->quit)
+            pthread_cond_timedwait(&d->wake, &d->lock, &at);
     }
+    pthread_mutex_unlock(&d->lock);
     return NULL;
 }
 
 void rk__drainer_start(rk__drainer *d, rk_runtime *rt)
 {
     d->rt = rt;
-    atomic_store(&d->quit, false);
+    d->quit = false;
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the deadline above */
+    pthread_cond_init(&d->wake, &ca);
+    pthread_condattr_destroy(&ca);
     /* tests (gpu_stop): a host that stopped draining, so that a stopping
      * kernel's replies find no room and the stop ends in its abort */
     const char *wedge = getenv("RK_TEST_NO_DRAIN");
@@ -463,10 +481,15 @@ void rk__drainer_start(rk__drainer *d, rk_runtime *rt)
 
 void rk__drainer_stop(rk__drainer *d)
 {
-    atomic_store(&d->quit, true);
+    pthread_mutex_lock(&d->lock);
+    d->quit = true;
+    pthread_cond_signal(&d->wake);
+    pthread_mutex_unlock(&d->lock);
     if (d->on)
         pthread_join(d->thread, NULL);
     d->on = false;
+    pthread_cond_destroy(&d->wake);
+    pthread_mutex_destroy(&d->lock);
 }
 
 /* A reply ring whose actors nobody waits for is drained by nobody, and a
