@@ -60,6 +60,18 @@ static void call_is(rk_runtime *rt, rk_actor *a, const char *name, const char *i
     rk_reply_release(a, &r);
 }
 
+/* Sends a `slow` request (mod_slow) of ms milliseconds; its id in *id. */
+static void send_slow(rk_runtime *rt, rk_actor *a, uint32_t ms, uint64_t *id)
+{
+    unsigned char req[64];
+    size_t lens[1] = {4};
+    void *at[1];
+    const size_t n = rk_fields_layout(req, sizeof req, 1, lens, at);
+    assert_true(n > 0);
+    memcpy(at[0], &ms, 4);
+    assert_int_equal(rk_actor_send(a, type_of(rt, "slow"), req, n, 0, id, 1000), 0);
+}
+
 /* One set after another on one open actor: math, math + the directory,
  * the directory alone, none; each served by name, the previous set's
  * names gone, echo throughout. */
@@ -157,15 +169,9 @@ static void busy(rk_isolation iso)
     rk_runtime *rt = open_rt(iso, 1, slow, 1);
     rk_actor *a;
     assert_int_equal(rk_actor_open(rt, &a), 0);
-    unsigned char req[64];
     const uint32_t ms = 300;
-    size_t lens[1] = {4};
-    void *at[1];
-    const size_t n = rk_fields_layout(req, sizeof req, 1, lens, at);
-    assert_true(n > 0);
-    memcpy(at[0], &ms, 4);
     uint64_t id;
-    assert_int_equal(rk_actor_send(a, type_of(rt, "slow"), req, n, 0, &id, 1000), 0);
+    send_slow(rt, a, ms, &id);
     const char *math[] = {p_math};
     assert_int_equal(rk_runtime_reload_modules(rt, math, 1), -RK_EBUSY);
     const char *d = rk_last_detail();
@@ -240,14 +246,9 @@ static void prepare(rk_isolation iso)
     rk_runtime *rt = open_rt(iso, 1, slow, 1);
     rk_actor *a;
     assert_int_equal(rk_actor_open(rt, &a), 0);
-    unsigned char req[64];
     const uint32_t ms = 200;
-    size_t lens[1] = {4};
-    void *at[1];
-    const size_t n = rk_fields_layout(req, sizeof req, 1, lens, at);
-    memcpy(at[0], &ms, 4);
     uint64_t id;
-    assert_int_equal(rk_actor_send(a, type_of(rt, "slow"), req, n, 0, &id, 1000), 0);
+    send_slow(rt, a, ms, &id);
     const char *dup[] = {p_math, p_dup};
     assert_int_equal(rk_runtime_reload_prepare(rt, dup, 2), -RK_EINVAL);
     assert_non_null(strstr(rk_last_detail(), "mod_bad_duplicate.so"));
@@ -317,14 +318,9 @@ static void test_devices(void **state)
         assert_null(rk_runtime_actor_find(rk_runtime_device(rt, i), "twice", NULL));
         assert_non_null(rk_runtime_actor_find(rk_runtime_device(rt, i), "slow", NULL));
     }
-    unsigned char req[64];
     const uint32_t ms = 300;
-    size_t lens[1] = {4};
-    void *at[1];
-    const size_t n = rk_fields_layout(req, sizeof req, 1, lens, at);
-    memcpy(at[0], &ms, 4);
     uint64_t id;
-    assert_int_equal(rk_actor_send(a[1], type_of(rt, "slow"), req, n, 0, &id, 1000), 0);
+    send_slow(rt, a[1], ms, &id);
     assert_int_equal(rk_runtime_reload_modules(rt, math, 1), -RK_EBUSY);
     assert_non_null(strstr(rk_last_detail(), "on one device"));
     for (int i = 0; i < 2; i++) /* neither device changed */

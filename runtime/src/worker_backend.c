@@ -189,6 +189,20 @@ static void rk__super_worker(rk_runtime *rt, rk_worker_info *out)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* The consumer is gone (stopped, or failed to start): its replies are
+ * delivered, closed actors reaped, and the rings and the generation move
+ * on for the next one, as after a fault (rk__bury). s->lock held. */
+static void rk__super_clear_locked(rk_runtime *rt)
+{
+    rk__d2h_lock_all(rt);
+    rk__drain_locked(rt);
+    rk__reap_closed_locked(rt);
+    rk__rings_reset_locked(rt);
+    rk__d2h_unlock_all(rt);
+    /* release: pairs with owners' acquire of gen (send.c) */
+    atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
+}
+
 static int rk__super_retry(rk_runtime *rt)
 {
     rk__super *s = rt->backend_state;
@@ -197,15 +211,10 @@ static int rk__super_retry(rk_runtime *rt)
     if (s->state == RK_WORKER_DEGRADED) {
         /* the CPU stops at a message boundary: all it consumed is answered */
         rk__cpu_thread_stop(&s->cpu, rt);
-        rk__d2h_lock_all(rt);
-        rk__drain_locked(rt);
         /* what closed actors still have in H2D is dropped by the fresh
          * worker (a new generation) and nobody re-posts it: their records,
          * arena space and slots come back now, as after a fault (rk__bury) */
-        rk__reap_closed_locked(rt);
-        rk__rings_reset_locked(rt);
-        rk__d2h_unlock_all(rt);
-        atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
+        rk__super_clear_locked(rt);
         bool served, warm;
         rc = rk__take_over(s, rt->worker_kind, &served, &warm);
         if (rc == 0) {
@@ -220,13 +229,9 @@ static int rk__super_retry(rk_runtime *rt)
         } else {
             char why[256];
             snprintf(why, sizeof why, "retry failed: %s", rk_last_detail());
-            rk__d2h_lock_all(rt);
             /* a worker that failed after it began serving may have
              * posted replies: they are good, as before any reset */
-            rk__drain_locked(rt);
-            rk__rings_reset_locked(rt);
-            rk__d2h_unlock_all(rt);
-            atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
+            rk__super_clear_locked(rt);
             rk__degrade(s, why);
             rc = rk__fail(rc, "%s", why);
         }
@@ -234,20 +239,6 @@ static int rk__super_retry(rk_runtime *rt)
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
-}
-
-/* The consumer is gone (stopped, or failed to start): its replies are
- * delivered, closed actors reaped, and the rings and the generation move
- * on for the next one, as after a fault (rk__bury). s->lock held. */
-static void rk__super_clear_locked(rk_runtime *rt)
-{
-    rk__d2h_lock_all(rt);
-    rk__drain_locked(rt);
-    rk__reap_closed_locked(rt);
-    rk__rings_reset_locked(rt);
-    rk__d2h_unlock_all(rt);
-    /* release: pairs with owners' acquire of gen (send.c) */
-    atomic_store_explicit(&rt->gen, rt->view.hdr->gen, memory_order_release);
 }
 
 /* Stops the serving worker at a message boundary (its kernel gone once

@@ -83,6 +83,23 @@ class Load(threading.Thread):
             pending.discard(i)
             self.got += 1
 
+    def finish(self):
+        """Stops sending, waits for the replies owed; each came once."""
+        self.stop.set()
+        self.join(60)
+        assert not self.is_alive(), "the load client hangs"
+        assert not self.bad, self.bad[:5]
+        assert self.got == self.sent and self.sent > 64, (self.sent, self.got)
+
+
+def close_all(b, ctx, s, load):
+    """The sockets, then the bridge (SIGTERM); its log."""
+    load.stop.set()
+    s.close()
+    load.s.close()
+    ctx.term()
+    return b.stop()
+
 
 def counters(s, id_):
     rep = call(s, "status", id_)
@@ -124,16 +141,9 @@ def gpu(bridge_path, sample):
         rep = call(s, "saxpy", 21, a=b"\0\0\0@", x=b"\0\0\x80?" * 4, y=b"\0\0\x80?" * 4)  # 2 * 1 + 1
         assert rep["ok"] and rep["y"] == b"\0\0@@" * 4, rep
         time.sleep(0.3)
-        load.stop.set()
-        load.join(60)
-        assert not load.is_alive() and not load.bad, load.bad[:5]
-        assert load.got == load.sent, (load.sent, load.got)
+        load.finish()
     finally:
-        load.stop.set()
-        s.close()
-        load.s.close()
-        ctx.term()
-        text = b.stop()
+        text = close_all(b, ctx, s, load)
     held = [ln for ln in text.splitlines() if "requests held" in ln]
     assert held, "the log lacks the deploy"
     print("deploy (cuda): %d echoes, all answered once; %s" % (load.sent, held[0]))
@@ -182,20 +192,12 @@ def main():
         assert not rep["ok"] and rep["error"]["code"] == "UNKNOWN_OP", rep
         assert call(s, "upper", 7, text=b"up")["text"] == b"UP"
         time.sleep(0.2)
-        load.stop.set()
-        load.join(60)
-        assert not load.is_alive(), "the load client hangs"
-        assert not load.bad, load.bad[:5]
-        assert load.got == load.sent and load.sent > 64, (load.sent, load.got)
+        load.finish()
         c, _ = counters(s, 8)
         assert c["deploys"] == 2 and c["deploy_failures"] == 1, c
         ok = True
     finally:
-        load.stop.set()
-        s.close()
-        load.s.close()
-        ctx.term()
-        text = b.stop()
+        text = close_all(b, ctx, s, load)
         shutil.rmtree(d, ignore_errors=True)
     for want in ("requests held", "deploy failed", "is also declared by module", "mod_bad_duplicate.so"):
         assert want in text, "the log lacks %r" % want
