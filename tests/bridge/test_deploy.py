@@ -38,13 +38,7 @@ except ImportError as e:  # meson reads 77 as skipped
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_interop import Bridge, req, sock  # noqa: E402
-
-
-def call(s, op, id_, **kw):
-    s.send_multipart([b"", req(op, id_, **kw)])
-    rep = msgpack.unpackb(s.recv_multipart()[-1], raw=False)
-    assert rep["id"] == id_, rep
-    return rep
+from test_interop import call_op as call  # noqa: E402
 
 
 def install(src, dst_dir):

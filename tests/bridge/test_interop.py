@@ -68,6 +68,15 @@ def req(op, id_, **kw):
     return msgpack.packb(m, use_bin_type=True)
 
 
+def call_op(s, op, id_, **kw):
+    """One request on a DEALER (empty delimiter first); its reply, whose id
+    must be the request's."""
+    s.send_multipart([b"", req(op, id_, **kw)])
+    rep = msgpack.unpackb(s.recv_multipart()[-1], raw=False)
+    assert rep["id"] == id_, rep
+    return rep
+
+
 def f32(a):
     return np.asarray(a, dtype="<f4").tobytes()
 
