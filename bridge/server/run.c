@@ -396,6 +396,7 @@ int rkb_run(const rkb_config *c)
         rkb_loop_fini(sh->loops[i]);
         free(sh->loops[i]);
     }
+    rkb_deploy_cancel(sh); /* (a stop cancelled it already: a prepare thread must not outlive the runtime) */
     rk_runtime_close(sh->rt);
     if (sh->port.sfd >= 0)
         close(sh->port.sfd);

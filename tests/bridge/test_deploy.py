@@ -15,7 +15,8 @@ changes and SIGHUP deploys it:
   3. the bad module and mod_math.so removed: `twice` is UNKNOWN_OP,
      `upper` is served.
 Every echo of the client gets exactly one reply, ok, whatever the deploys
-did; the counters say 2 deploys and 1 failure.
+did; the counters say 2 deploys and 1 failure. And a request still running
+after --drain-ms gives a deploy up (nothing changes, it is answered).
 
 --gpu (CUDA backend, samples/gpu_module): the GPU module is deployed again
 (SIGHUP, the same file) under the same load: `count`'s device-resident
@@ -144,9 +145,43 @@ def gpu(bridge_path, sample):
     return 0
 
 
+def drain_timeout(bridge_path, mod_dir, case_dir):
+    """A request still running after --drain-ms gives the deploy up: the
+    modules are unchanged, the request is answered; the next SIGHUP, with
+    nothing running, deploys."""
+    d = os.path.join(os.environ.get("TMPDIR", "/tmp"), "rkdeploy-drain-%d" % os.getpid())
+    os.makedirs(d)
+    install(os.path.join(mod_dir, "mod_slow.so"), d)
+    b = Bridge(bridge_path, "--actors", d, "--drain-ms", "300", *sys.argv[4:])
+    ctx = zmq.Context()
+    s = sock(ctx, zmq.DEALER, b.ep)
+    try:
+        s.send_multipart([b"", req("slow", 1, ms=(1500).to_bytes(4, "little"))])
+        time.sleep(0.1)  # it runs
+        install(os.path.join(case_dir, "mod_a.so"), d)
+        b.p.send_signal(signal.SIGHUP)
+        c, names = wait_for(s, "deploy_failures", 1, "the deploy given up")
+        assert c["deploys"] == 0 and "upper" not in names, (c, names)
+        replies = {}
+        while 1 not in replies:
+            rep = msgpack.unpackb(s.recv_multipart()[-1], raw=False)
+            replies[rep["id"]] = rep
+        assert replies[1]["ok"] and replies[1]["ms"] == (1500).to_bytes(4, "little"), replies[1]
+        b.p.send_signal(signal.SIGHUP)
+        wait_for(s, "deploys", 1, "the deploy after it")
+        assert call(s, "upper", 2, text=b"ok")["text"] == b"OK"
+    finally:
+        s.close()
+        ctx.term()
+        text = b.stop()
+        shutil.rmtree(d, ignore_errors=True)
+    assert "deploy given up: requests still in flight after --drain-ms 300" in text, "the log lacks the give-up"
+
+
 def main():
     if sys.argv[2] == "--gpu":
         return gpu(sys.argv[1], sys.argv[3])
+    drain_timeout(*sys.argv[1:4])
     bridge_path, mod_dir, case_dir = sys.argv[1:4]
     d = os.path.join(os.environ.get("TMPDIR", "/tmp"), "rkdeploy-%d" % os.getpid())
     os.makedirs(d)
