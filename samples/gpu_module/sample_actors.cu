@@ -1,6 +1,6 @@
 /* sample_actors.cu - a module of GPU actors, loaded by path when rk-bridge
- * starts (a new version: restart it, README.md "Actor modules") and called
- * by name from any language:
+ * starts (a new version: install it over the file and send rk-bridge
+ * SIGHUP, README.md "Actor modules") and called by name from any language:
  *
  *   saxpy  (a, x, y -> y)   a * x + y over float32, with a CPU twin whose
  *                           results are bit-identical (one rounded multiply,
