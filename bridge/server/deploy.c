@@ -24,7 +24,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 static void *rkb__prepare_main(void *arg)
 {
