@@ -12,7 +12,8 @@
  *              (--io-threads 1) or through two rings (a worker);
  *   rkb_front  the frontend (--io-threads > 1): owns the port, moves
  *              frames between it and the workers' rings (frontend.c);
- *   rkb_shared what all of them share: config, runtime, stop state.
+ *   rkb_shared what all of them share: config, runtime, stop state, and
+ *              a deploy's (SIGHUP, deploy.c).
  * Every message's frames are moved (struct copy of zmq_msg_t), never
  * copied, from the socket to the entry that holds them until the reply. */
 #ifndef RKB_SERVER_H
