@@ -34,7 +34,7 @@ bridge_run() { # name, bridge options..., -- bench options...
   local name=$1; shift; local bo=() ; while [ "$1" != -- ]; do bo+=("$1"); shift; done; shift
   "$B/bridge/rk-bridge" --backend cuda "${bo[@]}" >"$L/bridge_$name.log" 2>&1 &
   local pid=$!; sleep 3; head -1 "$L/bridge_$name.log"
-  "$B/benchmarks/rk-bench" bridge "$@" --json "$OUT/bridge_$name.json" 2>&1 | tail -9
+  "$B/benchmarks/rk-bench" bridge "$@" --json "$OUT/bridge_$name.json" 2>&1 | tail -12
   kill -TERM $pid; wait $pid; echo "bridge exit $?"
 }
 stamp "bridge latency + throughput, default mode"
