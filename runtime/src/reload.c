@@ -47,13 +47,14 @@ static uint32_t rk__unanswered(rk_runtime *rt, uint16_t *type)
 }
 
 /* What both calls refuse before anything changes: 0, or the refusal. */
-static int rk__reload_usable(const char *fn, rk_runtime *const *lanes, int n_lanes, const char *const *paths,
-                             size_t n)
+static int rk__reload_usable(const char *fn, rk_runtime *group, const char *const *paths, size_t n)
 {
+    if (!group)
+        return rk__fail(RK_EINVAL, "%s: runtime is NULL", fn);
     if (n && !paths)
         return rk__fail(RK_EINVAL, "%s: n is %zu but paths is NULL", fn, n);
-    for (int i = 0; i < n_lanes; i++) {
-        rk_runtime *rt = lanes[i];
+    for (int i = 0; i < rk_runtime_device_count(group); i++) {
+        rk_runtime *rt = rk_runtime_device(group, i);
         if (!rt->backend->reload)
             return rk__fail(RK_ENOTSUP, "%s: the %s backend runs the modules' GPU kernel in this process (isolation "
                             "none) and cannot load another; reopen the runtime, or use a worker process (the "
@@ -116,28 +117,28 @@ static int rk__prep_one(rk_runtime *rt, const char *const *paths, size_t n)
 
 int rk_runtime_reload_prepare(rk_runtime *rt, const char *const *paths, size_t n)
 {
-    if (!rt)
-        return rk__fail(RK_EINVAL, "rk_runtime_reload_prepare: runtime is NULL");
-    rk_runtime *const *lanes = rt->lanes ? rt->lanes : &rt;
-    const int n_lanes = rt->lanes ? rt->n_lanes : 1;
-    int rc = rk__reload_usable("rk_runtime_reload_prepare", lanes, n_lanes, paths, n);
+    int rc = rk__reload_usable("rk_runtime_reload_prepare", rt, paths, n);
+    if (rc)
+        return rc;
+    const int n_lanes = rk_runtime_device_count(rt);
     for (int i = 0; rc == 0 && i < n_lanes; i++) {
-        rk__prep_drop(lanes[i]);
-        rc = rk__prep_one(lanes[i], paths, n);
+        rk__prep_drop(rk_runtime_device(rt, i));
+        rc = rk__prep_one(rk_runtime_device(rt, i), paths, n);
     }
     if (rc)
         for (int i = 0; i < n_lanes; i++)
-            rk__prep_drop(lanes[i]);
+            rk__prep_drop(rk_runtime_device(rt, i));
     return rc;
 }
 
 int rk_runtime_reload_modules(rk_runtime *rt, const char *const *paths, size_t n)
 {
-    if (!rt)
-        return rk__fail(RK_EINVAL, "rk_runtime_reload_modules: runtime is NULL");
+    int rc = rk__reload_usable("rk_runtime_reload_modules", rt, paths, n);
+    if (rc)
+        return rc;
+    /* the devices of a group, or rt itself: rk_runtime_device's, indexed many times below */
+    const int n_lanes = rk_runtime_device_count(rt);
     rk_runtime *const *lanes = rt->lanes ? rt->lanes : &rt;
-    const int n_lanes = rt->lanes ? rt->n_lanes : 1;
-    int rc = rk__reload_usable("rk_runtime_reload_modules", lanes, n_lanes, paths, n);
     for (int i = 0; rc == 0 && i < n_lanes; i++) {
         uint16_t type = 0;
         const uint32_t busy = rk__unanswered(lanes[i], &type);

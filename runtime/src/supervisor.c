@@ -84,7 +84,7 @@ static int rk__spawn_hello(rk__super *s, rk__proc *w, rk__wmsg m, const struct r
 
 int rk__spawn_ready(rk__super *s, rk__proc *w, uint32_t kind)
 {
-    return rk__spawn_hello(s, w, rk__init_msg(s, kind), s->rt->mods);
+    return rk__spawn_ready_with(s, w, kind, s->rt->mods);
 }
 
 int rk__spawn_ready_with(rk__super *s, rk__proc *w, uint32_t kind, const struct rk__modset *mods)
