@@ -153,17 +153,24 @@ static void rkb__run(rkb_shared *sh, int64_t now)
                  "no module actor (UNKNOWN_OP) until the next deploy");
 }
 
-void rkb_deploy_step(rkb_shared *sh, rkb_loop *own, int64_t now)
+/* Loop l holds a request: in the runtime, waiting for admission, staged
+ * in its burst, or in its ring (a worker's). */
+static bool rkb__holds(const rkb_loop *l)
+{
+    return l->pool.n_inflight || l->pool.n_parked || l->n_adm || (l->reqq && rkb_spsc_sc_peek(l->reqq));
+}
+
+int rkb_deploy_step(rkb_shared *sh, rkb_loop *own, int64_t now)
 {
     if (sh->preparing) {
         /* acquire: pairs with the prepare thread's release */
         if (!__atomic_load_n(&sh->prep_done, __ATOMIC_ACQUIRE) || rkb__prepared(sh))
-            return;
+            return 0;
         rkb__begin_switch(sh, now);
     }
     if (!rkb_deploying(sh))
-        return;
-    bool quiet = !own || (!own->pool.n_inflight && !own->pool.n_parked && !own->n_adm);
+        return 0;
+    bool quiet = !own || !rkb__holds(own);
     for (int i = 0; quiet && sh->front && i < sh->n_loops; i++)
         /* acquire: pairs with the worker's release (its calls into the
          * runtime come before) */
@@ -171,25 +178,27 @@ void rkb_deploy_step(rkb_shared *sh, rkb_loop *own, int64_t now)
     if (quiet) {
         rkb__run(sh, sh->drain_at);
         rkb__end(sh);
-        return;
+        return 1;
     }
     if (now - sh->drain_at > (int64_t)sh->cfg->drain_ms * 1000000) {
         rkb_log(RKB_LOG_ERROR, "deploy given up: requests still in flight after --drain-ms %u; the modules "
                 "are unchanged", sh->cfg->drain_ms);
         RKB_SET(sh->deploy_failures, sh->deploy_failures + 1);
         rkb__end(sh);
+        return 1;
     }
+    return 0;
 }
 
 bool rkb_deploy_hold(rkb_loop *l)
 {
-    /* acquire: pairs with the port thread's releases (rkb_deploy_ask, rkb__end) */
+    /* acquire: pairs with the port thread's releases (rkb__begin_switch, rkb__end) */
     const uint32_t gen = __atomic_load_n(&l->sh->deploy_gen, __ATOMIC_ACQUIRE);
     if (!(gen & 1u) || l->stopping)
         return false;
     if (l->quiet_gen == gen)
         return true;
-    if (l->pool.n_inflight || l->pool.n_parked || l->n_adm || rkb_spsc_sc_peek(l->reqq))
+    if (rkb__holds(l))
         return false;
     /* release: pairs with rkb_deploy_step's acquire */
     __atomic_store_n(&l->quiet_gen, gen, __ATOMIC_RELEASE);

@@ -306,11 +306,8 @@ void rkb_front_run(rkb_front *f)
             last_read = now;
         if (now >= p->next_watch && rkb_port_watch(p, now) && !f->stopping)
             rkb__signal(f);
-        if (rkb_deploy_busy(f->sh)) {
-            const bool was = rkb_deploying(f->sh);
-            rkb_deploy_step(f->sh, NULL, now);
-            progress += was && !rkb_deploying(f->sh); /* the switch ended: read at once */
-        }
+        if (rkb_deploy_busy(f->sh))
+            progress += rkb_deploy_step(f->sh, NULL, now); /* the switch ended: read at once */
         if (rkb__done(f, now, last_read))
             break;
         if (progress) {

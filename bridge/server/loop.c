@@ -572,11 +572,8 @@ void rkb_loop_run(rkb_loop *l)
         if (l->owe_wake)
             rkb__announce(l);
         rkb__check_stop(l, now, l->port && now >= l->port->next_watch);
-        if (l->port && rkb_deploy_busy(l->sh)) {
-            const bool was = rkb_deploying(l->sh);
-            rkb_deploy_step(l->sh, l, now);
-            progress += was && !rkb_deploying(l->sh); /* the switch ended: read at once */
-        }
+        if (l->port && rkb_deploy_busy(l->sh))
+            progress += rkb_deploy_step(l->sh, l, now); /* the switch ended: read at once */
         if (l->stopping && rkb__done(l, now, last_read))
             break;
         if (progress) {

@@ -485,13 +485,14 @@ typedef struct rkb_shared {
  * switch is done (rkb_deploying). step: the port's thread, every pass
  * while rkb_deploy_busy (own: its request loop with --io-threads 1, else
  * NULL): starts the switch once prepared, makes it once every loop holds
- * nothing, or gives up after --drain-ms. cancel: a stop signal ends it.
+ * nothing, or gives up after --drain-ms; returns 1 when the switch ended
+ * (the port may read again), else 0. cancel: a stop signal ends it.
  * hold: a worker, at the top of every pass: true while it must not touch
  * the runtime (it held nothing and a switch runs). */
 static inline bool rkb_deploying(const struct rkb_shared *sh);
 static inline bool rkb_deploy_busy(const struct rkb_shared *sh);
 void rkb_deploy_ask(struct rkb_shared *sh, int64_t now);
-void rkb_deploy_step(struct rkb_shared *sh, rkb_loop *own, int64_t now);
+int rkb_deploy_step(struct rkb_shared *sh, rkb_loop *own, int64_t now);
 void rkb_deploy_cancel(struct rkb_shared *sh);
 bool rkb_deploy_hold(rkb_loop *l);
 
