@@ -455,7 +455,7 @@ __attribute__((format(printf, 2, 3))) static void bb_extra_add(bench_result *r, 
 
 /* One side of an alternating throughput comparison, summed over its rounds. */
 typedef struct bb_side {
-    char members[96]; /* its row's own extra members (may be empty) */
+    char members[128]; /* its row's own extra members (may be empty) */
     size_t row;       /* its row's index in the report, once it has one */
     int rounds;
     long msgs, bad;
@@ -576,8 +576,9 @@ static int bb_throughput_pair(const bb_opts *o, bench_report *rep, const bb_stat
     memset(sd, 0, sizeof sd);
     snprintf(sd[0].members, sizeof sd[0].members, "\"zmq_io_threads\": %d", o->raw_io_threads);
     if (st0->io_threads > 0 && st0->zmq_io_threads > 0)
-        snprintf(sd[1].members, sizeof sd[1].members, "\"io_threads\": %.0f, \"zmq_io_threads\": %.0f",
-                 st0->io_threads, st0->zmq_io_threads);
+        snprintf(sd[1].members, sizeof sd[1].members,
+                 "\"io_threads\": %.0f, \"zmq_io_threads\": %.0f, \"allocator\": \"%s\"", st0->io_threads,
+                 st0->zmq_io_threads, st0->allocator);
     if (bb_throughput_legs(o, rep, leg, extra, sd))
         return 1;
     if (sd[1].requests > 0)
@@ -637,8 +638,8 @@ int bench_bridge_run(int argc, char **argv, bench_report *rep)
     const char *transport = !strncmp(o.endpoint, "ipc://", 6) ? "ipc" : "tcp";
     char extra[96];
     snprintf(extra, sizeof extra, "\"transport\": \"%s\", \"size\": %zu", transport, o.size);
-    fprintf(stderr, "rk-bench bridge: bridge %s (backend %s), raw echo server %s\n", o.endpoint,
-            backend, o.raw_endpoint);
+    fprintf(stderr, "rk-bench bridge: bridge %s (backend %s, allocator %s), raw echo server %s\n",
+            o.endpoint, backend, st0.allocator, o.raw_endpoint);
 
     double p50[2] = {0, 0}, ring_p50 = 0; /* raw, bridge */
     if (o.latency)

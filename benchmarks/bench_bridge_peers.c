@@ -167,7 +167,7 @@ static double bb_map_uint(const msgpack_object *m, const char *key)
 
 int bb_bridge_status(const char *ep, int tmo_ms, bb_status *st)
 {
-    *st = (bb_status){-1, -1, -1, -1, -1, -1, -1, "unknown"};
+    *st = (bb_status){-1, -1, -1, -1, -1, -1, -1, "unknown", "unknown"};
     void *ctx = zmq_ctx_new();
     void *s = bb_dealer(ctx, ep);
     zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo_ms, sizeof tmo_ms);
@@ -194,6 +194,9 @@ int bb_bridge_status(const char *ep, int tmo_ms, bb_status *st)
             const msgpack_object *be = rkc_map_get(&up.data, "backend");
             if (be && be->type == MSGPACK_OBJECT_STR)
                 snprintf(st->backend, sizeof st->backend, "%.*s", (int)be->via.str.size, be->via.str.ptr);
+            const msgpack_object *al = rkc_map_get(&up.data, "allocator");
+            if (al && al->type == MSGPACK_OBJECT_STR)
+                snprintf(st->allocator, sizeof st->allocator, "%.*s", (int)al->via.str.size, al->via.str.ptr);
         }
         msgpack_unpacked_destroy(&up);
     }

@@ -49,6 +49,7 @@ typedef struct bb_status {
     double ring_p50_ns, ring_p99_ns, ring_count;
     double io_threads, zmq_io_threads; /* the bridge's request loops and ZeroMQ I/O threads */
     char backend[16]; /* "unknown" when not reported */
+    char allocator[16]; /* rk-bridge's malloc ("jemalloc", "libc"); "unknown" when not reported */
 } bb_status;
 
 /* Asks ep for its status, waiting up to tmo_ms. 0; -1 when nothing answers

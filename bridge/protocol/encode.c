@@ -273,6 +273,11 @@ static int rkb__put_status_endpoint(msgpack_packer *pk, const rkb_status *st)
     return st->status_endpoint ? rkb_pack_key(pk, st->status_endpoint) : msgpack_pack_nil(pk);
 }
 
+static int rkb__put_allocator(msgpack_packer *pk, const rkb_status *st)
+{
+    return st->allocator ? rkb_pack_key(pk, st->allocator) : msgpack_pack_nil(pk);
+}
+
 static int rkb__put_ring(msgpack_packer *pk, const rkb_status *st)
 {
     return msgpack_pack_map(pk, 3) | rkb__kv_uint(pk, "p50_ns", st->ring_p50_ns) |

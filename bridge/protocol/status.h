@@ -108,6 +108,7 @@ typedef struct rkb_status {
     uint64_t max_grid, max_block, max_smem; /* `limits` */
     const char *endpoints;
     const char *status_endpoint;     /* --status-bind as bound, or NULL (nil) */
+    const char *allocator;           /* the malloc rk-bridge was linked with: "jemalloc" or "libc" (NULL: nil) */
     uint64_t ring_p50_ns, ring_p99_ns, ring_count;
     const rkb_status_actor *actors;
     size_t n_actors;
@@ -130,6 +131,7 @@ typedef struct rkb_status {
     X(endpoints, rkb__put_endpoints)                                           \
     X(status_endpoint, rkb__put_status_endpoint)                               \
     X(ring, rkb__put_ring)                                                     \
+    X(allocator, rkb__put_allocator)                                           \
     X(actors, rkb__put_actors)                                                 \
     X(warnings, rkb__put_warnings)                                             \
     X(counters, rkb__put_counters)

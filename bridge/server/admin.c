@@ -227,6 +227,7 @@ int rkb_status_encode(rkb_shared *sh, const rkb_loop *self, rk_info *info, rkb_e
         .max_grid = in->max_grid, .max_block = in->max_block, .max_smem = in->max_smem,
         .endpoints = sh->endpoints,
         .status_endpoint = sh->status_endpoint[0] ? sh->status_endpoint : NULL,
+        .allocator = RKB_ALLOCATOR,
         .ring_p50_ns = sh->ring_p50_ns, .ring_p99_ns = sh->ring_p99_ns, .ring_count = sh->ring_count,
         .warnings = sh->warnings, .n_warnings = (size_t)sh->n_warnings,
     };

@@ -915,6 +915,8 @@ static void t_status_roundtrip(void **state)
     assert_int_equal(f->via.array.size, 1);
     assert_non_null(f = get(o, "status_endpoint")); /* no --status-bind */
     assert_int_equal(f->type, MSGPACK_OBJECT_NIL);
+    assert_non_null(f = get(o, "allocator")); /* none given */
+    assert_int_equal(f->type, MSGPACK_OBJECT_NIL);
     const msgpack_object *c = get(o, "counters");
     assert_non_null(c);
     k = 1;
@@ -933,12 +935,15 @@ static void t_status_roundtrip(void **state)
     st.has_last_fault = true, st.fault_actor = 1, st.fault_request = 77, st.fault_type = 3;
     st.fault_error = "RK_EDEVICE", st.fault_detail = "illegal address", st.fault_age_ms = 5;
     st.status_endpoint = "ipc:///run/s";
+    st.allocator = "jemalloc";
     assert_int_equal(rkb_encode_status(&enc, true, 100, &st), 0);
     msgpack_unpacked_init(&up);
     off = 0;
     assert_int_equal(msgpack_unpack_next(&up, rkb_encoder_data(&enc), rkb_encoder_size(&enc), &off),
                      MSGPACK_UNPACK_SUCCESS);
     assert_int_equal(off, rkb_encoder_size(&enc));
+    assert_non_null(f = get(&up.data, "allocator"));
+    assert_true(f->type == MSGPACK_OBJECT_STR && f->via.str.size == 8 && !memcmp(f->via.str.ptr, "jemalloc", 8));
     assert_non_null(f = get(&up.data, "status_endpoint"));
     assert_int_equal(f->type, MSGPACK_OBJECT_STR);
     assert_int_equal(f->via.str.size, 12);

@@ -290,6 +290,12 @@ void test_status_ops(void **state)
     assert_memory_equal(f->via.str.ptr, b.sep, strlen(b.sep));
     f = rkc_reply_get(&r, "endpoints"); /* the main endpoints only */
     assert_int_equal(f->via.str.size, strlen(b.ep));
+    /* the malloc this rk-bridge was linked with, as the build chose it */
+    const char *alloc = getenv("RKBT_ALLOCATOR");
+    f = rkc_reply_get(&r, "allocator");
+    assert_true(alloc && f && f->type == MSGPACK_OBJECT_STR);
+    assert_int_equal(f->via.str.size, strlen(alloc));
+    assert_memory_equal(f->via.str.ptr, alloc, strlen(alloc));
     rkc_reply_free(&r);
     void *ctx = zmq_ctx_new();
     void *s = dealer(ctx, b.sep, 0, -1);
