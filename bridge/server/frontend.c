@@ -17,7 +17,6 @@
 #include "server.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -35,72 +34,18 @@ static void rkb__wake_workers(rkb_front *f)
     f->wake_mask = 0;
 }
 
-/* An item's two lines (body frame; ticket and count), asked for ahead of
- * use (rw: 0 to read, 1 to write; a constant, as __builtin_prefetch
- * wants): the other thread's core wrote them last and each is a cross-core
- * miss on the one thread every message passes twice. */
+/* The lines of an item a DEALER client's message uses (body, a two-frame
+ * envelope, the counts), asked for ahead of use (rw: 0 to read, 1 to
+ * write; a constant, as __builtin_prefetch wants): the other thread's core
+ * wrote them last and each is a cross-core miss on the one thread every
+ * message passes twice. */
 #define RKB__PREFETCH_ITEM(it, rw)                                                                 \
     do {                                                                                           \
         __builtin_prefetch(&(it)->body, rw);                                                       \
-        __builtin_prefetch(&(it)->ticket, rw);                                                     \
+        __builtin_prefetch(&(it)->env.in[0], rw);                                                  \
+        __builtin_prefetch(&(it)->env.in[1], rw);                                                  \
+        __builtin_prefetch(&(it)->env.more, rw);                                                   \
     } while (0)
-
-/* ---- the envelope table (rkb_front.envs) ---------------------------------- */
-
-int rkb_front_init(rkb_front *f)
-{
-    enum { FIRST = 1024 };
-    f->envs = calloc(FIRST, sizeof *f->envs);
-    f->env_free = malloc(FIRST * sizeof *f->env_free);
-    if (!f->envs || !f->env_free)
-        return -1;
-    f->n_envs = f->n_env_free = FIRST;
-    for (uint32_t i = 0; i < FIRST; i++)
-        f->env_free[i] = FIRST - 1 - i; /* ticket 0 on top */
-    return 0;
-}
-
-void rkb_front_fini(rkb_front *f)
-{
-    for (uint32_t i = 0; f->envs && i < f->n_envs; i++)
-        rkb_env_close(&f->envs[i]); /* free ones hold nothing (n == 0) */
-    free(f->envs);
-    free(f->env_free);
-    f->envs = NULL;
-    f->env_free = NULL;
-    f->n_envs = f->n_env_free = 0;
-}
-
-/* A free ticket (its envelope empty), doubling the table when none is
- * left; UINT32_MAX when it cannot grow (logged; the caller stops reading,
- * as with full rings). No pointer into envs is kept across this call. */
-static uint32_t rkb__env_take(rkb_front *f)
-{
-    if (__builtin_expect(f->n_env_free == 0, 0)) {
-        const uint32_t n = f->n_envs, n2 = n * 2;
-        rkb_env *e = n2 > n ? realloc(f->envs, (size_t)n2 * sizeof *e) : NULL;
-        if (e)
-            f->envs = e; /* (frames move by struct copy: realloc moves them) */
-        uint32_t *fr = e ? realloc(f->env_free, (size_t)n2 * sizeof *fr) : NULL;
-        if (!fr) {
-            rkb_logk(RKB_LK_SYSTEM, RKB_LOG_ERROR, "the frontend's envelope table cannot grow past %u "
-                     "entries: out of memory; reading waits for replies", n);
-            return UINT32_MAX;
-        }
-        f->env_free = fr;
-        memset(f->envs + n, 0, (size_t)n * sizeof *e);
-        for (uint32_t i = 0; i < n; i++)
-            fr[i] = n2 - 1 - i;
-        f->n_envs = n2;
-        f->n_env_free = n;
-    }
-    return f->env_free[--f->n_env_free];
-}
-
-static inline void rkb__env_put(rkb_front *f, uint32_t t)
-{
-    f->env_free[f->n_env_free++] = t;
-}
 
 static int rkb__replies(rkb_front *f)
 {
@@ -112,8 +57,7 @@ static int rkb__replies(rkb_front *f)
         for (int k = 0; k < 256 && (it = rkb_spsc_sc_peek(q)); k++, n++) {
             if ((next = rkb_spsc_sc_ahead(q, 2)))
                 RKB__PREFETCH_ITEM(next, 0);
-            rkb_port_send(&sh->port, &f->envs[it->ticket], &it->body); /* (its env left empty) */
-            rkb__env_put(f, it->ticket);
+            rkb_port_send(&sh->port, &it->env, &it->body);
             rkb_spsc_sc_pop(q, RKB_PUBLISH_EVERY);
         }
         rkb_spsc_sc_publish(q);
@@ -210,20 +154,12 @@ static int rkb__requests(rkb_front *f, bool *room)
             *room = false; /* back-pressure: leave the rest in the ROUTER */
             break;
         }
-        const uint32_t t = rkb__env_take(f);
-        if (t == UINT32_MAX) {
-            *room = false;
-            break;
-        }
-        int r = rkb_port_recv(&sh->port, &f->envs[t], &it->body, &it->n_body);
-        if (r <= 0)
-            rkb__env_put(f, t); /* (empty: the next read takes it again) */
+        int r = rkb_port_recv(&sh->port, &it->env, &it->body, &it->n_body);
         if (r == 0)
             break;
         n++;
         if (r < 0)
             continue; /* dropped and counted; the slot was not used */
-        it->ticket = t;
         rkb_loop *l = sh->loops[w];
         rkb_spsc *q = l->reqq;
         const uint64_t len = it->n_body ? zmq_msg_size(&it->body) : 0;

@@ -94,7 +94,7 @@ uint32_t rkb_ring_discard(rkb_spsc *q)
     uint32_t n = 0;
     rkb_item *it;
     while (q && (it = rkb_spsc_sc_peek(q))) {
-        /* (its envelope is the frontend's: rkb_front_fini) */
+        rkb_env_close(&it->env);
         if (it->n_body)
             zmq_msg_close(&it->body);
         rkb_spsc_sc_release(q);

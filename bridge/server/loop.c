@@ -371,10 +371,9 @@ static int rkb__read_one(rkb_loop *l)
         /* what the frontend counted when it pushed it (rkb__publish_left) */
         l->taken_bytes += it->n_body ? zmq_msg_size(&it->body) : 0;
         l->taken_n++;
-        /* move the body out (the envelope stays with the frontend); the
-         * slot goes back to the frontend (the burst's last at the latest:
-         * rkb_loop_run) */
-        e->ticket = it->ticket;
+        /* move the frames out; the slot goes back to the frontend (the
+         * burst's last at the latest: rkb_loop_run) */
+        rkb_env_move(&e->env, &it->env);
         n_body = it->n_body;
         if (n_body)
             e->body = it->body;

@@ -42,11 +42,13 @@ static void rkb__deliver(rkb_loop *l, rkb_entry *e, zmq_msg_t *body)
     if (__builtin_expect(!it, 0))
         it = rkb__wait_reply_room(l);
     it->body = *body;
-    it->ticket = e->ticket;
+    rkb_env_move(&it->env, &e->env);
     it->n_body = 1;
     /* published with the burst (the loop's rkb__announce), or now when
      * the burst is long */
     rkb_spsc_sp_push(l->repq, RKB_PUBLISH_EVERY);
+    e->env.n = 0;
+    e->env.more = NULL;
     l->owe_wake = true; /* the loop tells the frontend after this burst */
 }
 

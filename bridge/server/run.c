@@ -268,7 +268,7 @@ static int rkb__start(rkb_shared *sh, int *nwp)
             return RKB_EXIT_FAIL;
         memset(sh->front, 0, sz);
         sh->front->sh = sh;
-        if (rkb_waker_init(&sh->front->wk) || rkb_encoder_init(&sh->front->enc) || rkb_front_init(sh->front)) {
+        if (rkb_waker_init(&sh->front->wk) || rkb_encoder_init(&sh->front->enc)) {
             fprintf(stderr, "rk-bridge: cannot set up the frontend: %s\n", strerror(errno));
             return RKB_EXIT_FAIL;
         }
@@ -388,7 +388,6 @@ int rkb_run(const rkb_config *c)
         for (int i = 0; i < sh->n_loops; i++)
             if (rkb_ring_discard(sh->loops[i]->reqq) + rkb_ring_discard(sh->loops[i]->repq))
                 rkb_log(RKB_LOG_ERROR, "INTERNAL: frames left in worker %d's rings at exit", i);
-        rkb_front_fini(sh->front);
         rkb_waker_fini(&sh->front->wk);
         rkb_encoder_destroy(&sh->front->enc);
         free(sh->front);

@@ -267,7 +267,6 @@ typedef struct rkb_entry {
     int64_t deadline;
     uint64_t parked_len;  /* the body's bytes while parked */
     uint64_t rk_id;
-    uint32_t ticket;      /* a worker's: the envelope the frontend holds (env unused) */
     int32_t next;
     uint8_t state;
     bool body_open;
@@ -297,15 +296,12 @@ int32_t rkb_pool_unpark(rkb_pool *p);
 
 /* ---- hand-off between the frontend and the workers (handoff.c) ------------ */
 
-/* What goes through a worker's rings, one message each way: the body
- * frame, MOVED in and out by struct copy, never copied (the side that
- * takes an item out owns it), and the ticket of the request's envelope,
- * which stays with the frontend (rkb_front.envs): the worker never reads
- * an envelope, and an item is two lines instead of six (every line of it
- * crosses between the two cores). */
+/* What goes through a worker's rings, one message each way. The frames are
+ * MOVED in and out by struct copy, never copied: the side that takes an
+ * item out owns its frames. */
 typedef struct rkb_item {
     zmq_msg_t body;   /* the first body frame; valid when n_body > 0 */
-    uint32_t ticket;  /* the envelope's entry in the frontend's table */
+    rkb_env env;
     uint32_t n_body;  /* body frames the message had (replies: 1) */
 } rkb_item;
 
@@ -436,20 +432,8 @@ typedef struct rkb_front {
     rkb_encoder enc;        /* SHUTTING_DOWN replies after a stop signal */
     rkb_counters n;
     bool stopping;
-    /* The envelopes of the requests the workers hold, by ticket, from the
-     * read to the reply's send (the frontend's thread only): a stack of
-     * free tickets, so the entry reused next is the one just sent from,
-     * still in this core's cache. Grows (doubling) as needed: what the
-     * workers may hold is bounded by their rings, --queue and --window. */
-    rkb_env *envs;
-    uint32_t *env_free;
-    uint32_t n_envs, n_env_free;
 } rkb_front;
 
-/* The envelope table: init (0, or -1 out of memory) and fini (closes the
- * frames of every envelope still held, frees the table). */
-int rkb_front_init(rkb_front *f);
-void rkb_front_fini(rkb_front *f);
 void rkb_front_run(rkb_front *f);
 /* A stop: the workers answer what they hold and leave. */
 void rkb_stop_workers(struct rkb_shared *sh);
