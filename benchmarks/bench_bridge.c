@@ -588,6 +588,10 @@ static int bb_throughput_pair(const bb_opts *o, bench_report *rep, const bb_stat
     else if (st0->cpu_us >= 0 && st0->requests >= 0)
         fprintf(stderr, "rk-bench bridge: no bridge_cpu_us_per_msg: a status read around a round failed\n");
     bb_ratio_claim(sd);
+    if (!strcmp(st0->allocator, "libc"))
+        fprintf(stderr, "rk-bench bridge: this rk-bridge was built with glibc's malloc, not jemalloc (what a "
+                "default build links where libjemalloc-dev is found): not the default build's throughput "
+                "(bridge/NOTES.md, \"Its allocator\")\n");
     return 0;
 }
 

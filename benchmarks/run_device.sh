@@ -17,6 +17,9 @@ stamp build
 { meson setup "$B" -Dcuda=enabled -Dbuildtype=release >"$L/setup.log" 2>&1 ||
   meson setup --reconfigure "$B" >"$L/setup.log" 2>&1; } &&
   ninja -C "$B" >"$L/build.log" 2>&1 || { tail -40 "$L/build.log" "$L/setup.log"; exit 1; }
+grep -q "rk-bridge's allocator *: *jemalloc" "$L/setup.log" ||
+    echo "WARNING: rk-bridge is built with glibc's malloc, not jemalloc (the default build's where" \
+      "libjemalloc-dev is found): carry libjemalloc2 and libjemalloc-dev in .devdeps (device/README.md)"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$L/gpu.txt"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   stamp "gpu + fast + bridge suites"

@@ -24,6 +24,9 @@ step_build() {
   { meson setup "$B" -Dcuda=enabled -Dbuildtype=release ${MESON_OPTS:-} >"$LOGS/setup.log" 2>&1 ||
     meson setup --reconfigure "$B" -Dcuda=enabled ${MESON_OPTS:-} >"$LOGS/setup.log" 2>&1; } &&
     ninja -C "$B" >"$LOGS/build.log" 2>&1 || { tail -n 40 "$LOGS/build.log"; step_pack; exit 1; }
+  grep -q "rk-bridge's allocator *: *jemalloc" "$LOGS/setup.log" ||
+      echo "WARNING: rk-bridge is built with glibc's malloc, not jemalloc (the default build's where" \
+        "libjemalloc-dev is found): carry libjemalloc2 and libjemalloc-dev in .devdeps (device/README.md)"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 }
 step_tests() {
