@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """plot_cdf.py - latency CDF of every path in an rk-bench JSON record.
 
-    /usr/bin/python3 benchmarks/plot_cdf.py RESULTS.json [OUT.png]
+    /usr/bin/python3 benchmarks/plot_cdf.py RESULTS.json[.gz] [OUT.png]
 
 Reads each result's "samples_ns" (rk-bench writes them in gpu mode, or with
 --samples) and draws one cumulative distribution per path: latency on a log
@@ -11,9 +11,13 @@ given in the legend (the record's values, from every round trip; a curve
 may hold fewer samples, and says so). The title names the machine from the record's "host"
 and "device". Rows without samples (throughput, bandwidth) are left out.
 Fields a row lacks may be missing or null (benchmarks/results/README.md).
+A record may be gzip'd (NAME.json.gz; NAME.json finds it too, as the docs
+cite the large ones).
 Needs matplotlib (Debian: python3-matplotlib, installed by .ci/deps)."""
+import gzip
 import json
 import math
+import os
 import sys
 
 import matplotlib
@@ -164,13 +168,22 @@ def plot(rec, out):
     return len(ps)
 
 
+def load_record(path):
+    """The record at path, gzip'd or not; NAME.json is also NAME.json.gz
+    (benchmarks/results/README.md: large records are stored gzip'd)."""
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        return json.load(f)
+
+
 def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
     src = argv[1]
-    out = argv[2] if len(argv) > 2 else src.rsplit(".", 1)[0] + "_cdf.png"
-    with open(src) as f:
-        rec = json.load(f)
+    base = src[:-3] if src.endswith(".gz") else src
+    out = argv[2] if len(argv) > 2 else base.rsplit(".", 1)[0] + "_cdf.png"
+    rec = load_record(src)
     if not plot(rec, out):
         sys.exit("no samples_ns in %s (run rk-bench with --samples)" % src)
     print(out)

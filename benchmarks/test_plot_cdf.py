@@ -5,8 +5,8 @@ reads records whose rows lack fields (missing or null), without a "?".
     /usr/bin/python3 benchmarks/test_plot_cdf.py PLOT_CDF.py RECORD.json
 
 Exit 0 (pass), 1 (fail), 77 (skip: no matplotlib)."""
+import gzip
 import importlib.util
-import json
 import os
 import struct
 import sys
@@ -40,9 +40,14 @@ def main(script, record):
     spec = importlib.util.spec_from_file_location("plot_cdf", script)
     plot_cdf = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(plot_cdf)
-    with open(record) as f:
-        rec = json.load(f)
+    rec = plot_cdf.load_record(record)
     with tempfile.TemporaryDirectory(prefix="rk-plot-") as tmp:
+        # a record stored gzip'd reads the same, by either name
+        gz = os.path.join(tmp, "rec.json.gz")
+        with open(record, "rb") as f, gzip.open(gz, "wb") as g:
+            g.write(f.read())
+        check(plot_cdf.load_record(gz) == rec, "a gzip'd record reads as the plain one")
+        check(plot_cdf.load_record(gz[:-3]) == rec, "NAME.json finds NAME.json.gz")
         return checks(plot_cdf, rec, tmp)
 
 
