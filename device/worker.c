@@ -78,6 +78,18 @@ static int rk__next(rk__wmsg *m, int timeout_ms)
     return 1;
 }
 
+/* Test-only (tests/test_reload.c): a worker whose modules hold the actor
+ * RK_TEST_WORKER_EXITS_AT_GO names exits when told to serve, as one that
+ * fails between GO and RUNNING: the reload that started it must put the
+ * previous modules back on a fresh worker. */
+static void rk__test_exit_at_go(void)
+{
+    const char *name = getenv("RK_TEST_WORKER_EXITS_AT_GO");
+    for (size_t i = 0; name && i < rk__mods.n; i++)
+        if (rk__mods.defs[i].name && strcmp(rk__mods.defs[i].name, name) == 0)
+            _exit(7);
+}
+
 /* ---- the CPU consumer ---- */
 
 typedef struct rk__wcpu {
@@ -97,6 +109,7 @@ static int rk__serve_cpu_worker(const rk__view *v, const rk__wmsg *init)
     rk__wmsg m;
     while (!rk__next(&m, -1) || m.kind != RK__WM_GO) {
     }
+    rk__test_exit_at_go();
     uint32_t in_handler = 0;
     rk__wcpu c = {.s = {.v = *v, .defs = rk__mods.defs, .n_defs = rk__mods.n, .flags = init->flags,
                         .in_handler = &in_handler}};
@@ -167,6 +180,7 @@ static int rk__serve_cuda_worker(const rk__view *v, const rk__wmsg *init)
     rk__wmsg m;
     while (!rk__next(&m, -1) || m.kind != RK__WM_GO) {
     }
+    rk__test_exit_at_go();
     rc = api->launch(e, m.gen, m.grid, m.block, m.smem, &dev, err, sizeof err);
     rk__reply(RK__WM_RUNNING, rc, err, &dev);
     if (rc)

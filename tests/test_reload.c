@@ -2,7 +2,8 @@
  * process and in a worker process: a new set of modules serves by name
  * while actors stay open; a refused module, a request in flight and a
  * worker that does not start on the new set each change nothing (the
- * previous set serves on, no request lost); several devices reload all or
+ * previous set serves on, no request lost); one that dies as it is told
+ * to serve puts the previous set back on a fresh worker; several devices reload all or
  * none; rk_runtime_reload_prepare ahead of a reload. argv[1]: the build folder of tests/modules, argv[2]:
  * tests/modules/dir (mod_a.so "upper", mod_b.so "lower"). */
 #include <setjmp.h>
@@ -236,6 +237,42 @@ static void test_worker_fails_goes_back(void **state)
     rk_runtime_close(rt);
 }
 
+/* The new set's worker starts, then exits when told to serve (between GO
+ * and RUNNING; device/worker.c's RK_TEST_WORKER_EXITS_AT_GO): the error
+ * says so, and the previous set serves again on a fresh worker, its
+ * actors by name, the new one's not at all. */
+static void test_worker_dies_at_go_rolls_back(void **state)
+{
+    (void)state;
+    const char *math[] = {p_math};
+    rk_runtime *rt = open_rt(RK_ISOLATION_PROCESS, 1, math, 1);
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    call_is(rt, a, "twice", "ab", "aabb");
+    rk_worker_info w0;
+    rk_runtime_worker(rt, &w0);
+    const char *fails[] = {p_fails};
+    setenv("RK_TEST_WORKER_EXITS_AT_GO", "fragile", 1);
+    int rc = rk_runtime_reload_modules(rt, fails, 1);
+    unsetenv("RK_TEST_WORKER_EXITS_AT_GO");
+    assert_true(rc < 0);
+    const char *d = rk_last_detail();
+    if (!strstr(d, "failed as it started to serve") || !strstr(d, "the previous modules serve again"))
+        fail_msg("detail: %s", d);
+    assert_null(rk_runtime_actor_find(rt, "fragile", NULL));
+    assert_non_null(rk_runtime_actor_find(rt, "twice", NULL));
+    rk_worker_info w;
+    rk_runtime_worker(rt, &w);
+    assert_int_equal(w.state, RK_WORKER_RUNNING);
+    assert_true(w.pid > 0 && w.pid != w0.pid); /* a fresh one: the old one was stopped for the switch */
+    call_is(rt, a, "twice", "ok", "ookk");
+    /* without the variable the same set serves */
+    assert_int_equal(rk_runtime_reload_modules(rt, fails, 1), 0);
+    call_is(rt, a, "fragile", "fine", "fine");
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
 /* rk_runtime_reload_prepare: while a request runs (allowed: the serving
  * worker serves on), a refused set changes nothing, a worker that exits
  * on the new set changes nothing, a reload of other paths drops what was
@@ -358,6 +395,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_busy_in_process),
         cmocka_unit_test(test_busy_in_worker),
         cmocka_unit_test(test_worker_fails_goes_back),
+        cmocka_unit_test(test_worker_dies_at_go_rolls_back),
         cmocka_unit_test(test_prepare_in_process),
         cmocka_unit_test(test_prepare_in_worker),
         cmocka_unit_test(test_devices),
