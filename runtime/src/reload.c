@@ -149,7 +149,8 @@ int rk_runtime_reload_modules(rk_runtime *rt, const char *const *paths, size_t n
     }
     if (rc)
         return rc;
-    rk__registry *next = calloc((size_t)n_lanes, sizeof *next);
+    /* (n_lanes >= 1; unsigned, so the compiler sees no negative size) */
+    rk__registry *next = calloc((unsigned)n_lanes, sizeof *next);
     if (!next)
         return rk__fail(RK_ENOMEM, "rk_runtime_reload_modules: out of memory");
     /* every device loads its own copy (as at open); all load, or none */
