@@ -8,6 +8,7 @@
  * tests/modules/dir (mod_a.so "upper", mod_b.so "lower"). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -205,45 +206,14 @@ static void test_busy_in_worker(void **state)
     busy(RK_ISOLATION_PROCESS);
 }
 
-/* The new set loads here but its worker exits at start: the error says
- * so, and nothing changed: the worker that served serves on. */
-static void test_worker_fails_goes_back(void **state)
+/* A reload to mod_worker_fails.so whose worker fails while the test
+ * variable var is set (to val): the reload fails with a detail holding
+ * want1, want2 and the worker's exit; the previous set serves on (`fragile` unknown, `twice`
+ * answers), on the worker that served (same_worker) or a fresh one. The
+ * same reload without the variable then serves `fragile`. */
+static void fails_then_serves(const char *var, const char *val, const char *want1, const char *want2,
+                              bool same_worker)
 {
-    (void)state;
-    const char *math[] = {p_math};
-    rk_runtime *rt = open_rt(RK_ISOLATION_PROCESS, 1, math, 1);
-    rk_actor *a;
-    assert_int_equal(rk_actor_open(rt, &a), 0);
-    rk_worker_info w0;
-    rk_runtime_worker(rt, &w0);
-    const char *fails[] = {p_fails};
-    setenv("RK_TEST_WORKER_FAILS", "1", 1);
-    int rc = rk_runtime_reload_modules(rt, fails, 1);
-    unsetenv("RK_TEST_WORKER_FAILS");
-    assert_true(rc < 0);
-    const char *d = rk_last_detail();
-    if (!strstr(d, "did not start") || !strstr(d, "exit") || !strstr(d, "nothing was changed"))
-        fail_msg("detail: %s", d);
-    assert_null(rk_runtime_actor_find(rt, "fragile", NULL));
-    rk_worker_info w;
-    rk_runtime_worker(rt, &w);
-    assert_int_equal(w.state, RK_WORKER_RUNNING);
-    assert_int_equal(w.pid, w0.pid);
-    call_is(rt, a, "twice", "ok", "ookk");
-    /* the same module without the variable: it serves */
-    assert_int_equal(rk_runtime_reload_modules(rt, fails, 1), 0);
-    call_is(rt, a, "fragile", "fine", "fine");
-    rk_actor_close(a);
-    rk_runtime_close(rt);
-}
-
-/* The new set's worker starts, then exits when told to serve (between GO
- * and RUNNING; device/worker.c's RK_TEST_WORKER_EXITS_AT_GO): the error
- * says so, and the previous set serves again on a fresh worker, its
- * actors by name, the new one's not at all. */
-static void test_worker_dies_at_go_rolls_back(void **state)
-{
-    (void)state;
     const char *math[] = {p_math};
     rk_runtime *rt = open_rt(RK_ISOLATION_PROCESS, 1, math, 1);
     rk_actor *a;
@@ -252,25 +222,46 @@ static void test_worker_dies_at_go_rolls_back(void **state)
     rk_worker_info w0;
     rk_runtime_worker(rt, &w0);
     const char *fails[] = {p_fails};
-    setenv("RK_TEST_WORKER_EXITS_AT_GO", "fragile", 1);
+    setenv(var, val, 1);
     int rc = rk_runtime_reload_modules(rt, fails, 1);
-    unsetenv("RK_TEST_WORKER_EXITS_AT_GO");
+    unsetenv(var);
     assert_true(rc < 0);
     const char *d = rk_last_detail();
-    if (!strstr(d, "failed as it started to serve") || !strstr(d, "the previous modules serve again"))
+    if (!strstr(d, want1) || !strstr(d, want2) || !strstr(d, "exit")) /* (and says the worker exited) */
         fail_msg("detail: %s", d);
     assert_null(rk_runtime_actor_find(rt, "fragile", NULL));
     assert_non_null(rk_runtime_actor_find(rt, "twice", NULL));
     rk_worker_info w;
     rk_runtime_worker(rt, &w);
     assert_int_equal(w.state, RK_WORKER_RUNNING);
-    assert_true(w.pid > 0 && w.pid != w0.pid); /* a fresh one: the old one was stopped for the switch */
+    if (same_worker)
+        assert_int_equal(w.pid, w0.pid);
+    else /* the old one was stopped for the switch */
+        assert_true(w.pid > 0 && w.pid != w0.pid);
     call_is(rt, a, "twice", "ok", "ookk");
-    /* without the variable the same set serves */
     assert_int_equal(rk_runtime_reload_modules(rt, fails, 1), 0);
     call_is(rt, a, "fragile", "fine", "fine");
     rk_actor_close(a);
     rk_runtime_close(rt);
+}
+
+/* The new set loads here but its worker exits at start (the module's
+ * constructor, RK_TEST_WORKER_FAILS): the error says so, and nothing
+ * changed: the worker that served serves on. */
+static void test_worker_fails_goes_back(void **state)
+{
+    (void)state;
+    fails_then_serves("RK_TEST_WORKER_FAILS", "1", "did not start", "nothing was changed", true);
+}
+
+/* The new set's worker starts, then exits when told to serve (between GO
+ * and RUNNING; device/worker.c's RK_TEST_WORKER_EXITS_AT_GO): the
+ * previous set serves again, on a fresh worker. */
+static void test_worker_dies_at_go_rolls_back(void **state)
+{
+    (void)state;
+    fails_then_serves("RK_TEST_WORKER_EXITS_AT_GO", "fragile", "failed as it started to serve",
+                      "the previous modules serve again", false);
 }
 
 /* rk_runtime_reload_prepare: while a request runs (allowed: the serving
