@@ -108,7 +108,7 @@ typedef struct rkb_status {
     uint64_t max_grid, max_block, max_smem; /* `limits` */
     const char *endpoints;
     const char *status_endpoint;     /* --status-bind as bound, or NULL (nil) */
-    const char *allocator;           /* the malloc rk-bridge was linked with: "jemalloc" or "libc" (NULL: nil) */
+    const char *allocator;           /* rk-bridge's malloc: "jemalloc", "libc" or "sanitizer" (NULL: nil) */
     uint64_t ring_p50_ns, ring_p99_ns, ring_count;
     const rkb_status_actor *actors;
     size_t n_actors;
