@@ -79,11 +79,38 @@ void bench_rows_unlock(void)
     pthread_mutex_unlock(&g_rows);
 }
 
+/* late_by_block: the late share of each twentieth of s in measurement
+ * order (s not sorted yet); a row of fewer round trips than blocks has
+ * none. */
+static void late_blocks(double out[BENCH_LATE_BLOCKS], const uint64_t *s, size_t n, double late_over)
+{
+    for (int b = 0; b < BENCH_LATE_BLOCKS; b++) {
+        const size_t lo = n * (size_t)b / BENCH_LATE_BLOCKS, hi = n * (size_t)(b + 1) / BENCH_LATE_BLOCKS;
+        size_t late = 0;
+        for (size_t i = lo; i < hi; i++)
+            late += (double)s[i] > late_over;
+        out[b] = n >= BENCH_LATE_BLOCKS ? 100.0 * (double)late / (double)(hi - lo) : BENCH_NONE;
+    }
+}
+
 void bench_latency_stats(bench_result *r, uint64_t *s, size_t n)
 {
     if (!n)
         return;
-    qsort(s, n, sizeof *s, cmp_u64);
+    /* the p50 first, from a sorted copy: the blocks need s in its order */
+    uint64_t *sorted = malloc(n * sizeof *sorted);
+    double blocks[BENCH_LATE_BLOCKS];
+    for (int b = 0; b < BENCH_LATE_BLOCKS; b++)
+        blocks[b] = BENCH_NONE;
+    if (sorted) {
+        memcpy(sorted, s, n * sizeof *s);
+        qsort(sorted, n, sizeof *sorted, cmp_u64);
+        late_blocks(blocks, s, n, pct(sorted, n, 50) + BENCH_LATE_NS);
+        memcpy(s, sorted, n * sizeof *s);
+        free(sorted);
+    } else {
+        qsort(s, n, sizeof *s, cmp_u64);
+    }
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += (double)s[i];
@@ -114,6 +141,7 @@ void bench_latency_stats(bench_result *r, uint64_t *s, size_t n)
     for (size_t i = late; i < n && (double)s[i] < r->p50_ns + BENCH_READ_LATE_HI_NS; i++)
         in_read += (double)s[i] >= r->p50_ns + BENCH_READ_LATE_LO_NS;
     r->read_late_pct = 100.0 * (double)in_read / (double)n;
+    memcpy(r->late_by_block, blocks, sizeof blocks);
     free(r->samples);
     r->samples = kept;
     r->n_samples = kept ? keep : 0;
@@ -139,6 +167,8 @@ bench_result *bench_add(bench_report *rep, const char *name, const char *backend
     snprintf(r->backend, sizeof r->backend, "%s", backend);
     r->p50_ns = r->p90_ns = r->p99_ns = r->p999_ns = BENCH_NONE;
     r->max_ns = r->min_ns = r->mean_ns = r->late_pct = r->read_late_pct = BENCH_NONE;
+    for (int b = 0; b < BENCH_LATE_BLOCKS; b++)
+        r->late_by_block[b] = BENCH_NONE;
     r->msgs_per_s = r->gb_per_s = r->cpu_percent = BENCH_NONE;
     rep->n++;
     bench_rows_unlock();
@@ -269,6 +299,12 @@ static void json_result(FILE *f, const bench_result *r, int with_samples)
     json_num(f, "mean_ns", "%.1f", r->mean_ns);
     json_num(f, "late_pct", "%.3f", r->late_pct);
     json_num(f, "read_late_pct", "%.3f", r->read_late_pct);
+    if (bench_has(r->late_by_block[0])) {
+        fprintf(f, ", \"late_pct_by_block\": [");
+        for (int b = 0; b < BENCH_LATE_BLOCKS; b++)
+            fprintf(f, b ? ", %.2f" : "%.2f", r->late_by_block[b]);
+        fprintf(f, "]");
+    }
     json_num(f, "msgs_per_s", "%.0f", r->msgs_per_s);
     json_num(f, "gb_per_s", "%.3f", r->gb_per_s);
     json_num(f, "cpu_percent_of_a_core", "%.3f", r->cpu_percent);

@@ -21,6 +21,8 @@ extern "C" {
  * that reached the host late, by any amount) */
 #define BENCH_READ_LATE_LO_NS 1000.0
 #define BENCH_READ_LATE_HI_NS 1800.0
+/* latency rows: late_pct is also given per block of count / 20 round trips */
+#define BENCH_LATE_BLOCKS 20
 
 typedef struct bench_result {
     char name[64];
@@ -34,6 +36,10 @@ typedef struct bench_result {
      * late; device/NOTES.md, "Where the late round trips come from") */
     double late_pct;
     double read_late_pct; /* % in [p50 + BENCH_READ_LATE_LO_NS, p50 + _HI_NS) */
+    /* late_pct of each twentieth of the round trips, in the order they
+     * were measured (JSON "late_pct_by_block"): a bad minute shows as a
+     * few blocks, a steady share as all of them; NaN when not measured */
+    double late_by_block[BENCH_LATE_BLOCKS];
     /* throughput / bandwidth / CPU use */
     double msgs_per_s;
     double gb_per_s;

@@ -337,6 +337,15 @@ static void gpu_api_claims(const bench_report *rep)
         if (rawl)
             printf(", raw loop %.2f (%.2f) %%", rawl->late_pct, rawl->read_late_pct);
         printf("\n");
+        /* steady, or a few bad stretches (the record's late_pct_by_block) */
+        if (bench_has(ring->late_by_block[0])) {
+            double lo = ring->late_by_block[0], hi = lo;
+            for (int b = 1; b < BENCH_LATE_BLOCKS; b++) {
+                lo = ring->late_by_block[b] < lo ? ring->late_by_block[b] : lo;
+                hi = ring->late_by_block[b] > hi ? ring->late_by_block[b] : hi;
+            }
+            printf("  rk_actor_call late in each twentieth of its run: %.2f to %.2f %%\n", lo, hi);
+        }
     }
     for (size_t i = 0; i < rep->n; i++) {
         const bench_result *t = &rep->results[i];

@@ -61,6 +61,36 @@ static void test_late_pct(void **state)
     bench_report_free(&rep);
 }
 
+/* late_pct_by_block: the late ones counted where they came in the run (a
+ * burst in its last twentieth, one in the first), not where sorting puts
+ * them; the blocks' mean is late_pct. */
+static void test_late_blocks(void **state)
+{
+    (void)state;
+    bench_report rep = {0};
+    uint64_t s[2000];
+    for (int i = 0; i < 2000; i++)
+        s[i] = i >= 1950 ? 4000 : 2000; /* 50 late at the end: block 19 has 100 round trips */
+    s[3] = 3500;
+    bench_result *r = bench_add(&rep, "ring_echo_64", "cuda");
+    bench_latency_stats(r, s, 2000);
+    assert_true(r->late_pct == 2.55);
+    assert_true(r->late_by_block[0] == 1.0);
+    assert_true(r->late_by_block[19] == 50.0);
+    double sum = 0;
+    for (int b = 0; b < BENCH_LATE_BLOCKS; b++) {
+        sum += r->late_by_block[b];
+        if (b && b < 19)
+            assert_true(r->late_by_block[b] == 0.0);
+    }
+    assert_true(sum / BENCH_LATE_BLOCKS == r->late_pct);
+    assert_true(s[0] == 2000 && s[1999] == 4000); /* s is sorted on return, as before */
+    /* fewer round trips than blocks: none */
+    bench_latency_stats(r, s, 10);
+    assert_false(bench_has(r->late_by_block[0]));
+    bench_report_free(&rep);
+}
+
 /* The record: late_pct on the latency row, absent from a throughput row. */
 static void test_record(void **state)
 {
@@ -93,6 +123,12 @@ static void test_record(void **state)
     const char *rl = strstr(row, "\"read_late_pct\": 1.000");
     assert_non_null(rl);
     assert_true(rl < thr);
+    /* fill's ten late ones, one in each hundred from the 8th: blocks of 50
+     * alternate 2 % and 0 % */
+    const char *bl = strstr(row, "\"late_pct_by_block\": [2.00, 0.00, 2.00, 0.00,");
+    assert_non_null(bl);
+    assert_true(bl < thr);
+    assert_null(strstr(thr, "late_pct_by_block"));
     bench_report_free(&rep);
 }
 
@@ -100,6 +136,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_late_pct),
+        cmocka_unit_test(test_late_blocks),
         cmocka_unit_test(test_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
