@@ -80,16 +80,18 @@ void bench_rows_unlock(void)
 }
 
 /* late_by_block: the late share of each twentieth of s in measurement
- * order (s not sorted yet); a row of fewer round trips than blocks has
- * none. */
+ * order (s not sorted yet); a row of fewer round trips than blocks keeps
+ * out as it is (not measured). */
 static void late_blocks(double out[BENCH_LATE_BLOCKS], const uint64_t *s, size_t n, double late_over)
 {
+    if (n < BENCH_LATE_BLOCKS)
+        return;
     for (int b = 0; b < BENCH_LATE_BLOCKS; b++) {
         const size_t lo = n * (size_t)b / BENCH_LATE_BLOCKS, hi = n * (size_t)(b + 1) / BENCH_LATE_BLOCKS;
         size_t late = 0;
         for (size_t i = lo; i < hi; i++)
             late += (double)s[i] > late_over;
-        out[b] = n >= BENCH_LATE_BLOCKS ? 100.0 * (double)late / (double)(hi - lo) : BENCH_NONE;
+        out[b] = 100.0 * (double)late / (double)(hi - lo);
     }
 }
 
