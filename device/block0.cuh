@@ -55,7 +55,7 @@ struct shared0 {
     uint32_t firstbad[32];        /* pipelined poll: per crew warp, its first slot that is not
                                    * a complete echo/NOP (pp_n if none) */
     unsigned long long st[8];     /* dispatcher counters (lane 0), copied to scratch.stats at stop */
-    uint32_t idle_fx;             /* dispatcher: the wait after an idle-path reply, cycles x 64
+    uint32_t idle_fx;             /* dispatcher: the wait after an idle-path reply, cycles x 2^IDLE_FX_SHIFT
                                    * (lane 0 writes: idle_adapt) */
     uint32_t read1;               /* dispatcher: the usual first poll read after a reply,
                                    * cycles (lane 0 writes: idle_adapt) */

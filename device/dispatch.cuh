@@ -21,20 +21,34 @@ namespace dev {
 #ifndef RK_KERNEL_IDLE_DELAY
 #define RK_KERNEL_IDLE_DELAY 400u /* cycles (~0.2 us): the idle wait's start (it adapts: idle_adapt) */
 #endif
-/* The idle wait's bounds and steps, in 1/64 cycle (idle.cuh, idle_adapt):
- * +16 cycles after a request found by the poll's second read, -16 x 5 /
- * 1024 after one found by its first, so it settles where ~0.5 % of
- * requests miss the first read (at ~0.3 % the platform's own late
- * replies held it high: +0.1-0.35 us of p50 on an H100 host). At most
- * 2 400 cycles, about a read's time: waiting longer than that costs more
- * than the miss it avoids. (800 while the dispatcher loop's bookkeeping
- * put ~2 000 cycles between a reply and the next read by itself.) */
-constexpr uint32_t IDLE_WAIT_MIN = 0u, IDLE_WAIT_MAX = 2400u << 6;
-constexpr uint32_t IDLE_WAIT_MIN_OLD = 150u << 6; /* the least before 2026-11-27 (RK_KF_WAIT_MIN150) */
-#ifndef RK_KERNEL_IDLE_WAIT_DOWN
-#define RK_KERNEL_IDLE_WAIT_DOWN 5u /* a compile-time define for A/B builds (-Dcuda_args=...) */
+/* The idle wait's bounds and steps (idle.cuh, idle_adapt), in fixed
+ * point (1 / 2^IDLE_FX_SHIFT cycle): +3.2 cycles after a request found by
+ * the poll's second read, -3.2 / 205 after one found by its first, so it
+ * settles where ~0.5 % of requests miss the first read (at ~0.3 % the
+ * platform's own late replies held it high: +0.1-0.35 us of p50 on an
+ * H100 host). The steps are small because a host's slow moments come in
+ * runs: each miss of a run raised the wait by a step, and the step took
+ * 205 first-read finds to come back down, so with steps of 16 cycles
+ * (before 2026-11-28) runs of misses left every round trip +0.2-0.6 us
+ * late for a while; steps of 3.2 halved that (device/NOTES.md, "Smaller
+ * steps"). At most 2 400 cycles, about a read's time: waiting longer than
+ * that costs more than the miss it avoids. */
+#ifndef RK_KERNEL_IDLE_FX_SHIFT /* compile-time defines for A/B builds (-Dcuda_args=...) */
+#define RK_KERNEL_IDLE_FX_SHIFT 6u
 #endif
-constexpr uint32_t IDLE_WAIT_UP = 1024u, IDLE_WAIT_DOWN = RK_KERNEL_IDLE_WAIT_DOWN;
+#ifndef RK_KERNEL_IDLE_WAIT_UP
+#define RK_KERNEL_IDLE_WAIT_UP 205u
+#endif
+#ifndef RK_KERNEL_IDLE_WAIT_DOWN
+#define RK_KERNEL_IDLE_WAIT_DOWN 1u
+#endif
+constexpr uint32_t IDLE_FX_SHIFT = RK_KERNEL_IDLE_FX_SHIFT;
+constexpr uint32_t IDLE_WAIT_UP = RK_KERNEL_IDLE_WAIT_UP, IDLE_WAIT_DOWN = RK_KERNEL_IDLE_WAIT_DOWN;
+/* cycles -> the wait's fixed point, and back */
+__host__ __device__ constexpr uint32_t idle_fx_of(uint32_t cycles) { return cycles << IDLE_FX_SHIFT; }
+__host__ __device__ constexpr uint32_t idle_cycles_of(uint32_t fx) { return fx >> IDLE_FX_SHIFT; }
+constexpr uint32_t IDLE_WAIT_MIN = 0u, IDLE_WAIT_MAX = idle_fx_of(2400u);
+constexpr uint32_t IDLE_WAIT_MIN_OLD = idle_fx_of(150u); /* the least before 2026-11-27 (RK_KF_WAIT_MIN150) */
 
 /* The idle wait fx (cycles x 64) after the first poll that followed an
  * idle-path reply took `reads` reads (idle.cuh, idle_adapt; a host test
@@ -217,11 +231,11 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
     d.pp_par = 0;
 #ifdef RK_KERNEL_EXPERIMENTS
     d.t_ans = 0;
-    const uint32_t idle_fx = idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY) << 6;
+    const uint32_t idle_fx = idle_fx_of(idle_delay_of(ka.flags, RK_KERNEL_IDLE_DELAY));
     d.pipe = has_loader && !(ka.flags & RK_KF_SERIAL);
     d.pipe_n = pipe_slots(d.ncrew - 1, (ka.flags & RK_KF_KP64) ? 64u : (uint32_t)KP_MAX);
 #else
-    const uint32_t idle_fx = RK_KERNEL_IDLE_DELAY << 6;
+    const uint32_t idle_fx = idle_fx_of(RK_KERNEL_IDLE_DELAY);
     d.pipe = has_loader;
     d.pipe_n = pipe_slots(d.ncrew - 1);
 #endif

@@ -303,7 +303,7 @@ __device__ __forceinline__ void dispatcher_stop(dispatch &d, const dispatch_ref 
     if (lane == 0) {
         for (int i = 0; i < 8; i++)
             ds->stats[i] = sh.st[i];
-        ds->idle_wait = sh.idle_fx >> 6;
+        ds->idle_wait = idle_cycles_of(sh.idle_fx);
         flag_st(&sh.h2d_done, (unsigned long long)d.hpos);
         flag_st(&sh.dispatcher_done, 1u);
     }

@@ -522,7 +522,7 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
             d.ad_reads = after_reply;
             d.ad_lat1 = r.lat1;
         }
-        d.idle_wait = quick ? sh.idle_fx >> 6 : 0u; /* (lane 0 stored it before after_read's __syncwarp) */
+        d.idle_wait = quick ? idle_cycles_of(sh.idle_fx) : 0u; /* (lane 0 stored it before after_read's __syncwarp) */
         d.after = quick;
         /* a second message already there: read a busy batch next */
         d.burst = (uint32_t)(__shfl_sync(FULL, r.b, 0) >> 32) == ring_flag(p.in, d.hpos + 1);

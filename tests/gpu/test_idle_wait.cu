@@ -29,8 +29,12 @@ using rk::dev::IDLE_READ_SLOW;
 using rk::dev::IDLE_WAIT_MAX;
 using rk::dev::IDLE_WAIT_MIN;
 using rk::dev::IDLE_WAIT_MIN_OLD;
+using rk::dev::IDLE_WAIT_DOWN;
+using rk::dev::IDLE_WAIT_UP;
+using rk::dev::idle_cycles_of;
+using rk::dev::idle_fx_of;
 
-static const uint32_t START = RK_KERNEL_IDLE_DELAY << 6;
+static const uint32_t START = idle_fx_of(RK_KERNEL_IDLE_DELAY);
 
 static void test_bounds_and_directions(void **)
 {
@@ -38,28 +42,29 @@ static void test_bounds_and_directions(void **)
     fx = idle_wait_step(fx, 1);
     assert_true(fx < START);
     fx = idle_wait_step(START, 2);
-    assert_int_equal(fx, START + 16u * 64u); /* +16 cycles */
+    assert_int_equal(fx, START + IDLE_WAIT_UP); /* one step up */
     for (uint32_t r : {0u, 3u, 7u, 64u})     /* no find, or a reply late on its way */
         assert_int_equal(idle_wait_step(START, r), START);
     fx = START;
-    for (int i = 0; i < 100000; i++)
+    for (int i = 0; i < 1000000; i++)
         fx = idle_wait_step(fx, 1);
     assert_int_equal(fx, IDLE_WAIT_MIN);
-    for (int i = 0; i < 1000; i++)
+    for (int i = 0; i < 100000; i++)
         fx = idle_wait_step(fx, 2);
     assert_int_equal(fx, IDLE_WAIT_MAX);
     assert_int_equal(idle_wait_step(IDLE_WAIT_MAX, 2), IDLE_WAIT_MAX);
     assert_int_equal(idle_wait_step(IDLE_WAIT_MIN, 1), IDLE_WAIT_MIN);
     /* the least is no wait at all, not below (no wrap), and a miss there steps up */
     assert_int_equal(IDLE_WAIT_MIN, 0u);
-    assert_int_equal(idle_wait_step(3u, 1), 0u);
-    assert_int_equal(idle_wait_step(0u, 2), 16u * 64u);
+    assert_int_equal(idle_wait_step(IDLE_WAIT_DOWN, 1), 0u);
+    assert_int_equal(idle_wait_step(IDLE_WAIT_DOWN + 1u, 1), 1u);
+    assert_int_equal(idle_wait_step(0u, 2), IDLE_WAIT_UP);
     /* the comparison RK_KF_WAIT_MIN150's least: down to 150 cycles, not past */
     fx = START;
-    for (int i = 0; i < 100000; i++)
+    for (int i = 0; i < 1000000; i++)
         fx = idle_wait_step(fx, 1, IDLE_WAIT_MIN_OLD);
-    assert_int_equal(fx, 150u << 6);
-    assert_int_equal(idle_wait_step(IDLE_WAIT_MIN_OLD + 3u, 1, IDLE_WAIT_MIN_OLD), IDLE_WAIT_MIN_OLD);
+    assert_int_equal(fx, idle_fx_of(150u));
+    assert_int_equal(idle_wait_step(IDLE_WAIT_MIN_OLD + IDLE_WAIT_DOWN, 1, IDLE_WAIT_MIN_OLD), IDLE_WAIT_MIN_OLD);
 }
 
 static void test_slow_first_read(void **)
@@ -112,7 +117,7 @@ static double run_late(double turn_lo, double turn_hi, double other, double late
         if (uniform() < 0.02)
             turn += 150.0 * uniform();
         uint32_t lat1 = 2000u + (uint32_t)(200.0 * uniform());
-        uint32_t reads = uniform() < other ? 3u : (double)(fx >> 6) >= turn ? 1u : 2u;
+        uint32_t reads = uniform() < other ? 3u : (double)idle_cycles_of(fx) >= turn ? 1u : 2u;
         if (i >= n / 2 && reads == 2)
             missed++;
         if (reads != 3 && uniform() < late) {
@@ -122,7 +127,7 @@ static double run_late(double turn_lo, double turn_hi, double other, double late
         fx = idle_wait_step(fx, nolat ? reads : idle_reads_seen(reads, lat1, base));
         base = idle_read_base(base, reads, lat1);
     }
-    *end = fx >> 6;
+    *end = idle_cycles_of(fx);
     return (double)missed / (n - n / 2);
 }
 
@@ -160,7 +165,7 @@ static void test_late_replies_do_not_raise_it(void **)
     assert_true(miss > 0.002 && miss < 0.01);
     /* the rule before: the same minutes hold it at the cap */
     miss = run_late(450.0, 520.0, 0.0, 0.03, true, 400000, &end);
-    assert_true(end + 8 >= (IDLE_WAIT_MAX >> 6));
+    assert_true(end + 8 >= idle_cycles_of(IDLE_WAIT_MAX));
     assert_true(miss < 0.002);
 }
 
@@ -168,8 +173,8 @@ static void test_a_slow_host_stops_it_at_the_bound(void **)
 {
     uint32_t end;
     /* a turn past the bound: the wait stops there (every request missed) */
-    double miss = run((IDLE_WAIT_MAX >> 6) + 100.0, (IDLE_WAIT_MAX >> 6) + 200.0, 0.0, 100000, &end);
-    assert_int_equal(end, IDLE_WAIT_MAX >> 6);
+    double miss = run(idle_cycles_of(IDLE_WAIT_MAX) + 100.0, idle_cycles_of(IDLE_WAIT_MAX) + 200.0, 0.0, 100000, &end);
+    assert_int_equal(end, idle_cycles_of(IDLE_WAIT_MAX));
     assert_true(miss > 0.99);
 }
 
