@@ -14,8 +14,10 @@ export CPATH=/tmp/rkdeps/usr/include${CPATH:+:$CPATH}
 t0=$SECONDS
 stamp() { echo "[$((SECONDS - t0)) s] $*"; }
 stamp build
-{ meson setup "$B" -Dcuda=enabled -Dbuildtype=release >"$L/setup.log" 2>&1 ||
-  meson setup --reconfigure "$B" >"$L/setup.log" 2>&1; } &&
+# a warm machine keeps $B: configure it again ("meson setup" on a
+# configured directory exits 0 and leaves it as it was)
+again=; [ -f "$B/build.ninja" ] && again=--reconfigure
+meson setup $again "$B" -Dcuda=enabled -Dbuildtype=release >"$L/setup.log" 2>&1 &&
   ninja -C "$B" >"$L/build.log" 2>&1 || { tail -40 "$L/build.log" "$L/setup.log"; exit 1; }
 grep -q "rk-bridge's allocator *: *jemalloc" "$L/setup.log" ||
     echo "WARNING: rk-bridge is built with glibc's malloc, not jemalloc (the default build's where" \

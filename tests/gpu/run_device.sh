@@ -21,9 +21,11 @@ t0=$SECONDS
 stamp() { echo "[$((SECONDS - t0)) s] $*"; }
 step_build() {
   stamp build
-  { meson setup "$B" -Dcuda=enabled -Dbuildtype=release ${MESON_OPTS:-} >"$LOGS/setup.log" 2>&1 ||
-    meson setup --reconfigure "$B" -Dcuda=enabled ${MESON_OPTS:-} >"$LOGS/setup.log" 2>&1; } &&
-    ninja -C "$B" >"$LOGS/build.log" 2>&1 || { tail -n 40 "$LOGS/build.log"; step_pack; exit 1; }
+  # a warm machine keeps $B: configure it again, or the options given now
+  # would be ignored ("meson setup" on a configured directory exits 0)
+  local again=; [ -f "$B/build.ninja" ] && again=--reconfigure
+  meson setup $again "$B" -Dcuda=enabled -Dbuildtype=release ${MESON_OPTS:-} >"$LOGS/setup.log" 2>&1 &&
+    ninja -C "$B" >"$LOGS/build.log" 2>&1 || { tail -n 40 "$LOGS/setup.log" "$LOGS/build.log"; step_pack; exit 1; }
   grep -q "rk-bridge's allocator *: *jemalloc" "$LOGS/setup.log" ||
       echo "WARNING: rk-bridge is built with glibc's malloc, not jemalloc (the default build's where" \
         "libjemalloc-dev is found): carry libjemalloc2 and libjemalloc-dev in .devdeps (device/README.md)"
