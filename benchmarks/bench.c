@@ -150,6 +150,16 @@ void bench_latency_stats(bench_result *r, uint64_t *s, size_t n)
     bench_rows_unlock();
 }
 
+double bench_pct_in(const bench_result *r, double lo_ns, double hi_ns)
+{
+    if (!r->samples || !r->n_samples)
+        return BENCH_NONE;
+    size_t in = 0;
+    for (size_t i = 0; i < r->n_samples; i++)
+        in += (double)r->samples[i] >= lo_ns && (double)r->samples[i] < hi_ns;
+    return 100.0 * (double)in / (double)r->n_samples;
+}
+
 bench_result *bench_add(bench_report *rep, const char *name, const char *backend)
 {
     bench_rows_lock();

@@ -77,6 +77,13 @@ uint64_t bench_now_ns(void);
 #define BENCH_SAMPLES_KEPT 20000
 void bench_latency_stats(bench_result *r, uint64_t *samples, size_t n);
 
+/* % of a latency row's round trips in [lo_ns, hi_ns), from its kept
+ * samples (evenly spaced in sorted order: all of them up to
+ * BENCH_SAMPLES_KEPT, a 1 / BENCH_SAMPLES_KEPT resolution past it);
+ * BENCH_NONE for a row without samples. What issue 13's p99 bound is lost
+ * to: the share past 1.3 x the floor's p99, and where it lies. */
+double bench_pct_in(const bench_result *r, double lo_ns, double hi_ns);
+
 /* Appends a result named `name` for `backend`, nothing measured yet, and
  * returns it (valid until the next bench_add). One thread adds rows; the
  * Ctrl-C reporter (bench_finish_init) reads them under the same lock. */

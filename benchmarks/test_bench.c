@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,36 @@ static void test_late_pct(void **state)
     assert_true(r->p50_ns == 2200.0);
     assert_true(r->late_pct == 49.9);
     assert_true(r->read_late_pct == 49.9);
+    bench_report_free(&rep);
+}
+
+/* bench_pct_in: shares of a row's round trips between two bounds, from
+ * its kept samples, all of them or every other one past
+ * BENCH_SAMPLES_KEPT; none for a row without samples. */
+static void test_pct_in(void **state)
+{
+    (void)state;
+    bench_report rep = {0};
+    uint64_t s[1000];
+    fill(s);
+    bench_result *r = bench_add(&rep, "ring_echo_64", "cuda");
+    assert_false(bench_has(bench_pct_in(r, 0, INFINITY))); /* nothing measured yet */
+    bench_latency_stats(r, s, 1000);
+    assert_true(bench_pct_in(r, 0, INFINITY) == 100.0);
+    assert_true(bench_pct_in(r, 3000, INFINITY) == 1.0);  /* the ten a read late */
+    assert_true(bench_pct_in(r, 2600, 2601) == 0.1);      /* [lo, hi): the one at +600 */
+    assert_true(bench_pct_in(r, 2000, 2000) == 0.0);
+    assert_true(bench_pct_in(r, 3501, INFINITY) == 0.0);
+    /* 40 000 round trips, 1 % of them 5 us late: every other one kept */
+    size_t n = 2 * BENCH_SAMPLES_KEPT;
+    uint64_t *big = malloc(n * sizeof *big);
+    assert_non_null(big);
+    for (size_t i = 0; i < n; i++)
+        big[i] = i % 100 == 3 ? 7000 : 2000;
+    bench_latency_stats(r, big, n);
+    assert_int_equal(r->n_samples, BENCH_SAMPLES_KEPT);
+    assert_true(fabs(bench_pct_in(r, 6000, INFINITY) - 1.0) < 0.01);
+    free(big);
     bench_report_free(&rep);
 }
 
@@ -136,6 +167,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_late_pct),
+        cmocka_unit_test(test_pct_in),
         cmocka_unit_test(test_late_blocks),
         cmocka_unit_test(test_record),
     };
