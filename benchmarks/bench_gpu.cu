@@ -344,12 +344,12 @@ static void gpu_api_claims(const bench_report *rep)
          * floor's: device/NOTES.md, "Smaller steps") */
         const double bound = 1.3 * fl->p99_ns, p50 = ring->p50_ns;
         const double past = bench_pct_in(ring, bound, INFINITY);
-        const double lo = p50 + BENCH_READ_LATE_LO_NS > bound ? p50 + BENCH_READ_LATE_LO_NS : bound;
+        const double read_lo = p50 + BENCH_READ_LATE_LO_NS > bound ? p50 + BENCH_READ_LATE_LO_NS : bound;
         const double stall = p50 + 5000.0 > bound ? p50 + 5000.0 : bound;
         if (bench_has(past))
             printf("  rk_actor_call past the p99 bound (%.2f us): %.2f %% (holds under 1 %%): a read late %.2f %%, "
                    "5 us or more late %.2f %%; the floor's own 5 us or more: %.2f %%\n",
-                   bound / 1e3, past, bench_pct_in(ring, lo, p50 + BENCH_READ_LATE_HI_NS),
+                   bound / 1e3, past, bench_pct_in(ring, read_lo, p50 + BENCH_READ_LATE_HI_NS),
                    bench_pct_in(ring, stall, INFINITY), bench_pct_in(fl, fl->p50_ns + 5000.0, INFINITY));
         /* steady, or a few bad stretches (the record's late_pct_by_block) */
         if (bench_has(ring->late_by_block[0])) {

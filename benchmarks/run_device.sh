@@ -14,15 +14,9 @@ export CPATH=/tmp/rkdeps/usr/include${CPATH:+:$CPATH}
 t0=$SECONDS
 stamp() { echo "[$((SECONDS - t0)) s] $*"; }
 stamp build
-# a warm machine keeps $B: configure it again ("meson setup" on a
-# configured directory exits 0 and leaves it as it was)
-again=; [ -f "$B/build.ninja" ] && again=--reconfigure
-meson setup $again "$B" -Dcuda=enabled -Dbuildtype=release >"$L/setup.log" 2>&1 &&
-  ninja -C "$B" >"$L/build.log" 2>&1 || { tail -40 "$L/build.log" "$L/setup.log"; exit 1; }
-grep -q "rk-bridge's allocator *: *jemalloc" "$L/setup.log" ||
-    echo "WARNING: rk-bridge is built with glibc's malloc, not jemalloc (the default build's where" \
-      "libjemalloc-dev is found): carry libjemalloc2 and libjemalloc-dev in .devdeps (device/README.md)"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$L/gpu.txt"
+# the build and its checks are the gpu suite's script's (one place)
+OUT="$OUT" LOGS="$L" B="$B" bash tests/gpu/run_device.sh build || exit 1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$L/gpu.txt"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   stamp "gpu + fast + bridge suites"
   meson test -C "$B" --suite gpu --suite fast --suite bridge --print-errorlogs >"$L/tests.log" 2>&1

@@ -3,8 +3,8 @@
  * that holds only what a row measured. */
 #include <setjmp.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
