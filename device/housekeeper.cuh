@@ -98,11 +98,12 @@ constexpr long long READER_HK_LATE = 40000; /* ~20 us */
 
 __device__ __forceinline__ void hk_read_loop(const rk_kargs &ka, shared0 &sh, hk_state &h, uint32_t lane)
 {
-    const uint32_t mask = ring_open(static_cast<rk_ring *>(ka.h2d)).mask;
+    const ring_view in = ring_open(static_cast<rk_ring *>(ka.h2d));
     uint64_t last = 0;
+    bool slot_read = true; /* the last stamp's slot read again (or none wanted) */
     long long due = clock64(), stamped = due - 2 * READER_HK_LATE;
     for (;;) {
-        const uint64_t s = reader_look(sh, lane);
+        const uint64_t s = reader_look(&sh.rd_stamp, lane);
         const long long now = __shfl_sync(FULL, clock64(), 0);
         const bool round = now >= due;
         uint32_t stop = 0;
@@ -110,14 +111,20 @@ __device__ __forceinline__ void hk_read_loop(const rk_kargs &ka, shared0 &sh, hk
         if (served) {
             last = s;
             stamped = now;
-            stop = reader_serve(sh, ka.h2d_mirror, mask, s, round ? &ka.region->stop : nullptr, lane);
+            slot_read = reader_serve(sh, ka.h2d_mirror, in, s, round ? &ka.region->stop : nullptr, &stop, lane);
+        } else if (!slot_read && reader_look(&sh.rd_miss, lane) == last) {
+            /* a miss seen after the watch (the dispatcher's read slow) */
+            reader_slot(sh, in, last, lane);
+            slot_read = true;
         }
         /* stamps coming: the round waits for one, up to READER_HK_LATE */
         if (round && (served || now - stamped > READER_HK_LATE || now - due > READER_HK_LATE)) {
             uint32_t quit = 0, ns = 0;
             if (lane == 0) {
-                if (!served) /* acquire: pairs with the host's store-release of stop */
-                    stop = rk__ld_acquire_sys(&ka.region->stop);
+                if (!served)
+                    stop = rk__ld_relaxed_sys(&ka.region->stop);
+                if (stop) /* acquire: pairs with the host's store-release of stop */
+                    rk__fence_acquire_sys();
                 quit = hk_step(ka, sh, h, stop);
                 ns = h.ns;
             }

@@ -397,14 +397,14 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, shared0 &sh, const 
             r.lat1 = (uint32_t)(clock64() - t_read);
         r.got = r.x.there & 1u; /* line 0 */
         uint64_t m;
-        if (stamp && r.reads == 1 && (!r.got || (ka.flags & RK_KF_READER_TEST)) && reader_take(sh, stamp, lane, &m)) {
-            const echo_lines x = echo_lines_of(q, m);
-            if (x.there & 1u) { /* found by the reader: counts as a second read's find (idle_adapt) */
-                r.a = m;
-                r.x = x;
-                r.got = true;
-                r.reads = 2;
-            }
+        if (stamp && r.reads == 1 && (!r.got || (ka.flags & RK_KF_READER_TEST)) &&
+            reader_take(sh, stamp, q.flag, lane, &m)) {
+            /* the reader's lines, the mirror's or its second read of the
+             * slot: as a second read's (idle_adapt counts the miss) */
+            r.reads = 2;
+            r.a = m;
+            r.x = echo_lines_of(q, m);
+            r.got = r.x.there & 1u;
         }
         if (!r.got && long_idle) {
             __nanosleep(d.ns);

@@ -81,7 +81,9 @@ __global__ void __launch_bounds__(MaxThreads) ring_kernel(rk_kargs ka)
         sh.loader_quit = 0;
         sh.poll_pos = 0;
         sh.rd_stamp = 0; /* no stamp is 0 (reader.cuh) */
+        sh.rd_miss = 0;
         sh.mir_tag = 0;
+        sh.slot_tag = 0;
     }
     __syncthreads();
     const uint32_t warp = threadIdx.x / 32;

@@ -22,8 +22,14 @@
  *    the dispatcher's wait: 1 (never 0) | the position's low 24 bits
  *    (the mirror's slot: slots <= 2^24) | the low 39 bits of the clock64
  *    at which the read goes out (one SM: one clock);
+ *  - rd_miss (dispatcher lane 0 -> reader): the stamp of a read that
+ *    missed; the reader then reads the slot again for the dispatcher, at
+ *    once, instead of it (a read of the slot by the dispatcher after
+ *    waiting for the mirror's would come later; one while the reader's is
+ *    out would queue behind it);
  *  - mir[32], then mir_tag (reader -> dispatcher): the mirror slot's lines
- *    as lane i read line i, then the stamp they were read for. */
+ *    as lane i read line i, then the stamp they were read for; slo[32]
+ *    and slot_tag the same for the reader's read of the slot. */
 #ifndef RK_DEVICE_READER_CUH
 #define RK_DEVICE_READER_CUH
 
@@ -39,7 +45,10 @@ namespace dev {
 #define RK_KERNEL_READER_DELAY 1000u /* cycles after the dispatcher's read (~0.5 us) */
 #endif
 #ifndef RK_KERNEL_READER_WAIT
-#define RK_KERNEL_READER_WAIT 5000u /* cycles the dispatcher waits for the reader at most */
+#define RK_KERNEL_READER_WAIT 8000u /* cycles the dispatcher waits for the reader at most */
+#endif
+#ifndef RK_KERNEL_READER_WATCH
+#define RK_KERNEL_READER_WATCH 3000u /* cycles the reader looks for a miss while its read is out */
 #endif
 
 constexpr uint64_t STAMP_CLOCK = (1ull << 39) - 1ull;
@@ -79,58 +88,107 @@ __device__ __forceinline__ uint64_t reader_arm(shared0 &sh, uint64_t pos, long l
     return s;
 }
 
-/* After the dispatcher's own read missed: waits (at most
- * RK_KERNEL_READER_WAIT cycles) for the reader's lines of this read
- * (stamp) and returns lane i's line i in *a; false when the reader did
- * not come (its read slow, or it was late): the dispatcher reads again
- * itself. Warp-uniform: lane 0 looks, the warp follows. */
-__device__ __forceinline__ bool reader_take(shared0 &sh, uint64_t stamp, uint32_t lane, uint64_t *a)
+/* Waits until *tag is stamp (true) or RK_KERNEL_READER_WAIT cycles from
+ * t0 have passed (false). Warp-uniform: lane 0 looks, the warp follows. */
+__device__ __forceinline__ bool reader_wait_tag(const unsigned long long *tag, uint64_t stamp, long long t0,
+                                                uint32_t lane)
 {
-    const long long t0 = clock64();
     uint32_t seen;
     do {
-        seen = lane == 0 && vol_ld(&sh.mir_tag) == stamp;
+        seen = lane == 0 && vol_ld(tag) == stamp;
         seen = __shfl_sync(FULL, seen, 0);
     } while (!seen && clock64() - t0 < (long long)RK_KERNEL_READER_WAIT);
-    if (!seen)
+    return seen;
+}
+
+/* After the dispatcher's own read (stamp) missed: tells the reader, which
+ * then reads the slot again for it (the read the dispatcher would have
+ * made, as soon), and returns in *a, lane i line i, the mirror's copy if
+ * it holds the request (want: line 0's flag), else the slot's second
+ * read. False when neither came in RK_KERNEL_READER_WAIT cycles (the
+ * reader late, or its reads slow): the dispatcher reads again itself. */
+__device__ __forceinline__ bool reader_take(shared0 &sh, uint64_t stamp, uint32_t want, uint32_t lane, uint64_t *a)
+{
+    if (lane == 0)
+        sh_st(&sh.rd_miss, stamp);
+    const long long t0 = clock64();
+    if (reader_wait_tag(&sh.mir_tag, stamp, t0, lane)) {
+        __threadfence_block(); /* acquire: pairs with reader_put's fence */
+        *a = vol_ld(&sh.mir[lane]);
+        if (__shfl_sync(FULL, (uint32_t)(*a >> 32), 0) == want)
+            return true;
+    }
+    if (!reader_wait_tag(&sh.slot_tag, stamp, t0, lane))
         return false;
-    __threadfence_block(); /* acquire: pairs with the reader's fence before mir_tag */
-    *a = vol_ld(&sh.mir[lane]);
+    __threadfence_block(); /* acquire: pairs with reader_put's fence */
+    *a = vol_ld(&sh.slo[lane]);
     return true;
 }
 
 /* ---- the reader's side (the housekeeper warp, housekeeper.cuh) ---- */
 
-/* The stamp the dispatcher left, the same in every lane. */
-__device__ __forceinline__ uint64_t reader_look(shared0 &sh, uint32_t lane)
+/* The stamp the dispatcher left in *w (rd_stamp, rd_miss), the same in
+ * every lane. */
+__device__ __forceinline__ uint64_t reader_look(const unsigned long long *w, uint32_t lane)
 {
-    uint64_t s = lane == 0 ? vol_ld(&sh.rd_stamp) : 0ull;
+    uint64_t s = lane == 0 ? vol_ld(w) : 0ull;
     return __shfl_sync(FULL, s, 0);
 }
 
-/* Serves stamp s: waits for its read time + RK_KERNEL_READER_DELAY, reads
- * the mirror's slot (lane i line i), and with it, when stop_p is not NULL,
- * the stop word (lane 0: the housekeeper's own read of host memory rides
- * along, never on its own while the reader may be wanted). Stores the
- * lines, then the tag. Returns the stop word lane 0 read (0 otherwise). */
-__device__ __forceinline__ uint32_t reader_serve(shared0 &sh, const uint64_t *mirror, uint32_t mask, uint64_t s,
-                                                 const uint32_t *stop_p, uint32_t lane)
+/* Stores lane i's line i in lines[], then stamp in *tag. */
+__device__ __forceinline__ void reader_put(unsigned long long *lines, unsigned long long *tag, uint64_t a,
+                                           uint64_t stamp, uint32_t lane)
+{
+    lines[lane] = a;
+    __syncwarp();
+    __threadfence_block(); /* release: the lines before the tag; pairs with reader_take's fence */
+    if (lane == 0)
+        sh_st(tag, stamp);
+    __syncwarp();
+}
+
+/* The reader's second read of the slot, for the dispatcher that missed
+ * the request with its own (stamp). */
+__device__ __forceinline__ void reader_slot(shared0 &sh, const ring_view &in, uint64_t s, uint32_t lane)
+{
+    const uint64_t *slot = in.base + (size_t)stamp_slot(s, in.mask) * in.slot_lines;
+    reader_put(sh.slo, &sh.slot_tag, rk__ld_relaxed_sys(slot + lane), s, lane);
+}
+
+/* Serves stamp s: waits for its read time + RK_KERNEL_READER_DELAY and
+ * reads the mirror's slot (lane i line i); while that read is out, looks
+ * for the dispatcher's miss (RK_KERNEL_READER_WATCH cycles at most), and
+ * on one reads the slot again at once (the dispatcher's read is back: a
+ * read of it now does not queue behind one). Publishes the mirror's lines,
+ * then the slot's. When stop_p is not NULL, lane 0 reads the stop word
+ * with the mirror (relaxed: an acquire would hold the watch's loads
+ * behind it; the caller fences on a stop it sees): the housekeeper's own
+ * read of host memory rides along, never on its own while stamps come.
+ * Returns whether it read the slot, and *stop. */
+__device__ __forceinline__ bool reader_serve(shared0 &sh, const uint64_t *mirror, const ring_view &in, uint64_t s,
+                                             const uint32_t *stop_p, uint32_t *stop, uint32_t lane)
 {
     const long long t = clock64();
     const long long wait = (long long)stamp_wait(s, (uint64_t)t, RK_KERNEL_READER_DELAY);
     while (clock64() - t < wait)
         ;
-    const uint64_t a = rk__ld_relaxed_sys(mirror + (size_t)stamp_slot(s, mask) * RK__MIRROR_LINES + lane);
-    uint32_t stop = 0;
-    if (stop_p && lane == 0) /* acquire: pairs with the host's store-release of stop */
-        stop = rk__ld_acquire_sys(stop_p);
-    sh.mir[lane] = a;
-    __syncwarp();
-    __threadfence_block(); /* release: the lines before the tag; pairs with reader_take's fence */
-    if (lane == 0)
-        sh_st(&sh.mir_tag, s);
-    __syncwarp();
-    return stop;
+    const uint64_t m = rk__ld_relaxed_sys(mirror + (size_t)stamp_slot(s, in.mask) * RK__MIRROR_LINES + lane);
+    uint32_t st = 0;
+    if (stop_p && lane == 0)
+        st = rk__ld_relaxed_sys(stop_p);
+    const long long t_m = clock64();
+    bool missed;
+    do {
+        missed = reader_look(&sh.rd_miss, lane) == s;
+    } while (!missed && clock64() - t_m < (long long)RK_KERNEL_READER_WATCH);
+    uint64_t a = 0;
+    if (missed) /* issued before m is used: both reads out together */
+        a = rk__ld_relaxed_sys(in.base + (size_t)stamp_slot(s, in.mask) * in.slot_lines + lane);
+    reader_put(sh.mir, &sh.mir_tag, m, s, lane);
+    if (missed)
+        reader_put(sh.slo, &sh.slot_tag, a, s, lane);
+    *stop = st;
+    return missed;
 }
 
 } // namespace dev

@@ -31,7 +31,7 @@ static void fill(uint8_t *p, size_t n)
         p[i] = (uint8_t)rnd();
 }
 
-/* Echo calls of every size 0..max, twice, in a shuffled order; then NOPs. */
+/* Echo calls of every size 0..max, twice, in a shuffled order; then small vadds. */
 static size_t calls(rk_actor *a, size_t max, const char *mode)
 {
     uint8_t buf[512];
@@ -49,10 +49,18 @@ static size_t calls(rk_actor *a, size_t max, const char *mode)
             n++;
         }
     }
-    for (int k = 0; k < 200; k++) {
+    /* vadds of 1..12 floats a side (up to 120 B with the header: copied) */
+    for (int k = 0; k < 240; k++) {
+        const size_t nf = 1 + (size_t)k % 12;
+        float v[24], want[12];
+        for (size_t i = 0; i < 2 * nf; i++)
+            v[i] = (float)(int)(rnd() % 2000) - 1000.0f; /* exact sums */
+        for (size_t i = 0; i < nf; i++)
+            want[i] = v[i] + v[nf + i];
         rk_reply r;
-        CHECK_RK(rk_actor_call(a, RK_OP_NOP, NULL, 0, 0, &r, 10000), "nop call");
-        CHECK(r.status == 0 && r.len == 0, "%s: nop: status %d, %zu B back", mode, r.status, r.len);
+        CHECK_RK(rk_actor_call(a, RK_OP_VADD, v, 2 * nf * sizeof(float), 0, &r, 10000), "vadd call");
+        CHECK(r.status == 0 && r.len == nf * sizeof(float) && !memcmp(r.data, want, r.len),
+              "%s: vadd of %zu floats: status %d, %zu B back", mode, nf, r.status, r.len);
         rk_reply_release(a, &r);
         n++;
     }
