@@ -121,10 +121,9 @@ __device__ __forceinline__ void hk_read_loop(const rk_kargs &ka, shared0 &sh, hk
         if (round && (served || now - stamped > READER_HK_LATE || now - due > READER_HK_LATE)) {
             uint32_t quit = 0, ns = 0;
             if (lane == 0) {
-                if (!served)
-                    stop = rk__ld_relaxed_sys(&ka.region->stop);
-                if (stop) /* acquire: pairs with the host's store-release of stop */
-                    rk__fence_acquire_sys();
+                /* acquire: pairs with the host's store-release of stop */
+                if (!served || stop)
+                    stop = rk__ld_acquire_sys(&ka.region->stop);
                 quit = hk_step(ka, sh, h, stop);
                 ns = h.ns;
             }

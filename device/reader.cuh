@@ -68,12 +68,13 @@ __host__ __device__ constexpr uint64_t stamp_wait(uint64_t stamp, uint64_t now, 
     return ((stamp + delay - now) & STAMP_CLOCK) < (STAMP_CLOCK >> 1) ? (stamp + delay - now) & STAMP_CLOCK : 0ull;
 }
 
-/* strong shared-memory words of the hand-over: one warp writes, another
- * reads, with no barrier between them */
-__device__ __forceinline__ void sh_st(unsigned long long *p, unsigned long long v)
-{
-    *(volatile unsigned long long *)p = v;
-}
+/* The hand-over's words are written and read with atomics, the lines
+ * too (32 lanes at once), as block0.cuh's flag words are: so that
+ * compute-sanitizer racecheck sees them as synchronisation (volatile
+ * words were 10 race errors). Only the arm is on the dispatcher's path
+ * to a read, and it lies in the wait before it. */
+__device__ __forceinline__ void sh_put(unsigned long long *p, unsigned long long v) { atomicExch(p, v); }
+__device__ __forceinline__ unsigned long long sh_get(unsigned long long *p) { return atomicOr(p, 0ull); }
 
 /* ---- the dispatcher's side ---- */
 
@@ -84,20 +85,21 @@ __device__ __forceinline__ uint64_t reader_arm(shared0 &sh, uint64_t pos, long l
 {
     const uint64_t s = reader_stamp_of(pos, (uint64_t)t_go);
     if (lane == 0)
-        sh_st(&sh.rd_stamp, s);
+        sh_put(&sh.rd_stamp, s);
     return s;
 }
 
 /* Waits until *tag is stamp (true) or RK_KERNEL_READER_WAIT cycles from
  * t0 have passed (false). Warp-uniform: lane 0 looks, the warp follows. */
-__device__ __forceinline__ bool reader_wait_tag(const unsigned long long *tag, uint64_t stamp, long long t0,
-                                                uint32_t lane)
+__device__ __forceinline__ bool reader_wait_tag(unsigned long long *tag, uint64_t stamp, long long t0, uint32_t lane)
 {
     uint32_t seen;
     do {
-        seen = lane == 0 && vol_ld(tag) == stamp;
+        seen = lane == 0 && sh_get(tag) == stamp;
         seen = __shfl_sync(FULL, seen, 0);
     } while (!seen && clock64() - t0 < (long long)RK_KERNEL_READER_WAIT);
+    if (seen)
+        __threadfence_block(); /* acquire: pairs with reader_put's fence before the tag */
     return seen;
 }
 
@@ -110,18 +112,16 @@ __device__ __forceinline__ bool reader_wait_tag(const unsigned long long *tag, u
 __device__ __forceinline__ bool reader_take(shared0 &sh, uint64_t stamp, uint32_t want, uint32_t lane, uint64_t *a)
 {
     if (lane == 0)
-        sh_st(&sh.rd_miss, stamp);
+        sh_put(&sh.rd_miss, stamp);
     const long long t0 = clock64();
     if (reader_wait_tag(&sh.mir_tag, stamp, t0, lane)) {
-        __threadfence_block(); /* acquire: pairs with reader_put's fence */
-        *a = vol_ld(&sh.mir[lane]);
+        *a = sh_get(&sh.mir[lane]);
         if (__shfl_sync(FULL, (uint32_t)(*a >> 32), 0) == want)
             return true;
     }
     if (!reader_wait_tag(&sh.slot_tag, stamp, t0, lane))
         return false;
-    __threadfence_block(); /* acquire: pairs with reader_put's fence */
-    *a = vol_ld(&sh.slo[lane]);
+    *a = sh_get(&sh.slo[lane]);
     return true;
 }
 
@@ -129,9 +129,9 @@ __device__ __forceinline__ bool reader_take(shared0 &sh, uint64_t stamp, uint32_
 
 /* The stamp the dispatcher left in *w (rd_stamp, rd_miss), the same in
  * every lane. */
-__device__ __forceinline__ uint64_t reader_look(const unsigned long long *w, uint32_t lane)
+__device__ __forceinline__ uint64_t reader_look(unsigned long long *w, uint32_t lane)
 {
-    uint64_t s = lane == 0 ? vol_ld(w) : 0ull;
+    uint64_t s = lane == 0 ? sh_get(w) : 0ull;
     return __shfl_sync(FULL, s, 0);
 }
 
@@ -139,11 +139,11 @@ __device__ __forceinline__ uint64_t reader_look(const unsigned long long *w, uin
 __device__ __forceinline__ void reader_put(unsigned long long *lines, unsigned long long *tag, uint64_t a,
                                            uint64_t stamp, uint32_t lane)
 {
-    lines[lane] = a;
+    sh_put(&lines[lane], a);
     __syncwarp();
-    __threadfence_block(); /* release: the lines before the tag; pairs with reader_take's fence */
+    __threadfence_block(); /* release: the lines before the tag; pairs with reader_wait_tag's fence */
     if (lane == 0)
-        sh_st(tag, stamp);
+        sh_put(tag, stamp);
     __syncwarp();
 }
 
@@ -161,9 +161,10 @@ __device__ __forceinline__ void reader_slot(shared0 &sh, const ring_view &in, ui
  * on one reads the slot again at once (the dispatcher's read is back: a
  * read of it now does not queue behind one). Publishes the mirror's lines,
  * then the slot's. When stop_p is not NULL, lane 0 reads the stop word
- * with the mirror (relaxed: an acquire would hold the watch's loads
- * behind it; the caller fences on a stop it sees): the housekeeper's own
- * read of host memory rides along, never on its own while stamps come.
+ * with the mirror (weak, as the mirror: a strong read, an acquire above
+ * all, would hold the slot's read or the watch behind it; the caller
+ * reads a stop it sees again with acquire): the housekeeper's own read of
+ * host memory rides along, never on its own while stamps come.
  * Returns whether it read the slot, and *stop. */
 __device__ __forceinline__ bool reader_serve(shared0 &sh, const uint64_t *mirror, const ring_view &in, uint64_t s,
                                              const uint32_t *stop_p, uint32_t *stop, uint32_t lane)
@@ -172,10 +173,13 @@ __device__ __forceinline__ bool reader_serve(shared0 &sh, const uint64_t *mirror
     const long long wait = (long long)stamp_wait(s, (uint64_t)t, RK_KERNEL_READER_DELAY);
     while (clock64() - t < wait)
         ;
-    const uint64_t m = rk__ld_relaxed_sys(mirror + (size_t)stamp_slot(s, in.mask) * RK__MIRROR_LINES + lane);
+    /* weak: a strong read would hold the slot's (below) until it is back
+     * (strong reads of host memory are not kept in flight together:
+     * crew.cuh); LL flags make a weak read safe */
+    const uint64_t m = rk__ld_cv(mirror + (size_t)stamp_slot(s, in.mask) * RK__MIRROR_LINES + lane);
     uint32_t st = 0;
     if (stop_p && lane == 0)
-        st = rk__ld_relaxed_sys(stop_p);
+        st = rk__ld_cv(stop_p);
     const long long t_m = clock64();
     bool missed;
     do {
