@@ -61,13 +61,6 @@ struct shared0 {
                                    * cycles (lane 0 writes: idle_adapt) */
     uint32_t idle_rr;             /* dispatcher: the reply ring of the last idle answer, the
                                    * next one's guess (lane 0 writes: idle_poll) */
-    /* the reader's hand-over (reader.cuh): dispatcher -> reader, the
-     * stamp of its next idle read and of one that missed; reader ->
-     * dispatcher, the lines it read (of the mirror, of the slot) for a
-     * stamp, then that stamp */
-    unsigned long long rd_stamp, rd_miss;
-    unsigned long long mir_tag, slot_tag;
-    unsigned long long mir[32], slo[32];
     uint32_t words[MAX_WORDS];   /* staged request (slow path) */
     uint32_t reply[MAX_WORDS];   /* staged reply (slow path) */
     uint32_t jreply[16];         /* a grid job's reply (post_job_replies) */

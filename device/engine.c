@@ -119,7 +119,6 @@ static int rk__eng_register(rk__engine *e)
         return rk__fail(RK_ENOTMAPPED, "cudaHostGetDevicePointer failed: %s", cudaGetErrorString(ce));
     uint8_t *dr = d;
     e->args.h2d = dr + e->region->h2d_off;
-    e->args.h2d_mirror = e->region->h2d_mirror_off ? (uint64_t *)(dr + e->region->h2d_mirror_off) : NULL;
     e->args.d2h = dr + e->region->d2h_off;
     e->args.d2h_stride = e->region->d2h_stride;
     e->args.d2h_rings = e->region->d2h_rings;

@@ -9,7 +9,6 @@
 #include "crew.cuh"
 #include "dispatch.cuh"
 #include "ops.cuh"
-#include "reader.cuh"
 
 namespace rk {
 namespace dev {
@@ -365,13 +364,9 @@ __device__ __forceinline__ void after_read(dispatch &d, shared0 &sh, const rk_ka
 }
 
 /* Reads the slot (lane i line i) until line 0 carries its flag, at most
- * 64 times, or once after ~20 ms idle (then naps: d.ns). stamp (0: none):
- * the reader reads the mirror's copy after the first read (reader.cuh);
- * when that read misses, the reader's lines, if they hold the request,
- * are taken as a second read's would be. */
+ * 64 times, or once after ~20 ms idle (then naps: d.ns). */
 __device__ __forceinline__ idle_read idle_reads(dispatch &d, shared0 &sh, const rk_kargs &ka, echo_pins &q,
-                                               const uint64_t *slot, const uint64_t *next, uint32_t lane,
-                                               uint64_t stamp)
+                                               const uint64_t *slot, const uint64_t *next, uint32_t lane)
 {
     idle_read r = {};
     uint32_t long_idle = d.idle > 300000; /* idle for a while (~20+ ms): back off */
@@ -396,16 +391,6 @@ __device__ __forceinline__ idle_read idle_reads(dispatch &d, shared0 &sh, const 
         if (r.reads == 1)
             r.lat1 = (uint32_t)(clock64() - t_read);
         r.got = r.x.there & 1u; /* line 0 */
-        uint64_t m;
-        if (stamp && r.reads == 1 && (!r.got || (ka.flags & RK_KF_READER_TEST)) &&
-            reader_take(sh, stamp, q.flag, lane, &m)) {
-            /* the reader's lines, the mirror's or its second read of the
-             * slot: as a second read's (idle_adapt counts the miss) */
-            r.reads = 2;
-            r.a = m;
-            r.x = echo_lines_of(q, m);
-            r.got = r.x.there & 1u;
-        }
         if (!r.got && long_idle) {
             __nanosleep(d.ns);
             d.ns = d.ns < 32000 ? d.ns * 2 + 64 : d.ns;
@@ -488,25 +473,19 @@ __device__ __forceinline__ bool idle_poll(dispatch &d, const dispatch_ref &p, co
         const uint64_t *next = ring_slot(p.in, d.hpos + 1);
         const echo_ready e = echo_prepare(d, p, ka);
         echo_pins q = echo_pins_of(e, sh, ka, flag, lane);
-        /* just answered a message here: a read issued now reaches the
-         * host right behind the reply (PCIe reads do not pass writes),
-         * before a host waiting for that reply can send its next request,
-         * and the read after it comes a whole read time (~1 us) later.
-         * Issued later, the first read finds that request nearly always
-         * (measured: round-trip p99 3.6 -> 3.0 us for +0.3 us at p50), if
-         * the host's turn is short (device/NOTES.md, "The host's turn").
-         * The wait adapts (idle_adapt) down to none. With a mirror the
-         * reader follows this read (reader_arm, before the wait). */
-        uint64_t stamp = 0;
-        if (d.after && ka.h2d_mirror) {
-            const long long t_go = clock64() + d.idle_wait;
-            stamp = reader_arm(sh, d.hpos, t_go, lane);
-            while (clock64() < t_go)
-                ;
-        } else if (d.idle_wait) {
+        if (d.idle_wait) {
+            /* just answered a message here: a read issued now reaches
+             * the host right behind the reply (PCIe reads do not pass
+             * writes), before a host waiting for that reply can send
+             * its next request, and the read after it comes a whole
+             * read time (~1 us) later. Issued later, the first read
+             * finds that request nearly always (measured: round-trip
+             * p99 3.6 -> 3.0 us for +0.3 us at p50), if the host's turn
+             * is short (device/NOTES.md, "The host's turn"). The wait
+             * adapts (idle_adapt) down to none. */
             spin_cycles(d.idle_wait);
         }
-        const idle_read r = idle_reads(d, sh, ka, q, slot, next, lane, stamp);
+        const idle_read r = idle_reads(d, sh, ka, q, slot, next, lane);
         /* the first poll after a reply: how many reads it took (0: not that poll) */
         const uint32_t after_reply = d.after ? r.reads : 0u;
         if (!r.got) {

@@ -17,10 +17,7 @@
  *   block 0, warp 1  HOUSEKEEPER: writes the heartbeat, reads the stop word,
  *                    publishes H2D cons_head (so the dispatcher never stalls
  *                    on a system-scope release fence), and shuts the kernel
- *                    down cleanly. Where the H2D ring has a mirror, it is
- *                    also the READER: it reads the mirror a little after
- *                    the dispatcher's idle reads, a second chance at a
- *                    request that just missed one (reader.cuh).
+ *                    down cleanly.
  *   block 0, warps 2.. CREW: reads, checks and answers busy polls (crew.cuh).
  *   blocks 1..G-1    WORKERS: wait on DEVICE memory (job counter in the
  *                    scratch, __nanosleep backoff) and run grid jobs (large
@@ -37,7 +34,7 @@
  * in ring.cuh (PTX vocabulary, ring geometry), block0.cuh (block 0's shared
  * state), ops.cuh (what a request runs), reply.cuh (D2H production),
  * crew.cuh, dispatch.cuh, idle.cuh and dispatcher.cuh (the dispatcher
- * warp's state, idle path and loop), housekeeper.cuh, reader.cuh, jobs.cuh (grid jobs
+ * warp's state, idle path and loop), housekeeper.cuh, jobs.cuh (grid jobs
  * and the workers) and experiments.cuh (RK_KERNEL_EXPERIMENTS builds
  * only).
  */
@@ -80,10 +77,6 @@ __global__ void __launch_bounds__(MaxThreads) ring_kernel(rk_kargs ka)
         sh.dispatcher_done = 0;
         sh.loader_quit = 0;
         sh.poll_pos = 0;
-        sh.rd_stamp = 0; /* no stamp is 0 (reader.cuh) */
-        sh.rd_miss = 0;
-        sh.mir_tag = 0;
-        sh.slot_tag = 0;
     }
     __syncthreads();
     const uint32_t warp = threadIdx.x / 32;

@@ -38,7 +38,7 @@ extern "C" {
 /* The ring kernel's smallest block: a dispatcher warp and a housekeeper warp. */
 #define RK_KERNEL_MIN_BLOCK 64u
 
-/* rk_kargs.flags. RK_KF_MUTE and RK_KF_READER_TEST are test hooks every kernel honours; the
+/* rk_kargs.flags. RK_KF_MUTE is a test hook every kernel honours; the
  * others are experiment / comparison switches (rk-bench gpu --variants,
  * --idle-variants) that only a kernel built with experiments honours
  * (meson -Dkernel_experiments=true, device/experiments.cuh; its descriptor

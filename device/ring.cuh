@@ -44,12 +44,6 @@ __device__ __forceinline__ uint64_t rk__ld_cv(const uint64_t *p)
     asm volatile("ld.global.cv.u64 %0, [%1];" : "=l"(v) : "l"(p));
     return v;
 }
-__device__ __forceinline__ uint32_t rk__ld_cv(const uint32_t *p)
-{
-    uint32_t v;
-    asm volatile("ld.global.cv.u32 %0, [%1];" : "=r"(v) : "l"(p));
-    return v;
-}
 __device__ __forceinline__ uint64_t rk__ld_acquire_sys(const uint64_t *p)
 {
     uint64_t v;

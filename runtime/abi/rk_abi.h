@@ -17,17 +17,6 @@
  * drain different rings and never touch each other's replies. The rings
  * have the same geometry, d2h_stride bytes apart.
  *
- * The H2D ring may have a mirror (h2d_mirror_off, 0: none), between it
- * and D2H ring 0: RK__MIRROR_LINES lines a slot, where a producer copies
- * a request it sends alone (rk_actor_call's), when every line of it fits,
- * after writing it to its slot: the same lines, the same flags. The
- * kernel's reader warp reads that copy a little after the dispatcher's
- * read of the slot, so that a request that just missed the dispatcher's
- * read costs part of a read, not a whole one (reads of one memory queue:
- * device/NOTES.md, "The reader"). Producers write it only while the ring's
- * flags carry RK__RING_F_MIRROR (the owner sets it for a kernel consumer);
- * the lines' flags say, as in the ring, whether a copy is there.
- *
  * Offsets, never pointers, cross from one side to another. The ring
  * layout itself is rk/ring.h's; the message header is rk/msg.h's. */
 #ifndef RK_ABI_H
@@ -45,17 +34,12 @@ extern "C" {
 #define RK__ABI_ASSERT(c, m) _Static_assert(c, m)
 #endif
 
-#define RK_ABI_VERSION 4u
-#define RK__REGION_MAGIC 0x524b5247494f4e34ull /* "RKRGION4" */
+#define RK_ABI_VERSION 3u
+#define RK__REGION_MAGIC 0x524b5247494f4e33ull /* "RKRGION3" */
 
 /* Reply (D2H) rings: at most this many; the ring of an actor's replies. */
 #define RK__D2H_RINGS_MAX 8u
 #define RK__REPLY_RING(actor, n_rings) ((uint32_t)(actor) & ((n_rings)-1u))
-
-/* The H2D mirror: lines a slot (a warp's read), and the ring flag that
- * asks producers to write it (rk/ring.h: rk_ring.flags). */
-#define RK__MIRROR_LINES 32u
-#define RK__RING_F_MIRROR 2u
 
 /* Lines of the running-request table (below). */
 #define RK__RUNNING_SLOTS 32u
@@ -71,9 +55,7 @@ typedef struct rk__region {
     uint64_t h2d_off, d2h_off, arena_off, arena_size;
     uint64_t d2h_stride; /* bytes from one D2H ring to the next */
     uint32_t d2h_rings;  /* reply rings, a power of two in 1..RK__D2H_RINGS_MAX */
-    uint32_t pad_b;
-    uint64_t h2d_mirror_off; /* the H2D ring's mirror (above), 0: none */
-    uint8_t pad0[128 - 80];
+    uint8_t pad0[128 - 68];
     /* Consumer -> host, about every 0.2 ms (kernel) or 20 ms (CPU worker)
      * while it runs: a host that sees it stop knows the consumer is dead
      * or wedged. Any monotonic nanosecond clock; only changes matter. */
@@ -118,7 +100,6 @@ enum { RK__STATE_INIT = 0, RK__STATE_RUNNING = 1, RK__STATE_STOPPED = 2 };
 
 RK__ABI_ASSERT(offsetof(rk__region, d2h_stride) == 56 && offsetof(rk__region, d2h_rings) == 64,
                "region: reply rings");
-RK__ABI_ASSERT(offsetof(rk__region, h2d_mirror_off) == 72, "region: the H2D mirror");
 RK__ABI_ASSERT(offsetof(rk__region, heartbeat) == 128, "region: heartbeat line");
 RK__ABI_ASSERT(offsetof(rk__region, stop) == 256, "region: stop line");
 RK__ABI_ASSERT(offsetof(rk__region, state) == 384, "region: state line");
@@ -155,9 +136,6 @@ RK__ABI_ASSERT(sizeof(rk_arena_ref) == 4 * (RK__W_ARENA_END - RK__W_IN_OFF), "ar
 enum {
     RK_KF_MUTE = 1u << 0,        /* test only: never poll H2D (the self-test must time out) */
     RK_KF_TEST_FAULTS = 1u << 7, /* serve the test-only ops (RK_OP_FAULT, RK_OP_HANG) */
-    RK_KF_READER_TEST = 1u << 24, /* test only: after a reply the dispatcher takes the reader's copy
-                                   * of the next request even when its own read found it (the
-                                   * mirror's hand-over, tested: tests/gpu/test_gpu_reader.c) */
 };
 
 /* Device scratch (cudaMalloc, zeroed before each launch) the kernel needs. */
@@ -178,10 +156,8 @@ typedef struct rk_kargs {
     uint32_t nan_bits;   /* the host's default NaN (inf - inf), for bit-identical vadd */
     uint32_t gen;        /* the request generation to serve (rk__region.gen) */
     uint32_t d2h_rings;  /* reply rings (a power of two, <= RK__D2H_RINGS_MAX) */
-    uint64_t *h2d_mirror; /* the H2D ring's mirror (slot i at line i * RK__MIRROR_LINES), or NULL */
 } rk_kargs;
-RK__ABI_ASSERT(sizeof(rk_kargs) == 80, "kernel arguments");
-RK__ABI_ASSERT(offsetof(rk_kargs, h2d_mirror) == 72, "kernel arguments: h2d_mirror");
+RK__ABI_ASSERT(sizeof(rk_kargs) == 72, "kernel arguments");
 RK__ABI_ASSERT(offsetof(rk_kargs, d2h_stride) == 48, "kernel arguments: d2h_stride");
 RK__ABI_ASSERT(offsetof(rk_kargs, d2h_rings) == 68, "kernel arguments: d2h_rings");
 

@@ -216,9 +216,8 @@ static int rk__inproc_start(rk_runtime *rt)
     rt->wflags = rt->cfg.test_faults ? RK__WF_TEST_FAULTS : 0;
     rk__inproc_info(rt, &c->dev);
     /* the kernel polls H2D and never sleeps on its doorbell: producers may
-     * skip the doorbell's fence, and copy lone requests to the mirror (set
-     * before any actor exists) */
-    rk__ring_set_flags(rt->h2d, rk__ring_gpu_flags(rt));
+     * skip the doorbell's fence (set before any actor exists) */
+    rk__ring_set_flags(rt->h2d, RK_RING_F_NO_SLEEP);
     snprintf(rt->info.why, sizeof rt->info.why,
              "CUDA device %d (%s) passed launch validation and the self-test in this process "
              "(isolation none): grid %u x block %u, smem %u B",

@@ -122,7 +122,6 @@ typedef struct rk__view {
     rk__region *hdr;
     size_t size;
     rk_ring *h2d;
-    uint64_t *h2d_mirror;            /* the H2D ring's mirror (rk_abi.h), or NULL */
     rk_ring *d2h[RK__D2H_RINGS_MAX]; /* the reply rings, [0, n_d2h) */
     uint32_t n_d2h;
     uint8_t *arena;
@@ -135,8 +134,6 @@ RK__HIDDEN int rk__region_create(const rk_config *cfg, int *fd, rk__view *v);
 /* Maps an existing region from fd and checks its header and rings. */
 RK__HIDDEN int rk__region_map(int fd, rk__view *v);
 RK__HIDDEN void rk__region_unmap(rk__view *v);
-/* Bytes of the H2D mirror of a ring of `slots` slots (rk_abi.h). */
-RK__HIDDEN size_t rk__mirror_bytes(uint32_t slots);
 
 /* ---- data arena: host-side allocator over the region's arena bytes ----
  * Both allocation (at send) and free (at reply release) happen on the
@@ -254,10 +251,8 @@ static inline void rk__ring_prefetch_r(rk_ring *r, uint64_t pos, uint32_t len)
         __builtin_prefetch(s + k, 0, 3);
 }
 /* rk_ring_mp_enqueue of a message in parts: the three steps for one; *at
- * (when not NULL): the position it took. mirror (may be NULL): the ring's
- * mirror (rk_abi.h), for a request sent alone: written too while the
- * ring's flags carry RK__RING_F_MIRROR and the message fits its lines. */
-RK__HIDDEN int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m, uint64_t *at, uint64_t *mirror);
+ * (when not NULL): the position it took */
+RK__HIDDEN int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m, uint64_t *at);
 
 /* ---- operations as the host runs them (ops.c) ---- */
 /* Reference vadd: c[i] = a[i] + b[i] in float32 (IEEE; no FMA, no
@@ -556,16 +551,9 @@ static inline uint64_t rk__replies(const rk_runtime *rt)
     return n;
 }
 
-/* Initialises the rings afresh (positions 0, every slot empty, the mirror
- * too) after a backend failed to start, for the backend a fallback starts. */
+/* Initialises the rings afresh (positions 0, every slot empty) after a
+ * backend failed to start, for the backend a fallback starts. */
 RK__HIDDEN void rk__rings_clean(rk_runtime *rt);
-
-/* The H2D ring's flags for a kernel consumer: it never sleeps on the
- * doorbell, and its reader warp reads the mirror when there is one. */
-static inline uint32_t rk__ring_gpu_flags(const rk_runtime *rt)
-{
-    return RK_RING_F_NO_SLEEP | (rt->view.h2d_mirror ? RK__RING_F_MIRROR : 0u);
-}
 
 /* Wakes actors sleeping for replies (on every ring). */
 RK__HIDDEN void rk__runtime_wake(rk_runtime *rt);

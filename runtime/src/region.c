@@ -1,6 +1,6 @@
-/* region.c - the shared region: [header | H2D ring | its mirror | D2H
- * rings | arena] in one memfd mapping (runtime/abi/rk_abi.h), created by
- * librk and mapped again by a worker process from the inherited fd. */
+/* region.c - the shared region: [header | H2D ring | D2H rings | arena] in
+ * one memfd mapping (runtime/abi/rk_abi.h), created by librk and mapped
+ * again by a worker process from the inherited fd. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -13,22 +13,12 @@
 
 static size_t rk__page_up(size_t x) { return (x + 4095) & ~(size_t)4095; }
 
-/* RK_H2D_MIRROR=0 (a compile-time define) builds a librk whose regions
- * have no H2D mirror: the comparison for benchmarks (device/NOTES.md, "The
- * reader"). */
-#ifndef RK_H2D_MIRROR
-#define RK_H2D_MIRROR 1
-#endif
-
-size_t rk__mirror_bytes(uint32_t slots) { return (size_t)slots * RK__MIRROR_LINES * 8u; }
-
 static void rk__view_set(rk__view *v, void *p, size_t size)
 {
     rk__region *reg = p;
     v->hdr = reg;
     v->size = size;
     v->h2d = (rk_ring *)((char *)p + reg->h2d_off);
-    v->h2d_mirror = reg->h2d_mirror_off ? (uint64_t *)((char *)p + reg->h2d_mirror_off) : NULL;
     v->n_d2h = reg->d2h_rings;
     for (uint32_t i = 0; i < v->n_d2h; i++)
         v->d2h[i] = (rk_ring *)((char *)p + reg->d2h_off + i * reg->d2h_stride);
@@ -41,8 +31,7 @@ int rk__region_create(const rk_config *c, int *fdp, rk__view *v)
     memset(v, 0, sizeof *v);
     size_t ring = rk_ring_memsize(c->ring_slots, c->slot_size);
     size_t h2d_off = rk__page_up(sizeof(rk__region));
-    size_t mirror_off = RK_H2D_MIRROR ? h2d_off + rk__page_up(ring) : 0;
-    size_t d2h_off = h2d_off + rk__page_up(ring) + (mirror_off ? rk__page_up(rk__mirror_bytes(c->ring_slots)) : 0);
+    size_t d2h_off = h2d_off + rk__page_up(ring);
     const uint32_t n_d2h = c->reply_rings; /* resolved and checked by rk_runtime_open */
     size_t arena_off = d2h_off + n_d2h * rk__page_up(ring);
     /* rounded up to pages, a larger arena wraps the region's size to a
@@ -74,7 +63,6 @@ int rk__region_create(const rk_config *c, int *fdp, rk__view *v)
     reg->abi = RK_ABI_VERSION;
     reg->size = size;
     reg->h2d_off = h2d_off;
-    reg->h2d_mirror_off = mirror_off; /* zeroed (ftruncate): no copy carries a flag yet */
     reg->d2h_off = d2h_off;
     reg->d2h_stride = rk__page_up(ring);
     reg->d2h_rings = n_d2h;
@@ -119,8 +107,7 @@ int rk__region_map(int fd, rk__view *v)
                         RK_ABI_VERSION, abi);
     }
     const uint32_t n = reg->d2h_rings;
-    const uint64_t h2d_end = reg->h2d_mirror_off ? reg->h2d_mirror_off : reg->d2h_off;
-    if (reg->size != size || reg->h2d_off >= h2d_end || h2d_end > reg->d2h_off || reg->d2h_off >= size || reg->arena_off > size ||
+    if (reg->size != size || reg->h2d_off >= reg->d2h_off || reg->d2h_off >= size || reg->arena_off > size ||
         reg->arena_size > size - reg->arena_off || n < 1 || n > RK__D2H_RINGS_MAX || (n & (n - 1)) ||
         reg->d2h_stride == 0 || reg->d2h_stride > (reg->arena_off - reg->d2h_off) / n) {
         const unsigned long long stride = reg->d2h_stride; /* (read before the unmap) */
@@ -129,10 +116,7 @@ int rk__region_map(int fd, rk__view *v)
                         fd, n, stride, size);
     }
     rk__view_set(v, p, size);
-    int rc = rk_ring_check(v->h2d, h2d_end - reg->h2d_off);
-    if (rc == 0 && reg->h2d_mirror_off && reg->d2h_off - reg->h2d_mirror_off < rk__mirror_bytes(v->h2d->slots))
-        rc = rk__fail(RK_EPROTO, "region fd %d: the H2D mirror's %llu B hold less than its %u slots need", fd,
-                      (unsigned long long)(reg->d2h_off - reg->h2d_mirror_off), v->h2d->slots);
+    int rc = rk_ring_check(v->h2d, reg->d2h_off - reg->h2d_off);
     for (uint32_t i = 0; rc == 0 && i < n; i++)
         rc = rk_ring_check(v->d2h[i], reg->d2h_stride);
     if (rc) {

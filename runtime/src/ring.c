@@ -94,24 +94,6 @@ void rk__ring_write2(rk_ring *r, uint64_t pos, const rk__ring_msg *m)
     rk__st_release(&slot[0], flag | (m->hlen + m->blen));
 }
 
-/* The mirror's copy of the message at pos (rk_abi.h), when the ring asks
- * for one and every line fits: after the slot's own lines, so that the
- * dispatcher's read, which comes first, finds the slot written as soon as
- * before; line 0 last, as there. release on each line, as the slot's: a
- * consumer may take the message from either copy. */
-static void rk__ring_mirror_put(rk_ring *r, uint64_t pos, const rk__ring_msg *m, uint64_t *mirror,
-                                uint32_t flags)
-{
-    const uint32_t len = m->hlen + m->blen;
-    if (!(flags & RK__RING_F_MIRROR) || 1u + (len + 3u) / 4u > RK__MIRROR_LINES)
-        return;
-    uint64_t *copy = mirror + (size_t)(pos & (r->slots - 1)) * RK__MIRROR_LINES;
-    const uint64_t flag = (uint64_t)rk_ring_flag(r, pos) << 32;
-    rk__ring_put(copy + 1, flag, m->head, m->hlen);
-    rk__ring_put(copy + 1 + m->hlen / 4, flag, m->body, m->blen);
-    rk__st_release(&copy[0], flag | len);
-}
-
 /* Wakes the host consumers sleeping on the doorbell (H2D: the CPU worker;
  * D2H: any number of actors, which count themselves in cons_sleeping). */
 void rk__ring_wake(rk_ring *r)
@@ -126,19 +108,14 @@ void rk__ring_wake(rk_ring *r)
     }
 }
 
-/* relaxed: the owner switches the flags when the consumer changes (a GPU
- * kernel never sleeps and reads the mirror, a CPU consumer sleeps); a
- * producer that read the old value costs a sleeping CPU consumer one
- * sleep period at most, a kernel one mirror copy */
-static uint32_t rk__ring_flags(rk_ring *r) { return rk__ld_relaxed(&r->flags); }
-
-static void rk__ring_doorbell_as(rk_ring *r, uint32_t flags)
+void rk__ring_doorbell(rk_ring *r)
 {
-    if (!(flags & RK_RING_F_NO_SLEEP))
+    /* relaxed: the owner switches it when the consumer changes (a GPU
+     * kernel never sleeps, a CPU consumer does); a producer that read the
+     * old value costs a sleeping CPU consumer one sleep period at most */
+    if (!(rk__ld_relaxed(&r->flags) & RK_RING_F_NO_SLEEP))
         rk__ring_wake(r);
 }
-
-void rk__ring_doorbell(rk_ring *r) { rk__ring_doorbell_as(r, rk__ring_flags(r)); }
 
 void rk__ring_set_flags(rk_ring *r, uint32_t flags) { rk__st_relaxed(&r->flags, flags); }
 
@@ -158,10 +135,10 @@ static void rk__ring_prefetch_w(rk_ring *r, uint64_t pos)
 int rk_ring_mp_enqueue(rk_ring *r, const void *msg, uint32_t len)
 {
     const rk__ring_msg m = {.head = msg, .hlen = len};
-    return rk__ring_mp_enqueue2(r, &m, NULL, NULL);
+    return rk__ring_mp_enqueue2(r, &m, NULL);
 }
 
-int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m, uint64_t *at, uint64_t *mirror)
+int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m, uint64_t *at)
 {
     const uint32_t len = m->hlen + m->blen;
     if (len > rk_ring_msg_max(r))
@@ -171,10 +148,7 @@ int rk__ring_mp_enqueue2(rk_ring *r, const rk__ring_msg *m, uint64_t *at, uint64
     if (!rk__ring_mp_reserve(r, 1, &pos))
         return -RK_EAGAIN;
     rk__ring_write2(r, pos, m);
-    const uint32_t flags = rk__ring_flags(r);
-    if (mirror)
-        rk__ring_mirror_put(r, pos, m, mirror, flags);
-    rk__ring_doorbell_as(r, flags);
+    rk__ring_doorbell(r);
     rk__ring_prefetch_w(r, pos + 1);
     if (at)
         *at = pos;

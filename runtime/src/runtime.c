@@ -226,9 +226,6 @@ void rk__rings_clean(rk_runtime *rt)
         rk_ring_init(rt->d2h[i].ring, rs, rt->cfg.ring_slots, rt->cfg.slot_size);
         atomic_store_explicit(&rt->d2h[i].claim, 0, memory_order_relaxed);
     }
-    /* the positions start again at 0: no copy of an old lap may match */
-    if (rt->view.h2d_mirror)
-        memset(rt->view.h2d_mirror, 0, rk__mirror_bytes(rt->cfg.ring_slots));
 }
 
 /* its hot fields are aligned to cache lines (internal.h) */

@@ -188,7 +188,7 @@ static bool rk__repost_locked(rk_actor *a, uint32_t g)
         if (p->strikes && !rk__suspect_take(rt, word))
             return false; /* another suspect is being retried: the rest waits, in order */
         uint64_t at;
-        int rc = rk__ring_mp_enqueue2(rt->h2d, rk__message_of(a, a->order[k], g, &m), &at, NULL);
+        int rc = rk__ring_mp_enqueue2(rt->h2d, rk__message_of(a, a->order[k], g, &m), &at);
         if (rc && p->strikes) /* not sent: nothing for the suspect watch to time (it would
                                * give a request never retried its second strike) */
             rk__suspect_release(rt, word);
@@ -264,15 +264,10 @@ static int rk__post(rk_actor *a, uint16_t tag, int64_t *deadline, uint64_t *id_o
         /* (deferred: a->gen lags rt->gen, rk__repost sends it later, in id order) */
         rk__message msg;
         const rk__ring_msg *m = rk__message_of(a, tag, a->gen, &msg);
-        /* a request of an actor with none in flight (rk_actor_call's, a
-         * lone send) goes to the mirror too: the kernel, idle, may read it
-         * just after it came (rk_abi.h); a pipelined stream keeps the
-         * kernel busy and skips the copy */
-        uint64_t *mirror = a->awaiting == 0 ? rt->view.h2d_mirror : NULL;
         rk__backoff b;
         rk__backoff_reset(&b);
         int rc;
-        while ((rc = rk__ring_mp_enqueue2(rt->h2d, m, NULL, mirror)) == -RK_EAGAIN)
+        while ((rc = rk__ring_mp_enqueue2(rt->h2d, m, NULL)) == -RK_EAGAIN)
             if ((rc = rk__ring_full_wait(a, rk__deadline_at(deadline), &b)))
                 break;
         if (rc) {

@@ -122,9 +122,8 @@ int rk__go(rk__super *s, rk__proc *w, bool *served)
     m.block = rt->info.block ? rt->info.block : rt->cfg.block;
     m.smem = rt->info.smem ? rt->info.smem : rt->cfg.smem;
     /* the kernel polls H2D and never sleeps on its doorbell: producers may
-     * skip the doorbell's fence, and copy lone requests to the mirror its
-     * reader warp reads. A CPU consumer sleeps there. */
-    rk__ring_set_flags(rt->h2d, w->kind == RK__WB_CUDA ? rk__ring_gpu_flags(rt) : 0u);
+     * skip the doorbell's fence. A CPU consumer sleeps there. */
+    rk__ring_set_flags(rt->h2d, w->kind == RK__WB_CUDA ? RK_RING_F_NO_SLEEP : 0u);
     rk__log(RK__LOG_DEBUG, "GO worker %d: gen %u, reply ring 0 from %llu, H2D %llu..%llu", (int)w->pid, m.gen,
             (unsigned long long)rk__ld_acquire(&rt->d2h[0].ring->prod_tail),
             (unsigned long long)rk__ld_acquire(&rt->h2d->cons_head),

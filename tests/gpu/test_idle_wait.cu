@@ -8,8 +8,8 @@
  * And the idle poll's fast tests (device/idle.cuh echo_fast_ok,
  * user_fast_ok) say yes exactly when idle_check's rules (slot_inline_at,
  * the reply ring, its room, the type) would answer the echo or serve the
- * user actor, over random and edge-case slots. And the reader's stamps
- * (device/reader.cuh). Needs no GPU (fast suite). */
+ * user actor, over random and edge-case slots. Needs no GPU (fast
+ * suite). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -275,36 +275,6 @@ static void test_fast_checks_agree(void **)
         assert_true(yes[user] > n / 50 && yes[user] < n - n / 20);
 }
 
-/* The reader's stamps (reader.cuh): never 0 (the hand-over's "none"),
- * the mirror slot of the position for every ring size, and the wait
- * until the read time + delay across the clock's 39-bit wrap, 0 once
- * that has passed. */
-static void test_reader_stamps(void **)
-{
-    const uint64_t M = rk::dev::STAMP_CLOCK;
-    const uint64_t poss[] = {0ull, 1ull, 255ull, 0xffffffull, 0x1000000ull, 0x123456789ull};
-    const uint64_t ts[] = {0ull, 5ull, M - 3ull, M, M + 1ull, 0x7fffffffffffull};
-    for (uint64_t pos : poss) {
-        for (uint64_t t : ts) {
-            const uint64_t s = rk::dev::reader_stamp_of(pos, t);
-            assert_true(s != 0);
-            for (uint32_t order = 0; order <= 24; order++) {
-                const uint32_t mask = (1u << order) - 1u;
-                assert_int_equal(rk::dev::stamp_slot(s, mask), (uint32_t)(pos & mask));
-            }
-            /* now = the read time: the whole delay; delay cycles later: none */
-            assert_int_equal(rk::dev::stamp_wait(s, t, 1000), 1000);
-            assert_int_equal(rk::dev::stamp_wait(s, t + 400, 1000), 600);
-            assert_int_equal(rk::dev::stamp_wait(s, t + 1000, 1000), 0);
-            assert_int_equal(rk::dev::stamp_wait(s, t + 5000, 1000), 0);
-            /* a stamp for a read still ahead (the dispatcher's wait) */
-            assert_int_equal(rk::dev::stamp_wait(s, t - 300, 1000), 1300);
-        }
-    }
-    /* two reads of one position differ by their clocks */
-    assert_true(rk::dev::reader_stamp_of(7, 100) != rk::dev::reader_stamp_of(7, 101));
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,7 +284,6 @@ int main(void)
         cmocka_unit_test(test_late_replies_do_not_raise_it),
         cmocka_unit_test(test_a_slow_host_stops_it_at_the_bound),
         cmocka_unit_test(test_fast_checks_agree),
-        cmocka_unit_test(test_reader_stamps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
