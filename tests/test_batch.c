@@ -145,9 +145,11 @@ static void test_bad_arguments(void **state)
     assert_int_equal(rk_actor_send_batch(a, NULL, 2, ids, 0), -RK_EINVAL);
     assert_int_equal(rk_actor_send_batch(a, q, 0, ids, 0), -RK_EINVAL);
     assert_int_equal(rk_actor_send_batch(a, q, -3, ids, 0), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "n is -3")); /* the value named */
     assert_int_equal(rk_actor_recv_batch(NULL, r, 2, 0), -RK_EINVAL);
     assert_int_equal(rk_actor_recv_batch(a, NULL, 2, 0), -RK_EINVAL);
     assert_int_equal(rk_actor_recv_batch(a, r, 0, 0), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "max is 0"));
     rk_reply_release_batch(a, NULL, 3); /* no-op */
     /* the first request bad: nothing posted */
     q[0].type = RK_OP_NOP;

@@ -469,6 +469,71 @@ static void test_split_parts(void **state)
     rk_runtime_close(rt);
 }
 
+/* A split that finds room for fewer lanes on one device than on another
+ * (max_actors, an actor of the caller's already open there) keeps one lane
+ * on every device: the actors it opened for the lane it gave up are closed
+ * once, and rk_split_close leaves the caller's actors alone (it closed
+ * them again: a double free, or an actor opened meanwhile in the freed
+ * memory closed under its owner) */
+static void test_split_fewer_lanes(void **state)
+{
+    (void)state;
+    rk_config c = devices_config(2);
+    c.max_actors = 2;
+    rk_runtime *rt = NULL;
+    assert_int_equal(rk_runtime_open(&rt, &c), 0);
+    rk_actor *other, *mine;
+    assert_int_equal(rk_actor_open_on(rt, 1, &other), 0);
+    rk_split *sp;
+    assert_int_equal(rk_split_open(rt, &sp), 0); /* device 0: 2 lanes' room, device 1: 1 */
+    assert_int_equal(rk_actor_open_on(rt, 0, &mine), 0); /* the lane given up left room */
+    float in[8] = {1, 2, 3, 4, 10, 20, 30, 40}, out[4];
+    split_exact(sp, in, out, 4);
+    rk_split_close(sp);
+    echo_ok(mine, 1);
+    echo_ok(other, 2);
+    rk_actor_close(mine);
+    rk_actor_close(other);
+    rk_runtime_close(rt);
+}
+
+/* An actor_window below the parts a chunk keeps in flight: fewer in
+ * flight, not -RK_EBUSY (a valid window of 1 failed every split of more
+ * than one part: "actor has 1 requests in flight, its window") */
+static void test_split_small_window(void **state)
+{
+    (void)state;
+    rk_config c = devices_config(2);
+    c.max_payload = 64 << 10; /* parts of 8192 elements */
+    c.actor_window = 1;
+    rk_runtime *rt = NULL;
+    assert_int_equal(rk_runtime_open(&rt, &c), 0);
+    rk_split *sp;
+    assert_int_equal(rk_split_open(rt, &sp), 0);
+    const size_t n = 3 * 70001; /* a thread per device, each chunk in parts */
+    float *big = malloc(3 * n * sizeof *big);
+    assert_non_null(big);
+    for (size_t i = 0; i < 2 * n; i++)
+        big[i] = (float)(i % 1000) * 0.5f;
+    split_exact(sp, big, big + 2 * n, n);
+    split_exact(sp, big, big + 2 * n, 20000); /* one thread, in parts */
+    /* a call that timed out left a part in every actor's window: the next
+     * call takes (drops) those replies to make room, not -RK_EBUSY */
+    int timed_out = 0;
+    for (int t = 0; t < 100 && !timed_out; t++) {
+        size_t g = 0;
+        const int rc = rk_split_call(sp, RK_OP_VADD, big, n * 8, big + 2 * n, n * 4, &g, 0);
+        assert_true(rc == 0 || rc == -RK_ETIMEDOUT);
+        timed_out = rc == -RK_ETIMEDOUT;
+    }
+    assert_true(timed_out);
+    split_exact(sp, big, big + 2 * n, 5); /* one part a device */
+    split_exact(sp, big, big + 2 * n, n);
+    free(big);
+    rk_split_close(sp);
+    rk_runtime_close(rt);
+}
+
 /* The bad configurations name the value and the limit. */
 /* Each device's running configuration. */
 static void expect_config(rk_runtime *rt, uint32_t grid, uint32_t block)
@@ -557,6 +622,8 @@ int main(void)
         cmocka_unit_test(test_degraded_out),
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_split_parts),
+        cmocka_unit_test(test_split_fewer_lanes),
+        cmocka_unit_test(test_split_small_window),
         cmocka_unit_test(test_relaunch_all_or_none),
         cmocka_unit_test(test_bad_config),
     };

@@ -77,6 +77,17 @@ static void test_arena_size_wraps(void **state)
     }
 }
 
+/* A max_payload just past its limit, 2^32 - RK_ARENA_ALIGN: the detail
+ * names that limit (it said "exceeds the 4 GiB" of a value below 4 GiB) */
+static void test_max_payload_limit(void **state)
+{
+    (void)state;
+    rk_config c;
+    rk_config_init(&c);
+    c.max_payload = ((size_t)1 << 32) - RK_ARENA_ALIGN + 1;
+    assert_open_refused(&c, "max_payload 4294967041 B exceeds 4294967040 B");
+}
+
 /* Supervision limits past what the supervisor can keep: a fault_limit of
  * billions was one calloc of that many times ("out of memory"), a
  * heartbeat_ms over ~17 million wrapped the worker's stamping period */
@@ -157,14 +168,72 @@ static void test_ring_check_order(void **state)
     free(mem);
 }
 
+/* A reply or a buffer of another actor, given to this one: the first
+ * request of every actor takes tag 0 and id 1, so tag and id alone took
+ * it for this actor's own (rk_reply_release gave back the record of a
+ * reply still held, rk_reply_detail answered for it, rk_actor_buf_send
+ * sent this actor's own staged buffer in its place, rk_actor_buf_abandon
+ * freed it under its holder) */
+static void test_other_actors_reply_and_buf(void **state)
+{
+    (void)state;
+    rk_config c;
+    rk_config_init(&c);
+    c.actor_window = 1;
+    rk_runtime *rt = test_open_cpu(&c);
+    rk_actor *a, *b;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    assert_int_equal(rk_actor_open(rt, &b), 0);
+    rk_reply ra, rb;
+    assert_int_equal(rk_actor_call(a, RK_OP_ECHO, "a", 1, 0, &ra, 5000), 0);
+    assert_int_equal(rk_actor_call(b, RK_OP_ECHO, "b", 1, 0, &rb, 5000), 0);
+    assert_int_equal(ra.tag_, rb.tag_);
+    assert_int_equal(ra.id, rb.id);
+    char why[64];
+    assert_int_equal(rk_reply_detail(b, &ra, why, sizeof why), -RK_EINVAL);
+    rk_reply_release(b, &ra); /* not b's: nothing */
+    /* rb's record is still taken: a window of 1 has no room for another */
+    assert_int_equal(rk_actor_send(b, RK_OP_ECHO, "x", 1, 0, NULL, 0), -RK_EBUSY);
+    assert_memory_equal(rb.data, "b", 1);
+    rk_reply_release(a, &ra);
+    rk_reply_release(b, &rb);
+
+    rk_buf ba, bb;
+    assert_int_equal(rk_actor_buf_alloc(a, RK_OP_ECHO, 8, 0, &ba, 0), 0);
+    assert_int_equal(rk_actor_buf_alloc(b, RK_OP_ECHO, 8, 0, &bb, 0), 0);
+    assert_int_equal(ba.tag_, bb.tag_);
+    memcpy(ba.data, "AAAAAAAA", 8);
+    memcpy(bb.data, "BBBBBBBB", 8);
+    uint64_t id;
+    assert_int_equal(rk_actor_buf_send(a, &bb, &id, 1000), -RK_EINVAL);
+    assert_detail_has("not a buffer");
+    rk_send_req q = {.buf = &bb};
+    assert_int_equal(rk_actor_send_batch(a, &q, 1, NULL, 1000), -RK_EINVAL);
+    rk_actor_buf_abandon(a, &bb); /* not a's: nothing */
+    assert_int_equal(rk_actor_inflight(a), 0);
+    /* both buffers are still their actors' and go as written */
+    rk_reply r;
+    assert_int_equal(rk_actor_buf_send(a, &ba, &id, 1000), 0);
+    assert_int_equal(rk_actor_recv(a, &r, 5000), 0);
+    assert_memory_equal(r.data, "AAAAAAAA", 8);
+    rk_reply_release(a, &r);
+    assert_int_equal(rk_actor_buf_send(b, &bb, &id, 1000), 0);
+    assert_int_equal(rk_actor_recv(b, &r, 5000), 0);
+    assert_memory_equal(r.data, "BBBBBBBB", 8);
+    rk_reply_release(b, &r);
+    rk_runtime_close(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_iov_lengths_wrap),
         cmocka_unit_test(test_arena_size_wraps),
+        cmocka_unit_test(test_max_payload_limit),
         cmocka_unit_test(test_supervision_limits),
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_ring_check_order),
+        cmocka_unit_test(test_other_actors_reply_and_buf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

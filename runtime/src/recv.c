@@ -21,11 +21,28 @@ static bool rk__ready_pop(rk_actor *a, uint16_t *tag)
     return true;
 }
 
+/* Where a completed record's reply data is. */
+static const void *rk__reply_data(const rk_actor *a, const rk__pending *p)
+{
+    return p->arena_len ? (const void *)(a->rt->arena.base + p->out_off) : p->inline_buf;
+}
+
+/* Whether r is a reply a holds: its record done, for its id, at its data.
+ * The data too: every actor's first request is tag 0, id 1, so another
+ * actor's reply would pass for a's own */
+static bool rk__held(const rk_actor *a, const rk_reply *r)
+{
+    if (r->tag_ >= a->window)
+        return false;
+    const rk__pending *p = &a->pend[r->tag_];
+    return rk__ld_relaxed(&p->state) == RK__P_DONE && p->id == r->id && rk__reply_data(a, p) == r->data;
+}
+
 /* Why the reply in record tag failed, into buf (empty when it did not). */
 static void rk__reply_why(const rk_actor *a, uint16_t tag, char *buf, size_t cap)
 {
     const rk__pending *p = &a->pend[tag];
-    const void *data = p->arena_len ? (const void *)(a->rt->arena.base + p->out_off) : p->inline_buf;
+    const void *data = rk__reply_data(a, p);
     const char *name = rk__type_name(a->rt, p->type);
     buf[0] = '\0';
     if (p->status == -RK_EDEVICE && p->strikes >= 2)
@@ -53,7 +70,7 @@ static void rk__fill_reply(rk_actor *a, uint16_t tag, rk_reply *out)
     out->type = p->type;
     out->status = p->status;
     out->len = p->len;
-    out->data = p->arena_len ? (const void *)(a->rt->arena.base + p->out_off) : p->inline_buf;
+    out->data = rk__reply_data(a, p);
     out->tag_ = tag;
     /* The receiving thread's detail says why a failed reply failed (the
      * status alone cannot tell a poison request from a dead backend). */
@@ -68,9 +85,9 @@ int rk_reply_detail(const rk_actor *a, const rk_reply *r, char *buf, size_t cap)
 {
     if (!a || !r || !buf || !cap)
         return rk__fail(RK_EINVAL, "rk_reply_detail: a NULL argument or no room");
-    if (r->tag_ >= a->window || rk__ld_relaxed(&a->pend[r->tag_].state) != RK__P_DONE ||
-        a->pend[r->tag_].id != r->id)
-        return rk__fail(RK_EINVAL, "rk_reply_detail: reply %llu is not held (released?)", (unsigned long long)r->id);
+    if (!rk__held(a, r))
+        return rk__fail(RK_EINVAL, "rk_reply_detail: reply %llu is not held by actor %u (released, or "
+                        "another actor's?)", (unsigned long long)r->id, a->index);
     rk__reply_why(a, (uint16_t)r->tag_, buf, cap);
     return 0;
 }
@@ -270,8 +287,8 @@ static bool rk__take_ready(rk_actor *a, rk_reply *out)
 int rk_actor_recv_batch(rk_actor *a, rk_reply *out, int max, int timeout_ms)
 {
     if (!a || !out || max <= 0)
-        return rk__fail(RK_EINVAL, "rk_actor_recv_batch: %s", !a ? "actor is NULL"
-                        : !out ? "out is NULL" : "max is not positive");
+        return !a || !out ? rk__fail(RK_EINVAL, "rk_actor_recv_batch: %s is NULL", !a ? "actor" : "out")
+                          : rk__fail(RK_EINVAL, "rk_actor_recv_batch: max is %d; it must be 1 or more", max);
     int rc = rk__wait(a, -1, &out[0], rk__deadline(timeout_ms), timeout_ms);
     if (rc)
         return rc;
@@ -299,9 +316,9 @@ void rk_reply_release_batch(rk_actor *a, rk_reply *r, int n)
 void rk_reply_release(rk_actor *a, rk_reply *r)
 {
     /* the id too: a reply released twice (or a copy of it) must not give
-     * back the record of a later reply that reuses its tag */
-    if (!a || !r || r->tag_ >= a->window || rk__ld_relaxed(&a->pend[r->tag_].state) != RK__P_DONE ||
-        a->pend[r->tag_].id != r->id)
+     * back the record of a later reply that reuses its tag (nor another
+     * actor's reply the record of this one's: rk__held) */
+    if (!a || !r || !rk__held(a, r))
         return;
     rk__pending_put(a, (uint16_t)r->tag_);
     r->data = NULL;

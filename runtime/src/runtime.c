@@ -126,8 +126,8 @@ static int rk__config_check(const rk_config *c)
         return rk__fail(RK_EINVAL, "reply_rings %u is not a power of two in 1..%u (0: the default, %u)",
                         c->reply_rings, RK_REPLY_RINGS_MAX, RK__REPLY_RINGS_DEFAULT);
     if (c->max_payload > ((size_t)1 << 32) - RK_ARENA_ALIGN)
-        return rk__fail(RK_EINVAL, "max_payload %zu B exceeds the 4 GiB a message header counts",
-                        c->max_payload);
+        return rk__fail(RK_EINVAL, "max_payload %zu B exceeds %zu B, the most a message header counts "
+                        "(4 GiB less RK_ARENA_ALIGN)", c->max_payload, ((size_t)1 << 32) - RK_ARENA_ALIGN);
     if (c->heartbeat_ms < 50)
         return rk__fail(RK_EINVAL, "heartbeat_ms %u is below 50 ms: a busy CPU worker stamps it "
                         "every 20 ms", c->heartbeat_ms);

@@ -369,10 +369,15 @@ int rk_actor_buf_alloc(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
     return 0;
 }
 
+/* A staged record of a, at buf's data: every actor's first buffer is tag
+ * 0, so the tag alone took another actor's buffer for a's own */
 static bool rk__buf_valid(const rk_actor *a, const rk_buf *buf)
 {
-    return a && buf && buf->tag_ < a->window &&
-           rk__ld_relaxed(&a->pend[buf->tag_].state) == RK__P_STAGED;
+    if (!a || !buf || buf->tag_ >= a->window)
+        return false;
+    const rk__pending *p = &a->pend[buf->tag_];
+    return rk__ld_relaxed(&p->state) == RK__P_STAGED &&
+           buf->data == (p->arena_len ? (void *)(a->rt->arena.base + p->arena_off) : (void *)p->inline_buf);
 }
 
 int rk_actor_buf_send(rk_actor *a, rk_buf *buf, uint64_t *id, int timeout_ms)
@@ -530,8 +535,8 @@ static int rk__post_burst(rk_actor *a, const uint16_t *tags, int m, int64_t *dea
 int rk_actor_send_batch(rk_actor *a, const rk_send_req *reqs, int n, uint64_t *ids, int timeout_ms)
 {
     if (!a || !reqs || n <= 0)
-        return rk__fail(RK_EINVAL, "rk_actor_send_batch: %s", !a ? "actor is NULL"
-                        : !reqs ? "reqs is NULL" : "n is not positive");
+        return !a || !reqs ? rk__fail(RK_EINVAL, "rk_actor_send_batch: %s is NULL", !a ? "actor" : "reqs")
+                           : rk__fail(RK_EINVAL, "rk_actor_send_batch: n is %d; it must be 1 or more", n);
     int64_t deadline = rk__deadline_lazy(timeout_ms);
     int posted = 0, rc = 0;
     while (posted < n && !rc) {

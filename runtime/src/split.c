@@ -61,8 +61,10 @@ int rk_split_open(rk_runtime *rt, rk_split **out)
         for (int i = 0; i < s->n; i++) {
             int rc = rk_actor_open_on(rt, i, &s->act[i][j]);
             if (rc == -RK_EBUSY && j > 0) { /* max_actors: fewer lanes */
-                for (int k = 0; k < i; k++)
+                for (int k = 0; k < i; k++) {
                     rk_actor_close(s->act[k][j]);
+                    s->act[k][j] = NULL; /* rk_split_close closes every lane's */
+                }
                 s->lanes = j;
                 break;
             }
@@ -116,6 +118,7 @@ typedef struct rk__chunk {
     uint8_t *o;
     size_t i, m, part;
     int window;
+    uint32_t act_window; /* the actor's window (actor_window) */
     int n_fl; /* parts in flight: their request ids and indexes */
     uint64_t fl_id[RK__SPLIT_WINDOW];
     size_t fl_part[RK__SPLIT_WINDOW];
@@ -138,9 +141,16 @@ static void rk__part_range(const rk__chunk *c, size_t p, size_t *at, size_t *len
     *len = c->m - p * c->part < c->part ? c->m - p * c->part : c->part;
 }
 
+static int rk__part_take(rk__chunk *c);
+
 /* sends part p as one request; on success it is in flight */
 static int rk__part_send(rk__chunk *c, size_t p)
 {
+    /* an earlier call's parts (it timed out) may fill the actor's window:
+     * their replies are taken (dropped) first, or the send is -RK_EBUSY */
+    while (rk_actor_inflight(c->act) >= c->act_window)
+        if (rk__part_take(c))
+            return c->rc;
     size_t at, len;
     rk__part_range(c, p, &at, &len);
     rk_iov iov[2] = {{c->a + at * 4, len * 4}, {c->b + at * 4, len * 4}};
@@ -158,8 +168,9 @@ static int rk__part_send(rk__chunk *c, size_t p)
 
 /* Takes the next reply to one of c's parts in flight and puts its bytes in
  * place (a failed one's status becomes c's error); replies to an earlier
- * call's requests that timed out are dropped. 0, or -1 when no reply came
- * (c's error set: the parts still in flight are left to a later call). */
+ * call's requests that timed out are dropped (with none of c's in flight,
+ * one is enough: it made room). 0, or -1 when no reply came (c's error
+ * set: the parts still in flight are left to a later call). */
 static int rk__part_take(rk__chunk *c)
 {
     for (;;) {
@@ -175,6 +186,8 @@ static int rk__part_take(rk__chunk *c)
             f++;
         if (f == c->n_fl) {
             rk_reply_release(c->act, &r); /* an abandoned call's */
+            if (!c->n_fl)
+                return 0;
             continue;
         }
         size_t at, len;
@@ -212,16 +225,19 @@ static void *rk__chunk_main(void *arg)
 }
 
 /* The part size and window for one of `lanes` chunks on device k: parts
- * within max_payload, and the device's requests and replies in flight
+ * within max_payload, no more in flight than an actor's window (a send
+ * past it is -RK_EBUSY), and the device's requests and replies in flight
  * within half its arena. */
-static void rk__split_parts(rk_split *s, int k, int lanes, size_t *part, int *window)
+static void rk__split_parts(rk_split *s, int k, int lanes, size_t *part, int *window, uint32_t *act_window)
 {
     rk_info in;
-    rk_runtime_info(rk_runtime_device(s->rt, k), &in);
+    rk_runtime *dev = rk_runtime_device(s->rt, k);
+    rk_runtime_info(dev, &in);
     size_t p = RK__SPLIT_PART;
     if (in.max_payload / 8 < p)
         p = in.max_payload / 8;
-    int w = RK__SPLIT_WINDOW;
+    *act_window = dev->cfg.actor_window;
+    int w = dev->cfg.actor_window < RK__SPLIT_WINDOW ? (int)dev->cfg.actor_window : RK__SPLIT_WINDOW;
     while (w > 1 && (size_t)(w * lanes) * p * 12 > in.arena_size / 2)
         w--;
     *part = p ? p : 1;
@@ -260,7 +276,7 @@ int rk_split_call(rk_split *s, uint16_t type, const void *data, size_t len, void
         const size_t lj = i + (j - i) * (size_t)(u % lanes + 1) / (size_t)lanes;
         c[u] = (rk__chunk){.act = s->act[k][u % lanes], .k = k, .timeout_ms = timeout_ms, .end = end, .a = data,
                            .b = (const uint8_t *)data + n * 4, .o = out, .i = li, .m = lj - li};
-        rk__split_parts(s, k, lanes, &c[u].part, &c[u].window);
+        rk__split_parts(s, k, lanes, &c[u].part, &c[u].window, &c[u].act_window);
         one_part &= c[u].m <= c[u].part;
     }
     pthread_t th[RK_MAX_DEVICES * RK__SPLIT_LANES];
