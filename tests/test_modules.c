@@ -317,6 +317,33 @@ static void copy_file(const char *from, const char *to)
     assert_int_equal(fclose(out), 0);
 }
 
+/* Size rules whose sum passes 2^64 (an output of len + 2^64 - 1 bytes, two
+ * of 2^63): the reply they ask for is refused at send as any reply above
+ * max_payload is, not wrapped to a few bytes (until 2026-12 it was). */
+static void test_huge_size_rule(void **state)
+{
+    (void)state;
+    char p[512];
+    path_of(p, sizeof p, "mod_bad_huge_size");
+    const char *paths[] = {p};
+    int rc;
+    rk_runtime *rt = open_with(RK_ISOLATION_AUTO, paths, 1, &rc);
+    if (!rt)
+        fail_msg("open: %s", rk_last_detail());
+    rk_actor *a;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    const char *names[] = {"huge", "huge_sum"};
+    for (int i = 0; i < 2; i++) {
+        uint16_t type;
+        assert_non_null(rk_runtime_actor_find(rt, names[i], &type));
+        rc = rk_actor_send(a, type, "0123456789abcdef", 16, 0, NULL, 1000);
+        if (rc != -RK_EMSGSIZE || !strstr(rk_last_detail(), "reply capacity"))
+            fail_msg("%s: rc %d, detail \"%s\"", names[i], rc, rk_last_detail());
+    }
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
 /* A module built for another architecture: dlopen's own words for it are
  * "cannot open shared object file: No such file or directory" (of a file
  * that is there); the detail names the machine it was built for. */
@@ -458,6 +485,8 @@ static void test_refused(void **state)
     /* the length and the limit, not 500 bytes of the name */
     refused("mod_bad_long_name", "is 1048575 bytes long, more than the 31 allowed");
     refused("mod_missing", "No such file");
+    /* the count and the limit (until 2026-12: "out of memory", RK_ENOMEM) */
+    refused("mod_bad_many_actors", "declares 4294967295 actors");
     /* nothing leaked into the next runtime */
     char p[512];
     path_of(p, sizeof p, "mod_math");
@@ -544,6 +573,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bare_name),
         cmocka_unit_test(test_replaced_while_serving),
         cmocka_unit_test(test_other_architecture),
+        cmocka_unit_test(test_huge_size_rule),
         cmocka_unit_test(test_modules_without_count),
         cmocka_unit_test(test_suspect_answered_unrouted),
     };

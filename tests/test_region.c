@@ -82,6 +82,7 @@ static void test_bad_headers_refused(void **state)
         {"stride past the arena", "header offsets", FIELD(d2h_stride), good.arena_off},
         {"D2H before H2D", "header offsets", FIELD(h2d_off), good.d2h_off},
         {"arena past the end", "header offsets", FIELD(arena_size), good.size},
+        {"arena over the rings", "header offsets", FIELD(arena_off), good.h2d_off},
         {"H2D ring cut short", "ring header corrupt", FIELD(d2h_off), good.h2d_off + 1024},
         {"H2D inside its own slots", "ring magic", FIELD(h2d_off), good.h2d_off + 4096},
     };

@@ -6,7 +6,10 @@
  * to serve puts the previous set back on a fresh worker; several devices reload all or
  * none; rk_runtime_reload_prepare ahead of a reload. argv[1]: the build folder of tests/modules, argv[2]:
  * tests/modules/dir (mod_a.so "upper", mod_b.so "lower"). */
+#include <dirent.h>
+#include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -155,6 +159,15 @@ static void test_refused_changes_nothing(void **state)
     assert_int_equal(rk_runtime_reload_modules(rt, NULL, 1), -RK_EINVAL); /* a count without its list */
     assert_non_null(strstr(rk_last_detail(), "paths is NULL"));
     assert_int_equal(rk_runtime_reload_modules(NULL, math, 1), -RK_EINVAL);
+    /* a NULL path is refused as rk_runtime_open refuses it (until 2026-12
+     * prepare crashed on it, and so did a reload beside a prepared set) */
+    const char *hole[] = {p_math, NULL};
+    assert_int_equal(rk_runtime_reload_prepare(rt, hole, 2), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "paths[1] of 2 is NULL"));
+    assert_int_equal(rk_runtime_reload_prepare(rt, math, 1), 0);
+    const char *null1[] = {NULL};
+    assert_int_equal(rk_runtime_reload_modules(rt, null1, 1), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "paths[0] of 1 is NULL"));
     rk_runtime_worker(rt, &w1);
     assert_int_equal(w1.pid, w0.pid); /* not even restarted */
     assert_int_equal(rk_runtime_actor_count(rt), RK_BUILTIN_ACTORS + 5);
@@ -262,6 +275,79 @@ static void test_worker_dies_at_go_rolls_back(void **state)
     (void)state;
     fails_then_serves("RK_TEST_WORKER_EXITS_AT_GO", "fragile", "failed as it started to serve",
                       "the previous modules serve again", false);
+}
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own fd */
+}
+
+/* The child processes of this one into out[0..max); returns how many. */
+static int children(pid_t *out, int max)
+{
+    DIR *d = opendir("/proc");
+    int k = 0;
+    for (struct dirent *e; k < max && (e = readdir(d));) {
+        char path[300], st[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = e->d_name[0] >= '1' && e->d_name[0] <= '9' ? fopen(path, "r") : NULL;
+        size_t n = f ? fread(st, 1, sizeof st - 1, f) : 0;
+        if (f)
+            fclose(f);
+        st[n] = 0;
+        const char *p = strrchr(st, ')');
+        int ppid = 0;
+        if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == getpid())
+            out[k++] = atoi(e->d_name);
+    }
+    closedir(d);
+    return k;
+}
+
+/* A prepared worker that takes GO but never says RUNNING (stopped here:
+ * it stays alive): the reload fails, the previous set serves again, and
+ * the stuck worker is ended, not left running on the rings beside the
+ * fresh one (until 2026-12 its process and control socket were leaked). */
+static void test_prepared_worker_stuck_at_go(void **state)
+{
+    (void)state;
+    const int fds = count_fds();
+    const char *math[] = {p_math};
+    rk_runtime *rt = open_rt(RK_ISOLATION_PROCESS, 1, math, 1);
+    const char *dir[] = {case_dir};
+    pid_t was[64], now[64];
+    const int n_was = children(was, 64);
+    assert_int_equal(rk_runtime_reload_prepare(rt, dir, 1), 0);
+    const int n_now = children(now, 64);
+    pid_t next = 0; /* the prepared worker: the child that is new */
+    for (int i = 0; i < n_now; i++) {
+        bool old = false;
+        for (int j = 0; j < n_was; j++)
+            old |= now[i] == was[j];
+        if (!old)
+            next = now[i];
+    }
+    assert_true(next > 0);
+    assert_int_equal(kill(next, SIGSTOP), 0);
+    setenv("RK_WORKER_START_MS", "900", 1); /* RUNNING awaited 300 ms */
+    const int rc = rk_runtime_reload_modules(rt, dir, 1);
+    unsetenv("RK_WORKER_START_MS");
+    const pid_t r = waitpid(next, NULL, WNOHANG);
+    if (r == 0) { /* still there: end it before failing */
+        kill(next, SIGKILL);
+        waitpid(next, NULL, 0);
+        fail_msg("the worker stuck at GO (%d) was left running; reload: %s", (int)next, rk_last_detail());
+    }
+    assert_true(rc < 0);
+    assert_null(rk_runtime_actor_find(rt, "upper", NULL));
+    assert_non_null(rk_runtime_actor_find(rt, "twice", NULL));
+    rk_runtime_close(rt);
+    assert_int_equal(count_fds(), fds);
 }
 
 /* rk_runtime_reload_prepare: while a request runs (allowed: the serving
@@ -387,6 +473,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_busy_in_worker),
         cmocka_unit_test(test_worker_fails_goes_back),
         cmocka_unit_test(test_worker_dies_at_go_rolls_back),
+        cmocka_unit_test(test_prepared_worker_stuck_at_go),
         cmocka_unit_test(test_prepare_in_process),
         cmocka_unit_test(test_prepare_in_worker),
         cmocka_unit_test(test_devices),

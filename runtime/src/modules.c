@@ -175,8 +175,12 @@ static int rk__open_file(rk__modset *m, size_t f)
     const char *file = m->files[f];
     int fd = open(file, O_RDONLY | O_CLOEXEC);
     struct stat at, named;
-    if (fd < 0 || fstat(fd, &at) != 0)
-        return rk__fail(RK_EINVAL, "module %s: %s", file, strerror(errno));
+    if (fd < 0 || fstat(fd, &at) != 0) {
+        const int e = errno;
+        if (fd >= 0)
+            close(fd); /* not yet in m->fds, which the caller closes */
+        return rk__fail(RK_EINVAL, "module %s: %s", file, strerror(e));
+    }
     m->fds[f] = fd;
     char link[PATH_MAX];
     ssize_t l = strncmp(file, "/proc/self/fd/", 14) == 0 ? readlink(file, link, sizeof link - 1) : -1;
@@ -276,6 +280,11 @@ static int rk__open_one(rk__modset *m, size_t f, const rk_module **out)
 /* Appends a module's actors from type `base` on; names unique over all. */
 static int rk__take_actors(rk__modset *m, size_t f, const rk_module *mod, uint32_t base)
 {
+    /* the count first: a garbage one must not size the tables below, nor
+     * walk mod->actors past its end */
+    if (mod->n_actors > RK_OP_MAX + 1u - base)
+        return rk__fail(RK_EINVAL, "module %s declares %u actors; the message types left for it (%u..%u) "
+                        "hold at most %u", m->files[f], mod->n_actors, base, RK_OP_MAX, RK_OP_MAX + 1u - base);
     size_t n = m->n + mod->n_actors;
     rk_actor_def *defs = realloc(m->defs, n * sizeof *defs);
     if (defs)
@@ -468,7 +477,13 @@ static size_t rk__decl_outs_cap(const rk_actor_decl *d, const size_t *lens, size
     size_t outs[RK_FIELDS_MAX];
     for (uint32_t o = 0; o < d->n_outputs; o++) {
         const rk_size_rule *s = &d->sizes[o];
-        outs[o] = (s->input >= 0 ? lens[s->input] * s->mul / s->div : 0) + s->add;
+        /* (lens are payload bytes, below 2^32: the product fits) */
+        const size_t from = s->input >= 0 ? lens[s->input] * s->mul / s->div : 0;
+        /* a module's absurd rule must not wrap the sum (here or in the
+         * table's) to a small reply: SIZE_MAX, which a send refuses */
+        if (from > (SIZE_MAX >> 4) || s->add > (SIZE_MAX >> 4) - from)
+            return SIZE_MAX;
+        outs[o] = from + s->add;
     }
     /* the reply: the output itself, or the table of them */
     size_t cap = d->n_outputs == 1 ? outs[0] : rk_fields_size(d->n_outputs, outs);

@@ -107,7 +107,9 @@ int rk__region_map(int fd, rk__view *v)
                         RK_ABI_VERSION, abi);
     }
     const uint32_t n = reg->d2h_rings;
+    /* arena_off >= d2h_off first: the stride's bound below subtracts them */
     if (reg->size != size || reg->h2d_off >= reg->d2h_off || reg->d2h_off >= size || reg->arena_off > size ||
+        reg->arena_off < reg->d2h_off ||
         reg->arena_size > size - reg->arena_off || n < 1 || n > RK__D2H_RINGS_MAX || (n & (n - 1)) ||
         reg->d2h_stride == 0 || reg->d2h_stride > (reg->arena_off - reg->d2h_off) / n) {
         const unsigned long long stride = reg->d2h_stride; /* (read before the unmap) */

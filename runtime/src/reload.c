@@ -53,6 +53,10 @@ static int rk__reload_usable(const char *fn, rk_runtime *group, const char *cons
         return rk__fail(RK_EINVAL, "%s: runtime is NULL", fn);
     if (n && !paths)
         return rk__fail(RK_EINVAL, "%s: n is %zu but paths is NULL", fn, n);
+    /* (before a prepared set's paths are compared with them) */
+    for (size_t i = 0; i < n; i++)
+        if (!paths[i])
+            return rk__fail(RK_EINVAL, "%s: paths[%zu] of %zu is NULL, not a module file or directory", fn, i, n);
     for (int i = 0; i < rk_runtime_device_count(group); i++) {
         rk_runtime *rt = rk_runtime_device(group, i);
         if (!rt->backend->reload)

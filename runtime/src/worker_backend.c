@@ -308,6 +308,10 @@ static int rk__super_reload(rk_runtime *rt, rk__registry *next)
         char why[600];
         snprintf(why, sizeof why, "the new modules' %s worker failed as it started to serve: %s",
                  rk__kind_name(rt->worker_kind), rk_last_detail());
+        /* one that got GO and then failed (no RUNNING in time, a FAULT)
+         * may still run on the rings: ended before they move on, as
+         * rk__bury ends a faulted one (take_over left it in active) */
+        rk__proc_end(&s->active, NULL, 0);
         rk__super_clear_locked(rt);
         rk__registry_swap(rt, next); /* the previous modules, on a fresh worker */
         int back = rk__take_over(s, rt->worker_kind, &served, &warm);
