@@ -32,11 +32,15 @@ void rkb_do_launch(rkb_loop *l, rkb_entry *e)
 {
     uint64_t g = e->req.u.launch.grid, bl = e->req.u.launch.block, sm = e->req.u.launch.smem;
     /* a shape no device runs (rk/runtime.h RK_*_MAX) is the runtime's to
-     * refuse, on every backend; here only what a uint32_t cannot carry */
+     * refuse, on every backend; here only what a uint32_t cannot carry,
+     * naming the limit that holds (not UINT32_MAX) */
     if (g > UINT32_MAX || bl > UINT32_MAX || sm > UINT32_MAX) {
         const char *what = g > UINT32_MAX ? "grid" : bl > UINT32_MAX ? "block" : "smem";
         uint64_t v = g > UINT32_MAX ? g : bl > UINT32_MAX ? bl : sm;
-        rkb_answer_error(l, e, RKB_E_LAUNCH_INVALID, "%s %" PRIu64 " exceeds %u", what, v, UINT32_MAX);
+        unsigned max = g > UINT32_MAX ? RK_GRID_MAX : bl > UINT32_MAX ? RK_BLOCK_MAX : RK_SMEM_MAX;
+        rkb_answer_error(l, e, RKB_E_LAUNCH_INVALID, "%s %" PRIu64 " exceeds %u, the most any CUDA device "
+                         "runs (rk/runtime.h RK_%s_MAX)", what, v, max,
+                         g > UINT32_MAX ? "GRID" : bl > UINT32_MAX ? "BLOCK" : "SMEM");
         return;
     }
     int rc = rk_runtime_relaunch(l->sh->rt, (uint32_t)g, (uint32_t)bl, (uint32_t)sm);

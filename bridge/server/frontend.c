@@ -239,9 +239,11 @@ static bool rkb__done(rkb_front *f, int64_t now, int64_t last_read)
     while (rkb__replies(f))
         ;
     const rkb_config *c = sh->cfg;
+    /* quiet since the signal at least, as a single loop (loop.c) */
+    const int64_t quiet_from = last_read > sh->stop_at ? last_read : sh->stop_at;
     return now >= sh->stop_at + (int64_t)c->drain_ms * 1000000 ||
            (now >= sh->stop_at + (int64_t)c->shutdown_grace_ms * 1000000 &&
-            now - last_read >= (int64_t)c->shutdown_quiet_ms * 1000000);
+            now - quiet_from >= (int64_t)c->shutdown_quiet_ms * 1000000);
 }
 
 /* Nothing moved: poll the ROUTER (when a ring has room), the eventfd the

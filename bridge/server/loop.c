@@ -452,8 +452,11 @@ static bool rkb__done(rkb_loop *l, int64_t now, int64_t last_read)
         return false;
     if (!l->port)
         return !rkb_spsc_sc_peek(l->reqq);
+    /* quiet since the signal at least: a request on its way when it came
+     * (an idle bridge's last read may be long past) is still read */
+    int64_t quiet_from = last_read > l->stop_at ? last_read : l->stop_at;
     return now >= l->stop_at + (int64_t)c->shutdown_grace_ms * 1000000 &&
-           now - last_read >= (int64_t)c->shutdown_quiet_ms * 1000000;
+           now - quiet_from >= (int64_t)c->shutdown_quiet_ms * 1000000;
 }
 
 /* What stopped or may stop the loop: a signal on the port, or the
@@ -522,7 +525,8 @@ static long rkb__block_ms(const rkb_loop *l, int64_t now, int64_t last_read)
         return -1;
     const rkb_config *c = l->cfg;
     int64_t until = l->stop_at + (int64_t)c->shutdown_grace_ms * 1000000;
-    int64_t quiet = last_read + (int64_t)c->shutdown_quiet_ms * 1000000;
+    int64_t quiet = (last_read > l->stop_at ? last_read : l->stop_at) +
+                    (int64_t)c->shutdown_quiet_ms * 1000000; /* as rkb__done */
     if (quiet > until)
         until = quiet;
     return until > now ? (long)((until - now) / 1000000) + 1 : 0;

@@ -350,8 +350,8 @@ static int rkb__word(rkb_config *c, int id, const char *arg)
                 return 0;
             }
         }
-        fprintf(stderr, "rk-bridge: --devices %s: expected all, or up to %d device ordinals like 0,1 "
-                RKB_HINT "\n", arg, RK_MAX_DEVICES);
+        fprintf(stderr, "rk-bridge: --devices %s: expected all, or up to %d device ordinals from 0 to 1024 "
+                "like 0,1 " RKB_HINT "\n", arg, RK_MAX_DEVICES);
         return -1;
     }
     case O_IPC_MODE: {
@@ -361,7 +361,8 @@ static int rkb__word(rkb_config *c, int id, const char *arg)
             c->ipc_mode = (unsigned)m;
             return 0;
         }
-        fprintf(stderr, "rk-bridge: --ipc-mode %s: expected octal permission bits like 0600 or 0660 " RKB_HINT "\n", arg);
+        fprintf(stderr, "rk-bridge: --ipc-mode %s: expected octal permission bits from 0 to 0777, like 0600 "
+                "or 0660 " RKB_HINT "\n", arg);
         return -1;
     }
     default: return 1;

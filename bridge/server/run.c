@@ -380,9 +380,15 @@ int rkb_run(const rkb_config *c)
     sh->zmq_io_threads = rkb__zmq_io_threads(c, cpus);
     sh->loops = loops;
     sh->port.sfd = -1;
+    /* none yet: a start that fails before rkb_port_open closes the port,
+     * which must not close descriptor 0 (stdin, or the runtime's own) */
+    sh->port.spare_fd = sh->port.decoy_fd = -1;
     int rc = rkb__start(sh, &nw);
     if (rc == 0)
         rkb__serve(sh, nw);
+    /* before the loops and the frontend go: ending a switch wakes them
+     * (a stop cancelled it already: a prepare thread must not outlive the runtime) */
+    rkb_deploy_cancel(sh);
     rkb__close(sh, rc == 0);
     if (sh->front) {
         for (int i = 0; i < sh->n_loops; i++)
@@ -396,7 +402,6 @@ int rkb_run(const rkb_config *c)
         rkb_loop_fini(sh->loops[i]);
         free(sh->loops[i]);
     }
-    rkb_deploy_cancel(sh); /* (a stop cancelled it already: a prepare thread must not outlive the runtime) */
     rk_runtime_close(sh->rt);
     if (sh->port.sfd >= 0)
         close(sh->port.sfd);

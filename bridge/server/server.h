@@ -140,6 +140,7 @@ typedef struct rkb_port {
     rkb_zap *zap;         /* CURVE's ZAP handler, or NULL */
     void *monitor;        /* PAIR receiving the ROUTER's socket events */
     int sfd;              /* signalfd for SIGINT/SIGTERM */
+    bool stop_seen;       /* ... one came: SIGHUP deploys no more (watch.c) */
     int spare_fd;         /* kept open for shedding connections (listener.c) */
     int decoy_fd;         /* ... a listener nobody reaches, for pauses */
     int backlog;          /* ZMQ_BACKLOG */

@@ -38,7 +38,9 @@
 #define RKB_PAUSE_RESET_NS 10000000000LL /* no failure for 10 s: back to the minimum */
 #define RKB_IPC_RESERVE 32              /* descriptors kept free, beyond the backlog (ipc) */
 
-/* 1 when a stop signal came; SIGHUP asks for a deploy (deploy.c). */
+/* 1 when a stop signal came; SIGHUP asks for a deploy (deploy.c), unless
+ * the bridge stops: a stop cancels a deploy, and one begun after it would
+ * hold the socket unread during the drain and outlive the request loops. */
 static int rkb__signal(rkb_port *p, int64_t now)
 {
     struct signalfd_siginfo si;
@@ -46,12 +48,16 @@ static int rkb__signal(rkb_port *p, int64_t now)
     /* every signal waiting: a SIGHUP must not hide a SIGTERM behind it */
     while (p->sfd >= 0 && read(p->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
         if (si.ssi_signo == SIGHUP) {
-            rkb_deploy_ask(p->sh, now);
+            if (p->stop_seen)
+                rkb_log(RKB_LOG_INFO, "SIGHUP: the bridge is stopping; nothing deployed");
+            else
+                rkb_deploy_ask(p->sh, now);
             continue;
         }
         rkb_log(RKB_LOG_INFO, "signal %u (%s): shutting down", si.ssi_signo,
                 si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
         stop = 1;
+        p->stop_seen = true;
     }
     return stop;
 }

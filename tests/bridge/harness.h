@@ -171,6 +171,8 @@ void test_tiny_queue(void **state);
 void test_proxies(void **state);
 void test_sigterm(void **state);
 void test_drain_deadline(void **state);
+void test_sigterm_idle(void **state);
+void test_sighup_stopping(void **state);
 void test_logflood(void **state);
 void test_counters(void **state);
 void test_ipc(void **state);

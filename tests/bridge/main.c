@@ -39,6 +39,8 @@ int main(int argc, char **argv)
         {"proxies", cmocka_unit_test(test_proxies)},
         {"sigterm", cmocka_unit_test(test_sigterm)},
         {"drain_deadline", cmocka_unit_test(test_drain_deadline)},
+        {"sigterm_idle", cmocka_unit_test(test_sigterm_idle)},
+        {"sighup_stopping", cmocka_unit_test(test_sighup_stopping)},
         {"logflood", cmocka_unit_test(test_logflood)},
         {"counters", cmocka_unit_test(test_counters)},
         {"ipc", cmocka_unit_test(test_ipc)},

@@ -362,6 +362,34 @@ static void launch_limits(rkc *c)
         assert_non_null(strstr(r.message, bad[i].says));
         rkc_reply_free(&r);
     }
+    /* beyond 32 bits: the limit named is the one that holds (it said
+     * "exceeds 4294967295", as if that grid would run) */
+    static const struct { const char *key, *says; } wide[] = {
+        {"grid", "grid 4294967296 exceeds 2147483647"},
+        {"block", "block 4294967296 exceeds 1024"},
+        {"smem", "smem 4294967296 exceeds 232448"},
+    };
+    for (size_t i = 0; i < sizeof wide / sizeof *wide; i++) {
+        buf fb = {0};
+        put_head(&fb, 6, 1, 1, 40 + i, "launch");
+        static const char *const keys[] = {"grid", "block", "smem"};
+        for (int k = 0; k < 3; k++) {
+            put_s(&fb, keys[k]);
+            put_byte(&fb, 0xcf); /* uint64 4294967296 for the key under test, else 1 */
+            const uint64_t v = !strcmp(keys[k], wide[i].key) ? (uint64_t)1 << 32 : 1;
+            for (int j = 7; j >= 0; j--)
+                put_byte(&fb, (uint8_t)(v >> (8 * j)));
+        }
+        assert_int_equal(rkc_send_raw(c, fb.p, fb.n, TMO), 0);
+        free(fb.p);
+        assert_int_equal(rkc_recv(c, &r, TMO), 0);
+        fprintf(stderr, "  launch %s 2^32 -> %s %s\n", wide[i].key, r.code, r.message);
+        assert_int_equal(r.id, 40 + i);
+        assert_false(r.ok);
+        assert_string_equal(r.code, "LAUNCH_INVALID");
+        assert_non_null(strstr(r.message, wide[i].says));
+        rkc_reply_free(&r);
+    }
     rkc_request sq = {.op = RKC_STATUS};
     assert_int_equal(rkc_call(c, &sq, &r, TMO), 0);
     const msgpack_object *k = rkc_reply_get(&r, "kernel");

@@ -202,6 +202,11 @@ void test_cli(void **state)
     cli((const char *[]){B, "--window", "abc", NULL}, 2, "--window abc", out, sizeof out);
     cli((const char *[]){B, "--window", NULL}, 2, "--window", out, sizeof out);
     cli((const char *[]){B, "--ipc-mode", "999", NULL}, 2, "--ipc-mode", out, sizeof out);
+    /* the limit too, not only examples */
+    cli((const char *[]){B, "--ipc-mode", "1000", NULL}, 2, "--ipc-mode 1000", out, sizeof out);
+    assert_non_null(strstr(out, "from 0 to 0777"));
+    cli((const char *[]){B, "--devices", "2000", NULL}, 2, "--devices 2000", out, sizeof out);
+    assert_non_null(strstr(out, "up to 16 device ordinals from 0 to 1024"));
     cli((const char *[]){B, "--zmq-io-threads", "0", NULL}, 2, "--zmq-io-threads 0", out, sizeof out);
     cli((const char *[]){B, "--zmq-io-threads", "65", NULL}, 2, "--zmq-io-threads 65", out, sizeof out);
     assert_non_null(strstr(out, "expected auto or a number from 1 to 64"));

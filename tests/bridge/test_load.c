@@ -216,6 +216,73 @@ void test_drain_deadline(void **state)
     assert_exit_line(g_last_err);
 }
 
+/* An idle bridge signalled while a request is still on its way (a 32 MiB
+ * frame ZeroMQ is still reading): the quiet time counts from the signal,
+ * not from the last request read before it, so that request is read and
+ * answered SHUTTING_DOWN. The bridge had been idle longer than
+ * --shutdown-quiet-ms, and left at once: the request got no reply. */
+void test_sigterm_idle(void **state)
+{
+    (void)state;
+    enum { LEN = 32 << 20 };
+    bridge b;
+    bridge_start(&b, "--shutdown-quiet-ms", "1000", "--log-level", "info", NULL);
+    rkc *c = client(&b);
+    assert_alive(&b);
+    usleep(1200 * 1000); /* idle longer than the quiet time */
+    uint8_t *pay = calloc(LEN, 1);
+    assert_non_null(pay);
+    rkc_request rq = {.op = RKC_ECHO, .data = pay, .len = LEN};
+    uint64_t id;
+    assert_int_equal(rkc_send(c, &rq, &id, TMO), 0);
+    kill(b.pid, SIGTERM);
+    rkc_reply r;
+    int rc = rkc_recv(c, &r, 10000);
+    fprintf(stderr, "  a request sent just before the signal: %s\n",
+            rc ? "no reply" : r.ok ? "ok" : r.code);
+    assert_int_equal(rc, 0);
+    assert_int_equal(r.id, id);
+    if (!r.ok)
+        assert_string_equal(r.code, "SHUTTING_DOWN");
+    rkc_reply_free(&r);
+    rkc_close(c);
+    free(pay);
+    assert_int_equal(bridge_reap(&b, 60000), 0);
+    assert_exit_line(g_last_err);
+}
+
+/* SIGHUP while the bridge stops deploys nothing: the stop cancelled any
+ * deploy, and one begun after it held the request loops off the socket
+ * during the drain; with --io-threads > 1 it was still under way when the
+ * bridge exited, and ended by waking the workers' freed loops. A request
+ * sent after the SIGHUP is still answered, SHUTTING_DOWN. */
+void test_sighup_stopping(void **state)
+{
+    (void)state;
+    const char *mod = getenv("RKBT_MOD_MATH");
+    assert_non_null(mod);
+    bridge b;
+    bridge_start(&b, "--actors", mod, "--shutdown-quiet-ms", "1000", "--log-level", "info", NULL);
+    rkc *c = client(&b);
+    assert_alive(&b);
+    kill(b.pid, SIGTERM);
+    usleep(100 * 1000);
+    kill(b.pid, SIGHUP);
+    usleep(200 * 1000);
+    rkc_request rq = {.op = RKC_PING};
+    rkc_reply r;
+    assert_int_equal(rkc_call(c, &rq, &r, TMO), 0);
+    assert_false(r.ok);
+    assert_string_equal(r.code, "SHUTTING_DOWN");
+    rkc_reply_free(&r);
+    rkc_close(c);
+    assert_int_equal(bridge_reap(&b, 60000), 0);
+    assert_exit_line(g_last_err);
+    assert_null(strstr(g_last_err, "SIGHUP: preparing"));
+    assert_null(strstr(g_last_err, "deployed "));
+    assert_non_null(strstr(g_last_err, "SIGHUP: the bridge is stopping"));
+}
+
 /* ---- log floods ------------------------------------------------------------ */
 
 /* Lines the bridge wrote for a kind, and the ones its summaries say it
