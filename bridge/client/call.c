@@ -154,7 +154,8 @@ static int rkc__value(char *word, rkc_field *f, void **buf)
         errno = 0;
         f->type = RKC_UINT;
         f->u = strtoull(v + 5, &end, 0);
-        if (errno || end == v + 5 || *end || v[5] == '-') {
+        /* a digit first: strtoull skips blanks and negates, " -1" is 2^64 - 1 */
+        if (errno || end == v + 5 || *end || v[5] < '0' || v[5] > '9') {
             fprintf(stderr, "rk-client: field %s: %s is not a whole number (see rk-client --help)\n",
                     word, v);
             return -1;

@@ -59,6 +59,9 @@ int rkc_connect(rkc **out, const char *endpoint, const rkc_options *opt)
         return rkc__connect_fail(NULL, -EINVAL, "cannot connect to %s: %s", endpoint, why);
     if (!opt)
         opt = &def;
+    if (opt->socket_type != RKC_DEALER && opt->socket_type != RKC_REQ)
+        return rkc__connect_fail(NULL, -EINVAL, "socket type %d: expected RKC_DEALER (%d) or RKC_REQ (%d)",
+                                 opt->socket_type, RKC_DEALER, RKC_REQ);
     rkc *c = calloc(1, sizeof *c);
     if (!c)
         return rkc__connect_fail(NULL, -ENOMEM, "out of memory");
@@ -75,7 +78,22 @@ int rkc_connect(rkc **out, const char *endpoint, const rkc_options *opt)
     int hwm = 100000;
     zmq_setsockopt(c->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(c->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    if (c->type == RKC_REQ) {
+        /* a request that got no reply (a bridge gone mid-call) must not
+         * leave plain REQ refusing every later send (EFSM); a late reply
+         * to it is dropped by its request-id frame (an envelope frame the
+         * bridge hands back, PROTOCOL.md "Transport") */
+        int on = 1;
+        zmq_setsockopt(c->sock, ZMQ_REQ_RELAXED, &on, sizeof on);
+        zmq_setsockopt(c->sock, ZMQ_REQ_CORRELATE, &on, sizeof on);
+    }
     if (opt->server_public_key) {
+        /* ZeroMQ reads 40 bytes of a key whatever its length, and
+         * zmq_curve_public decodes a longer secret key past its buffer */
+        size_t sl = strlen(opt->server_public_key), kl = opt->secret_key ? strlen(opt->secret_key) : 40;
+        if (sl != 40 || kl != 40)
+            return rkc__connect_fail(c, -EINVAL, "CURVE keys refused: the %s key is %zu characters; a Z85 key is 40",
+                                     sl != 40 ? "server's public" : "client's secret", sl != 40 ? sl : kl);
         char pub[41];
         if (!opt->secret_key || zmq_curve_public(pub, opt->secret_key) != 0 ||
             zmq_setsockopt(c->sock, ZMQ_CURVE_SERVERKEY, opt->server_public_key, 40) != 0 ||
@@ -232,13 +250,21 @@ static void rkc__key(msgpack_packer *pk, const char *k)
     msgpack_pack_str_body(pk, k, n);
 }
 
-/* Checks rq's named fields; 0 or -EINVAL / -E2BIG with c's message set. */
-static int rkc__check_fields(rkc *c, const rkc_request *rq)
+/* Fields a request can carry: the bridge decodes at most 4096 msgpack
+ * objects (PROTOCOL.md, "Decoder limits"), the map and a key and a value
+ * for v, id, op and each field. Beyond, its MALFORMED has id nil, a reply
+ * rkc_wait on a DEALER does not take for its request's. */
+#define RKC_MAX_FIELDS ((4096 - 1) / 2 - 3)
+
+/* Checks rq's named fields (and the n_own of its op); 0 or -EINVAL /
+ * -E2BIG with c's message set. */
+static int rkc__check_fields(rkc *c, const rkc_request *rq, size_t n_own)
 {
     if (rq->n_fields && !rq->fields)
         return rkc__fail(c, -EINVAL, "%zu fields and no field array", rq->n_fields);
-    if (rq->n_fields > 4000)
-        return rkc__fail(c, -EINVAL, "%zu fields: the bridge decodes at most 4096 objects", rq->n_fields);
+    if (rq->n_fields > RKC_MAX_FIELDS - n_own)
+        return rkc__fail(c, -EINVAL, "%zu fields: a request carries at most %d (the bridge decodes at most 4096 "
+                         "msgpack objects)", rq->n_fields + n_own, RKC_MAX_FIELDS);
     for (size_t i = 0; i < rq->n_fields; i++) {
         const rkc_field *f = &rq->fields[i];
         if (!f->name || !*f->name)
@@ -353,10 +379,15 @@ int rkc_send(rkc *c, const rkc_request *rq, uint64_t *id_out, int timeout_ms)
         if ((rq->op == RKC_ECHO && rq->len && !rq->data) ||
             (rq->op == RKC_VADD && rq->n && (!rq->a || !rq->b)))
             return rkc__fail(c, -EINVAL, "%s: %s bytes at NULL", op, rq->op == RKC_ECHO ? "data" : "vector");
+        /* before n * 4 wraps, or a bin header truncates the length */
+        if ((rq->op == RKC_ECHO && rq->len > UINT32_MAX) || (rq->op == RKC_VADD && rq->n > UINT32_MAX / 4))
+            return rkc__fail(c, -E2BIG, "%s: %zu %s: msgpack carries at most %u bytes a field", op,
+                             rq->op == RKC_ECHO ? rq->len : rq->n, rq->op == RKC_ECHO ? "bytes" : "elements",
+                             UINT32_MAX);
     }
     if (!*op)
         return rkc__fail(c, -EINVAL, "an empty op name");
-    int rc = rkc__check_fields(c, rq);
+    int rc = rkc__check_fields(c, rq, n_own);
     if (rc)
         return rc;
     for (size_t i = 0; i < n_own; i++)

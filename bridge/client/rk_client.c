@@ -106,8 +106,9 @@ static int rkc__option(rkc__args *a, int ch, const char *arg)
     switch (ch) {
     case 'e': a->endpoint = arg; return 0;
     case 'c': return rkc__num("--count", arg, 1, 100000000, &a->count);
-    case 's': return rkc__num("--size", arg, 0, 1L << 32, &a->size);
-    case 'n': return rkc__num("--n", arg, 1, 1L << 30, &a->n);
+    /* a msgpack bin carries at most UINT32_MAX bytes */
+    case 's': return rkc__num("--size", arg, 0, UINT32_MAX, &a->size);
+    case 'n': return rkc__num("--n", arg, 1, UINT32_MAX / 4, &a->n);
     case 't': return rkc__num("--timeout", arg, 1, 86400000, &a->timeout);
     case O_GRID: if (rkc__num("--grid", arg, 0, UINT32_MAX, &v)) return -1; a->grid = (uint32_t)v; return 0;
     case O_BLOCK: if (rkc__num("--block", arg, 0, UINT32_MAX, &v)) return -1; a->block = (uint32_t)v; return 0;
@@ -272,6 +273,10 @@ static int rkc__fill(const rkc__args *a, rkc__work *w)
 
 static void rkc__no_reply(const rkc__args *a, rkc *c, int rc)
 {
+    if (rc == -EINVAL) { /* librkc refused the request before sending: the command line's */
+        fprintf(stderr, "rk-client: %s: %s " RKC_HINT "\n", a->cmd, rkc_errmsg(c));
+        return;
+    }
     fprintf(stderr, "rk-client: %s %s: %s%s\n", a->cmd, a->endpoint, rkc_errmsg(c),
             rc == -ETIMEDOUT ? " (is rk-bridge running there? With CURVE on, a client "
                                "whose key is not allowed gets no reply either)" : "");
@@ -394,7 +399,7 @@ static int rkc__run(const rkc__args *a, rkc__work *w, rkc *c)
         int rc = rkc_call(c, &w->rq, &r, (int)a->timeout);
         if (rc) {
             rkc__no_reply(a, c, rc);
-            bad = 1;
+            bad = rc == -EINVAL ? 2 : 1;
             break;
         }
         lat[i] = r.rtt_us;

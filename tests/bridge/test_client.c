@@ -109,6 +109,123 @@ static void refused_locally(rkc *c)
     rq.fields = dup;
     assert_int_equal(rkc_call(c, &rq, &r, TMO), -EINVAL);
     assert_non_null(strstr(rkc_errmsg(c), "echo's own"));
+    /* an operand msgpack cannot carry: n * 4 wrapped to 4 and a
+     * one-element vadd went */
+    static const float x[1] = {1};
+    rkc_request big = {.op = RKC_VADD, .a = x, .b = x, .n = ((size_t)1 << 62) + 1};
+    assert_int_equal(rkc_call(c, &big, &r, TMO), -E2BIG);
+    assert_non_null(strstr(rkc_errmsg(c), "4294967295"));
+    big = (rkc_request){.op = RKC_ECHO, .data = x, .len = (size_t)UINT32_MAX + 1};
+    assert_int_equal(rkc_call(c, &big, &r, TMO), -E2BIG);
+}
+
+/* The bridge decodes at most 4096 msgpack objects (PROTOCOL.md, "Decoder
+ * limits"): the map, v, id, op and 2044 fields. One more was sent, and
+ * the bridge's MALFORMED, with id nil, left the call to time out. */
+static void too_many_fields(rkc *c)
+{
+    enum { MAX = 2044 };
+    static rkc_field f[MAX + 1];
+    static char names[MAX + 1][8];
+    for (int i = 0; i <= MAX; i++) {
+        snprintf(names[i], sizeof names[i], "f%d", i);
+        f[i] = (rkc_field)RKC_FIELD_UINT(names[i], 1);
+    }
+    rkc_reply r;
+    assert_int_equal(rkc_actor_call(c, "nope", f, MAX, &r, TMO), 0); /* the bridge read its id */
+    assert_true(r.has_id);
+    assert_string_equal(r.code, "UNKNOWN_OP");
+    rkc_reply_free(&r);
+    assert_int_equal(rkc_actor_call(c, "nope", f, MAX + 1, &r, 2000), -EINVAL);
+    assert_non_null(strstr(rkc_errmsg(c), "2044"));
+    rkc_request rq = {.op = RKC_ECHO, .data = "x", .len = 1, .fields = f, .n_fields = MAX};
+    assert_int_equal(rkc_call(c, &rq, &r, 2000), -EINVAL); /* data is one of them */
+    rq.n_fields = MAX - 1;
+    assert_int_equal(rkc_call(c, &rq, &r, TMO), 0);
+    assert_true(r.ok);
+    rkc_reply_free(&r);
+}
+
+/* CURVE keys are 40 Z85 characters: ZeroMQ read 40 bytes of a shorter
+ * server key, and zmq_curve_public decoded a longer secret key past its
+ * 32-byte buffer (stack smashing, an abort). */
+static void curve_key_lengths(void)
+{
+    char pub[41], sec[41], longsec[81];
+    assert_int_equal(zmq_curve_keypair(pub, sec), 0);
+    snprintf(longsec, sizeof longsec, "%s%s", sec, sec);
+    rkc *c = (rkc *)1;
+    rkc_options o = {.server_public_key = pub, .secret_key = longsec};
+    assert_int_equal(rkc_connect(&c, "tcp://127.0.0.1:5601", &o), -EINVAL);
+    assert_null(c);
+    assert_non_null(strstr(rkc_last_error(), "80 characters"));
+    o = (rkc_options){.server_public_key = "short", .secret_key = sec};
+    assert_int_equal(rkc_connect(&c, "tcp://127.0.0.1:5601", &o), -EINVAL);
+    assert_non_null(strstr(rkc_last_error(), "5 characters"));
+    o.server_public_key = pub;
+    assert_int_equal(rkc_connect(&c, "tcp://127.0.0.1:5601", &o), 0);
+    rkc_close(c);
+    /* neither RKC_DEALER nor RKC_REQ: was a DEALER, silently */
+    o = (rkc_options){.socket_type = 7};
+    assert_int_equal(rkc_connect(&c, "tcp://127.0.0.1:5601", &o), -EINVAL);
+    assert_non_null(strstr(rkc_last_error(), "socket type 7"));
+}
+
+/* One whole message off s into m[0..return): its envelope, then its body. */
+static int recv_message(void *s, zmq_msg_t *m, int cap)
+{
+    int n = 0;
+    do {
+        assert_true(n < cap);
+        zmq_msg_init(&m[n]);
+        assert_true(zmq_msg_recv(&m[n], s, 0) >= 0);
+    } while (zmq_msg_more(&m[n++]));
+    return n;
+}
+
+/* A REQ handle whose request got no reply (a bridge gone mid-call) sends
+ * again: plain REQ refused every later send (EFSM, -EIO) for good. Here a
+ * ROUTER that reads the first request and answers only the second. */
+static void req_after_timeout(const bridge *b)
+{
+    char ep[128];
+    snprintf(ep, sizeof ep, "ipc://%s/req.sock", b->dir);
+    void *ctx = zmq_ctx_new(), *srv = zmq_socket(ctx, ZMQ_ROUTER);
+    assert_int_equal(zmq_bind(srv, ep), 0);
+    rkc *c;
+    rkc_options o = {.socket_type = RKC_REQ};
+    assert_int_equal(rkc_connect(&c, ep, &o), 0);
+    rkc_request rq = {.op = RKC_PING};
+    rkc_reply r;
+    assert_int_equal(rkc_call(c, &rq, &r, 300), -ETIMEDOUT);
+    uint64_t id;
+    assert_int_equal(rkc_send(c, &rq, &id, TMO), 0);
+    zmq_msg_t m[8];
+    int n = recv_message(srv, m, 8); /* the first request, unanswered */
+    for (int i = 0; i < n; i++)
+        zmq_msg_close(&m[i]);
+    n = recv_message(srv, m, 8);
+    for (int i = 0; i < n - 1; i++) /* its envelope back, as the bridge does */
+        assert_true(zmq_msg_send(&m[i], srv, ZMQ_SNDMORE) >= 0);
+    zmq_msg_close(&m[n - 1]);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 4);
+    msgpack_pack_str_with_body(&pk, "v", 1), msgpack_pack_uint8(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "id", 2), msgpack_pack_uint64(&pk, id);
+    msgpack_pack_str_with_body(&pk, "ok", 2), msgpack_pack_true(&pk);
+    msgpack_pack_str_with_body(&pk, "backend", 7), msgpack_pack_str_with_body(&pk, "cpu", 3);
+    assert_true(zmq_send(srv, sb.data, sb.size, 0) >= 0);
+    msgpack_sbuffer_destroy(&sb);
+    assert_int_equal(rkc_wait(c, id, &r, TMO), 0);
+    assert_true(r.ok);
+    assert_string_equal(r.backend, "cpu");
+    rkc_reply_free(&r);
+    rkc_close(c);
+    zmq_close(srv);
+    zmq_ctx_term(ctx);
 }
 
 static void library(const bridge *b)
@@ -138,7 +255,10 @@ static void library(const bridge *b)
     expect_refused(c, "launch", launch, 3, "PERMISSION_DENIED", -EPERM, "admin");
     actor_list(c);
     refused_locally(c);
+    too_many_fields(c);
     rkc_close(c);
+    curve_key_lengths();
+    req_after_timeout(b);
     /* a malformed endpoint: -EINVAL and what is wrong (ZeroMQ says only
      * "Invalid argument") */
     rkc *bad = (rkc *)1;
@@ -184,6 +304,15 @@ static void command_line(const bridge *b)
     cli((const char *[]){C, "-e", E, "call", "echo", "data=hex:abc", NULL}, 2, "hex:abc", out, sizeof out);
     cli((const char *[]){C, "-e", E, "call", "vadd", "a=f32:1,x", NULL}, 2, "f32:1,x", out, sizeof out);
     cli((const char *[]){C, "-e", E, "call", "echo", "nodata", NULL}, 2, "FIELD=VALUE", out, sizeof out);
+    /* strtoull skips the blank and negates: " -1" went as 2^64 - 1 */
+    cli((const char *[]){C, "-e", E, "call", "echo", "n=uint: -1", NULL}, 2, "uint: -1", out, sizeof out);
+    /* fields librkc refuses before sending are a bad command line too */
+    cli((const char *[]){C, "-e", E, "call", "echo", "data=a", "data=b", NULL}, 2, "`data` is given twice", out,
+        sizeof out);
+    cli((const char *[]){C, "-e", E, "call", "echo", "id=7", NULL}, 2, "`id`", out, sizeof out);
+    /* payloads msgpack cannot carry (a bin is at most 2^32 - 1 bytes) */
+    cli((const char *[]){C, "-e", E, "--size", "4294967296", "echo", NULL}, 2, "--size 4294967296", out, sizeof out);
+    cli((const char *[]){C, "-e", E, "--n", "1073741824", "vadd", NULL}, 2, "--n 1073741824", out, sizeof out);
     cli((const char *[]){C, "-e", E, "call", NULL}, 2, "actor name", out, sizeof out);
     cli((const char *[]){C, "-e", E, "call", "echo", "-f", "wide", NULL}, 2, "--format wide", out, sizeof out);
     cli((const char *[]){C, "-e", E, "call", "echo", "data=x", "-o", "data=/nonexistent/dir/f", NULL}, 1,

@@ -53,9 +53,11 @@ typedef struct rkc rkc;
 enum { RKC_DEALER = 0, RKC_REQ = 1 };
 
 typedef struct rkc_options {
-    int socket_type;               /* RKC_DEALER (default, pipelined) or RKC_REQ (one at a time) */
+    int socket_type;               /* RKC_DEALER (default, pipelined) or RKC_REQ (one at a time; a
+                                      request that got no reply does not block the next) */
     const char *server_public_key; /* Z85 (40 chars): turns CURVE on; NULL = plain */
-    const char *secret_key;        /* the client's Z85 secret key (public derived from it) */
+    const char *secret_key;        /* the client's Z85 secret key (40 chars; public derived from it);
+                                      a key of another length is -EINVAL */
 } rkc_options;
 
 /* Connects (ZeroMQ connects in the background: a bridge that is not up
@@ -80,7 +82,9 @@ void rkc_close(rkc *c);
 const char *rkc_errmsg(const rkc *c);
 
 /* A named field of a request: a msgpack bin unless type says otherwise.
- * Everything is borrowed: only read while the send call runs.
+ * Everything is borrowed: only read while the send call runs. A request
+ * carries at most 2044 fields, its op's own included (the bridge decodes
+ * at most 4096 msgpack objects); more is -EINVAL.
  *   rkc_field f[] = {RKC_FIELD("a", a, n * 4), RKC_FIELD("b", b, n * 4),
  *                    RKC_FIELD_UINT("grid", 4)}; */
 typedef enum rkc_field_type { RKC_BIN = 0, RKC_STR, RKC_UINT } rkc_field_type;
