@@ -424,6 +424,140 @@ static void test_closing(void **state)
     finish(rt, 3);
 }
 
+/* Fails the backend for good, by a real path: a reply slot at the next
+ * position of a's reply ring that claims more bytes than a slot holds (a
+ * torn or corrupt reply). The first drain that reaches it fails the
+ * runtime with -RK_EPROTO (router.c rk__drain_held: rk__runtime_fault);
+ * no reply behind it is routed. */
+static void forge_bad_reply(rk_actor *a)
+{
+    rk_ring *r = a->d2h->ring;
+    uint64_t pos;
+    assert_int_equal(rk__ring_mp_reserve(r, 1, &pos), 1);
+    __atomic_store_n(rk_ring_slot(r, pos), (uint64_t)rk_ring_flag(r, pos) << 32 | (rk_ring_msg_max(r) + 1),
+                     __ATOMIC_RELEASE);
+}
+
+/* b, with nothing in flight, drains its ring into the forged reply. */
+static void drain_into_fault(rk_runtime *rt, rk_actor *b)
+{
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(b, &r, 0), -RK_EPROTO);
+    assert_int_equal(rk_runtime_health(rt), -RK_EPROTO);
+}
+
+/* A failed backend takes no request: rk_actor_buf_send returns the fault,
+ * as rk_actor_sendv and a batch's buf do, and gives the buffer (its
+ * record, its arena space) back. */
+static void test_fault_buf_send(void **state)
+{
+    (void)state;
+    rk_config c;
+    rk_config_init(&c);
+    rk_actor *a;
+    rk_runtime *rt = open_cpu(&c, &a);
+    rk_buf b, bb;
+    assert_int_equal(rk_actor_buf_alloc(a, RK_OP_ECHO, 70000, 0, &b, 1000), 0);
+    assert_int_equal(rk_actor_buf_alloc(a, RK_OP_ECHO, 16, 0, &bb, 1000), 0);
+    fill(b.data, b.len, 0);
+    fill(bb.data, bb.len, 1);
+    forge_bad_reply(a);
+    drain_into_fault(rt, a);
+    assert_int_equal(rk_actor_send(a, RK_OP_ECHO, bufs[0], 8, 0, NULL, 1000), -RK_EPROTO);
+    rk_send_req q = {.buf = &bb};
+    assert_int_equal(rk_actor_send_batch(a, &q, 1, NULL, 1000), -RK_EPROTO);
+    uint64_t id = 0;
+    assert_int_equal(rk_actor_buf_send(a, &b, &id, 1000), -RK_EPROTO);
+    assert_non_null(strstr(rk_last_detail(), "backend failed"));
+    assert_null(b.data);
+    assert_int_equal(rk_actor_inflight(a), 0);
+    rk_reply r;
+    assert_int_equal(rk_actor_recv(a, &r, 0), -RK_EPROTO); /* nothing owed */
+    rk_actor_buf_abandon(a, &bb);
+    rk_stats st;
+    rk_runtime_stats(rt, &st);
+    assert_int_equal(st.requests, 0);
+    assert_int_equal(st.arena_used, 0);
+    rk_runtime_close(rt);
+}
+
+/* An actor closed after its backend failed gives back at once what it had
+ * in flight (no reply will come to reclaim it): its records, their arena
+ * space and its slot. */
+static void test_fault_close(void **state)
+{
+    (void)state;
+    rk_config c;
+    rk_config_init(&c);
+    c.reply_rings = 1;
+    c.max_actors = 2;
+    rk_actor *a, *b;
+    rk_runtime *rt = open_cpu(&c, &a);
+    assert_int_equal(rk_actor_open(rt, &b), 0);
+    forge_bad_reply(a);
+    /* replies behind the forged one: never routed */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(rk_actor_send(a, RK_OP_ECHO, bufs[0], 5000, 0, NULL, 1000), 0);
+    drain_into_fault(rt, b);
+    rk_actor_close(a);
+    rk_stats st;
+    rk_runtime_stats(rt, &st);
+    assert_int_equal(st.arena_used, 0);
+    rk_actor *a2;
+    if (rk_actor_open(rt, &a2))
+        fail_msg("the closed actor's slot is still taken: %s", rk_last_detail());
+    rk_actor_close(a2);
+    rk_actor_close(b);
+    rk_runtime_close(rt);
+}
+
+typedef struct {
+    rk_actor *a;
+    int rc;
+    _Atomic int done;
+} arena_sender;
+
+static void *send_big(void *arg)
+{
+    arena_sender *s = arg;
+    s->rc = rk_actor_send(s->a, RK_OP_ECHO, bufs[0], 6000, 0, NULL, -1);
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+/* A send waiting (-1) for arena space that only a reply could free is
+ * woken by a backend fault and returns it: nothing will free that space. */
+static void test_fault_wakes_arena_wait(void **state)
+{
+    (void)state;
+    rk_config c;
+    rk_config_init(&c);
+    c.reply_rings = 1;
+    c.arena_size = 16 << 10; /* one 6000 B echo: 2 x 6016 B */
+    rk_actor *a, *b, *w;
+    rk_runtime *rt = open_cpu(&c, &a);
+    assert_int_equal(rk_actor_open(rt, &b), 0);
+    assert_int_equal(rk_actor_open(rt, &w), 0);
+    forge_bad_reply(a);
+    assert_int_equal(rk_actor_send(a, RK_OP_ECHO, bufs[0], 6000, 0, NULL, 1000), 0); /* the arena's */
+    arena_sender s = {.a = w};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, send_big, &s), 0);
+    usleep(200 * 1000); /* w waits for arena space (or, late, finds the fault) */
+    drain_into_fault(rt, b);
+    for (int i = 0; i < 500 && !atomic_load(&s.done); i++)
+        usleep(10 * 1000);
+    const bool woken = atomic_load(&s.done);
+    rk_reply r; /* (a's request answered with the fault and released: w's wait ends) */
+    assert_int_equal(rk_actor_recv(a, &r, 0), 0);
+    assert_int_equal(r.status, -RK_EPROTO);
+    rk_reply_release(a, &r);
+    pthread_join(th, NULL);
+    assert_true(woken);
+    assert_int_equal(s.rc, -RK_EPROTO);
+    rk_runtime_close(rt);
+}
+
 /* recv_batch takes what rk_actor_call set aside too, and never more than
  * max; replies interleave with single-reply calls. */
 static void test_recv_batch_with_call(void **state)
@@ -523,6 +657,9 @@ int main(void)
         cmocka_unit_test(test_ring_full_midway),
         cmocka_unit_test(test_buffers),
         cmocka_unit_test(test_closing),
+        cmocka_unit_test(test_fault_buf_send),
+        cmocka_unit_test(test_fault_close),
+        cmocka_unit_test(test_fault_wakes_arena_wait),
         cmocka_unit_test(test_recv_batch_with_call),
         cmocka_unit_test(test_router_yields_d2h_lock),
     };

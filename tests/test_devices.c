@@ -165,6 +165,45 @@ static void test_placement(void **state)
     rk_runtime_close(rt);
 }
 
+/* max_actors counts per device: a device whose slots are all taken gets
+ * no new actor while another has room, however idle it is (rk_actor_open
+ * placed it there and failed -RK_EBUSY); with every device full it is
+ * -RK_EBUSY. */
+static void test_placement_full_device(void **state)
+{
+    (void)state;
+    rk_config c = devices_config(2);
+    c.max_actors = 2;
+    rk_runtime *rt = NULL;
+    assert_int_equal(rk_runtime_open(&rt, &c), 0);
+    rk_actor *idle[2], *busy, *next, *last;
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(rk_actor_open_on(rt, 0, &idle[i]), 0);
+    assert_int_equal(rk_actor_open_on(rt, 1, &busy), 0);
+    for (uint64_t i = 0; i < 8; i++) /* device 1 has work outstanding, device 0 none */
+        assert_int_equal(rk_actor_send(busy, RK_OP_ECHO, &i, sizeof i, 0, NULL, 10000), 0);
+    for (int k = 0; k < 2; k++) { /* whatever the turn */
+        int rc = rk_actor_open(rt, &next);
+        if (rc)
+            fail_msg("rk_actor_open with a slot free on device 1: %s: %s", rk_err_name(rc), rk_last_detail());
+        assert_int_equal(rk_actor_device(next), 1);
+        rk_actor_close(next);
+    }
+    assert_int_equal(rk_actor_open_on(rt, 1, &last), 0);
+    assert_int_equal(rk_actor_open(rt, &next), -RK_EBUSY);
+    assert_non_null(strstr(rk_last_detail(), "max_actors"));
+    for (uint64_t i = 0; i < 8; i++) {
+        rk_reply r;
+        assert_int_equal(rk_actor_recv(busy, &r, 10000), 0);
+        rk_reply_release(busy, &r);
+    }
+    rk_actor_close(last);
+    rk_actor_close(busy);
+    for (int i = 0; i < 2; i++)
+        rk_actor_close(idle[i]);
+    rk_runtime_close(rt);
+}
+
 /* A stream of echoes on one actor, counting errors and the longest wait
  * in each phase (the main thread moves phase 0 -> 1 and reads done while
  * it runs; errors and worst_s are read after the join). */
@@ -409,6 +448,15 @@ static void test_split(void **state)
     assert_non_null(strstr(rk_last_detail(), "12 B is not a multiple of 8"));
     assert_int_equal(rk_split_call(sp, RK_OP_VADD, in, 80, out, 39, &got, 1000), -RK_EMSGSIZE);
     assert_non_null(strstr(rk_last_detail(), "needs 40 B; out has 39"));
+    /* a NULL argument is named */
+    assert_int_equal(rk_split_call(NULL, RK_OP_VADD, in, 80, out, 40, &got, 1000), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "split is NULL"));
+    assert_int_equal(rk_split_call(sp, RK_OP_VADD, NULL, 80, out, 40, &got, 1000), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "data is NULL with len 80"));
+    assert_int_equal(rk_split_call(sp, RK_OP_VADD, in, 80, NULL, 40, &got, 1000), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "out is NULL"));
+    assert_int_equal(rk_split_call(sp, RK_OP_VADD, in, 80, out, 40, NULL, 1000), -RK_EINVAL);
+    assert_non_null(strstr(rk_last_detail(), "out_len is NULL"));
     free(in);
     free(out);
     rk_split_close(sp);
@@ -617,6 +665,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spread),
         cmocka_unit_test(test_placement),
+        cmocka_unit_test(test_placement_full_device),
         cmocka_unit_test(test_kill_one),
         cmocka_unit_test(test_fault_one),
         cmocka_unit_test(test_degraded_out),

@@ -441,6 +441,36 @@ static void test_actor_limits_and_close_inflight(void **state)
     rk_runtime_close(rt); /* no leak under ASan */
 }
 
+/* A send that waits for arena space held by a closed actor's requests
+ * gets it once their replies are in: the waiting sender routes them (no
+ * other thread waits for a reply here) and the space comes back, as
+ * rk_actor_close promises; before, the send waited out its timeout with
+ * the replies unrouted, -RK_ENOSPC (-1: for ever). */
+static void test_arena_wait_reclaims_closed(void **state)
+{
+    (void)state;
+    rk_config c;
+    rk_config_init(&c);
+    c.arena_size = 1 << 20;
+    rk_runtime *rt = open_cpu(&c);
+    rk_actor *a, *b;
+    assert_int_equal(rk_actor_open(rt, &a), 0);
+    assert_int_equal(rk_actor_open(rt, &b), 0);
+    size_t n = 256 << 10; /* echo: 256 KiB in + 256 KiB out: two fill the arena */
+    uint8_t *buf = calloc(1, n);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(rk_actor_send(a, RK_OP_ECHO, buf, n, 0, NULL, 5000), 0);
+    rk_actor_close(a);
+    rk_reply r;
+    int rc = rk_actor_call(b, RK_OP_ECHO, buf, n, 0, &r, 3000);
+    if (rc)
+        fail_msg("a send after the closed actor's requests: %s: %s", rk_err_name(rc), rk_last_detail());
+    assert_int_equal(r.len, n);
+    rk_reply_release(b, &r);
+    free(buf);
+    rk_runtime_close(rt);
+}
+
 static void test_relaunch_cpu_records(void **state)
 {
     (void)state;
@@ -595,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_echo_sizes_inline_and_arena),
         cmocka_unit_test(test_send_errors),
         cmocka_unit_test(test_arena_exhaustion_and_reuse),
+        cmocka_unit_test(test_arena_wait_reclaims_closed),
         cmocka_unit_test(test_user_actor_and_timeouts),
         cmocka_unit_test(test_call_keeps_other_replies),
         cmocka_unit_test(test_double_release),

@@ -134,13 +134,16 @@ void rk_actor_close(rk_actor *a)
         if (st == RK__P_DONE || st == RK__P_STAGED)
             rk__pending_put(a, (uint16_t)i);
     }
-    /* a stopped backend answers nothing more; neither does a worker that
-     * would have served requests this actor never re-posted: drop them */
+    /* a stopped or failed backend answers nothing more (no reply would
+     * come to reclaim them, before rk_runtime_close); neither does a
+     * worker that would have served requests this actor never re-posted:
+     * drop them */
     bool lagging = !rk__in_step(a);
+    const bool dead = atomic_load(&rt->closing) || atomic_load(&rt->fault);
     for (uint32_t i = 0; i < a->window; i++) {
         rk__pending *p = &a->pend[i];
         if (rk__ld_relaxed(&p->state) != RK__P_SENT ||
-            !(atomic_load(&rt->closing) || (lagging && p->gen != atomic_load(&rt->gen))))
+            !(dead || (lagging && p->gen != atomic_load(&rt->gen))))
             continue;
         rk__drop_sent(a, i);
     }

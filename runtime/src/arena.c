@@ -55,11 +55,18 @@ static size_t rk__arena_largest(const rk__arena *ar)
 
 int rk__arena_alloc(rk__arena *ar, size_t size, int64_t deadline, uint64_t *off)
 {
+    return rk__arena_alloc_help(ar, size, deadline, off, NULL, NULL);
+}
+
+int rk__arena_alloc_help(rk__arena *ar, size_t size, int64_t deadline, uint64_t *off, void (*help)(void *),
+                         void *arg)
+{
     uint64_t need = rk__round_up(size ? size : 1, RK_ARENA_ALIGN);
     if (need > ar->size)
         return rk__fail(RK_EMSGSIZE, "payload needs %llu B of arena, the arena is %zu B",
                         (unsigned long long)need, ar->size);
     int64_t t0 = rk__now_ns();
+    bool helped = false;
     pthread_mutex_lock(&ar->lock);
     for (;;) {
         for (size_t i = 0; i < ar->n_free; i++) {
@@ -80,6 +87,14 @@ int rk__arena_alloc(rk__arena *ar, size_t size, int64_t deadline, uint64_t *off)
             return 0;
         }
         int64_t now = rk__now_ns();
+        if (ar->fault) {
+            const int fault = ar->fault;
+            size_t used = ar->used;
+            pthread_mutex_unlock(&ar->lock);
+            return rk__fail(fault, "arena full (%llu B requested, %zu of %zu B in use) and the backend "
+                            "failed (%s): nothing will free space", (unsigned long long)need, used, ar->size,
+                            rk_strerror(fault));
+        }
         if (now >= deadline) {
             size_t used = ar->used, largest = rk__arena_largest(ar);
             pthread_mutex_unlock(&ar->lock);
@@ -89,10 +104,19 @@ int rk__arena_alloc(rk__arena *ar, size_t size, int64_t deadline, uint64_t *off)
                             (unsigned long long)need, used, ar->size, largest,
                             (long long)((now - t0) / 1000000));
         }
-        if (deadline == INT64_MAX) {
+        if (help && !helped) { /* then a look at what it freed, before a wait */
+            pthread_mutex_unlock(&ar->lock);
+            help(arg);
+            pthread_mutex_lock(&ar->lock);
+            helped = true;
+            continue;
+        }
+        helped = false;
+        int64_t until = help && deadline - now > RK__ARENA_HELP_NS ? now + RK__ARENA_HELP_NS : deadline;
+        if (until == INT64_MAX) {
             pthread_cond_wait(&ar->freed, &ar->lock);
         } else {
-            struct timespec ts = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
+            struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
             pthread_cond_timedwait(&ar->freed, &ar->lock, &ts);
         }
     }
@@ -142,6 +166,16 @@ void rk__arena_free(rk__arena *ar, uint64_t off, size_t size)
         ar->n_free++;
     }
     ar->used -= len;
+    pthread_cond_broadcast(&ar->freed);
+    pthread_mutex_unlock(&ar->lock);
+}
+
+void rk__arena_fail(rk__arena *ar, int code)
+{
+    /* under the lock: a waiter checks it before it waits (no lost wake) */
+    pthread_mutex_lock(&ar->lock);
+    if (!ar->fault)
+        ar->fault = code < 0 ? code : -code;
     pthread_cond_broadcast(&ar->freed);
     pthread_mutex_unlock(&ar->lock);
 }

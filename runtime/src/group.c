@@ -184,19 +184,32 @@ static bool rk__lane_up(rk_runtime *l)
     return w.state != RK_WORKER_DEGRADED && w.state != RK_WORKER_FAILED;
 }
 
+/* Whether a lane has a free actor slot (max_actors counts per lane). */
+static bool rk__lane_room(rk_runtime *l)
+{
+    for (uint32_t i = 0; i < l->n_actor_slots; i++)
+        if (!__atomic_load_n(&l->actors[i], __ATOMIC_RELAXED))
+            return true;
+    return false;
+}
+
 /* The lane for a new actor: the fewest requests outstanding among the
  * lanes that are up, ties in turn from a rotating start; when none is up,
  * the same among those not failed for good (a degraded lane still serves
- * the built-ins). NULL (detail set) when every lane has failed. */
+ * the built-ins). Lanes with a free actor slot first: a full one would
+ * refuse it (-RK_EBUSY) while another has room. NULL (detail set) when
+ * every lane has failed. */
 rk_runtime *rk__group_place(rk_runtime *rt)
 {
     uint32_t start = atomic_fetch_add(&rt->next_lane, 1);
     rk_runtime *best = NULL;
     uint64_t best_out = 0;
-    for (int pass = 0; pass < 2 && !best; pass++)
+    for (int pass = 0; pass < 3 && !best; pass++)
         for (int k = 0; k < rt->n_lanes; k++) {
             rk_runtime *l = rt->lanes[(start + (uint32_t)k) % (uint32_t)rt->n_lanes];
             if (pass == 0 ? !rk__lane_up(l) : atomic_load(&l->fault) != 0)
+                continue;
+            if (pass < 2 && !rk__lane_room(l)) /* pass 2: every lane full, rk_actor_open says so */
                 continue;
             uint64_t req = atomic_load(&l->n_requests), rep = rk__replies(l);
             uint64_t outstanding = req > rep ? req - rep : 0;

@@ -149,14 +149,27 @@ typedef struct rk__arena {
     size_t used, peak;
     rk__extent *free; /* free extents, address-ordered, coalesced */
     size_t n_free, cap_free;
+    int fault; /* 0, or the code that failed the backend for good (rk__arena_fail) */
 } rk__arena;
 RK__HIDDEN int rk__arena_init(rk__arena *ar, void *base, size_t size);
 RK__HIDDEN void rk__arena_destroy(rk__arena *ar);
 /* Allocates `size` bytes (rounded to RK_ARENA_ALIGN); waits until deadline
  * for space. Returns 0 and the offset in *off, -RK_EMSGSIZE when size can
- * never fit, -RK_ENOSPC when the deadline passed. */
+ * never fit, -RK_ENOSPC when the deadline passed, the fault when one
+ * came (rk__arena_fail) and there is no space. */
 RK__HIDDEN int rk__arena_alloc(rk__arena *ar, size_t size, int64_t deadline, uint64_t *off);
+/* The same, for a waiter that can make space come back: help(arg) runs
+ * without the arena's lock before each wait and every RK__ARENA_HELP_NS
+ * of it (a sender routes the replies of closed actors, whose space comes
+ * back only when they are routed). */
+#define RK__ARENA_HELP_NS 1000000
+RK__HIDDEN int rk__arena_alloc_help(rk__arena *ar, size_t size, int64_t deadline, uint64_t *off,
+                                    void (*help)(void *), void *arg);
 RK__HIDDEN void rk__arena_free(rk__arena *ar, uint64_t off, size_t size);
+/* The backend failed for good (rk__runtime_fault): nothing may come back
+ * to free space, so a wait for it ends with `code` (the negative fault),
+ * at once for those already waiting. */
+RK__HIDDEN void rk__arena_fail(rk__arena *ar, int code);
 RK__HIDDEN void rk__arena_usage(rk__arena *ar, size_t *used, size_t *peak);
 
 /* ---- rings ---- */

@@ -532,6 +532,8 @@ void rk__runtime_fault(rk_runtime *rt, int code, const char *why)
     if (atomic_compare_exchange_strong(&rt->fault, &expected, code < 0 ? code : -code))
         rk__log(RK__LOG_ERROR, "backend %s failed (%s): %s", rt->info.backend_name,
                 rk_err_name(code), why ? why : "");
+    /* a send waiting for arena space that only replies would free */
+    rk__arena_fail(&rt->arena, atomic_load(&rt->fault));
     rk__runtime_wake(rt);
 }
 

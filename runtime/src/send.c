@@ -21,6 +21,19 @@ static int rk__live(rk_runtime *rt)
     return 0;
 }
 
+/* While a sender waits for arena space: routes what every reply ring
+ * holds. A closed actor's space comes back only when its replies are
+ * routed, and with no other thread waiting for a reply nobody would. */
+static void rk__arena_help(void *arg)
+{
+    rk_actor *a = arg;
+    rk_runtime *rt = a->rt;
+    for (uint32_t i = 0; i < rt->n_d2h; i++)
+        for (uint32_t n = 0, k; n < rt->d2h[i].ring->slots && (k = (uint32_t)rk__drain(rt, &rt->d2h[i], a)) > 0;
+             n += k)
+            ;
+}
+
 /* Part 1: validates, takes a pending record and reserves where the payload
  * goes: the record's staging buffer when it travels inline, the arena
  * otherwise. Returns the tag; *dst is where the caller writes the `len`
@@ -74,7 +87,8 @@ static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
         size_t in_sz = (len + RK_ARENA_ALIGN - 1) / RK_ARENA_ALIGN * RK_ARENA_ALIGN;
         size_t out_sz = (out_cap + RK_ARENA_ALIGN - 1) / RK_ARENA_ALIGN * RK_ARENA_ALIGN;
         uint64_t off;
-        int rc = rk__arena_alloc(&rt->arena, in_sz + out_sz, rk__deadline_at(deadline), &off);
+        int rc = rk__arena_alloc_help(&rt->arena, in_sz + out_sz, rk__deadline_at(deadline), &off,
+                                      rk__arena_help, a);
         if (rc) {
             a->free_tags[a->n_free++] = tag;
             if (count)
@@ -385,7 +399,13 @@ int rk_actor_buf_send(rk_actor *a, rk_buf *buf, uint64_t *id, int timeout_ms)
     if (!rk__buf_valid(a, buf))
         return rk__fail(RK_EINVAL, "rk_actor_buf_send: not a buffer from rk_actor_buf_alloc");
     int64_t deadline = rk__deadline_lazy(timeout_ms);
-    int rc = rk__post(a, (uint16_t)buf->tag_, &deadline, id);
+    /* a closing or failed runtime takes no request, as rk_actor_sendv's
+     * and a batch's buf: the buffer goes back, as after a failed post */
+    int rc = rk__live(a->rt);
+    if (rc)
+        rk__pending_put(a, (uint16_t)buf->tag_);
+    else
+        rc = rk__post(a, (uint16_t)buf->tag_, &deadline, id);
     buf->data = NULL;
     return rc;
 }

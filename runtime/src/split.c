@@ -247,8 +247,10 @@ static void rk__split_parts(rk_split *s, int k, int lanes, size_t *part, int *wi
 int rk_split_call(rk_split *s, uint16_t type, const void *data, size_t len, void *out, size_t out_cap,
                   size_t *out_len, int timeout_ms)
 {
-    if (!s || (!data && len) || !out || !out_len)
-        return rk__fail(RK_EINVAL, "rk_split_call: a NULL argument");
+    if (!s || !out || !out_len)
+        return rk__fail(RK_EINVAL, "rk_split_call: %s is NULL", !s ? "split" : !out ? "out" : "out_len");
+    if (!data && len)
+        return rk__fail(RK_EINVAL, "rk_split_call: data is NULL with len %zu", len);
     if (type != RK_OP_VADD)
         return rk__fail(RK_ENOTSUP, "rk_split_call: type %u cannot be split (only vadd is elementwise)", type);
     if (len == 0 || len % 8)
