@@ -57,9 +57,8 @@ void rkb_do_launch(rkb_loop *l, rkb_entry *e)
     rk_runtime_info(l->sh->rt, &l->info);
     rkb_logk(RKB_LK_LAUNCH, RKB_LOG_INFO, "launch: kernel now grid %u block %u smem %u on the %s backend",
              l->info.grid, l->info.block, l->info.smem, l->info.backend_name);
-    rkb_encode_launch(&l->enc, e->req.has_id, e->req.id, l->info.backend_name, l->info.grid,
-                      l->info.block, l->info.smem);
-    rkb_answer_encoded(l, e);
+    rkb_answer_encoded(l, e, rkb_encode_launch(&l->enc, e->req.has_id, e->req.id, l->info.backend_name,
+                                               l->info.grid, l->info.block, l->info.smem));
 }
 
 /* ---- status ---------------------------------------------------------------- */
@@ -214,8 +213,7 @@ void rkb_do_retry_gpu(rkb_loop *l, rkb_entry *e)
     }
     rk_runtime_info(l->sh->rt, &l->info);
     rkb_logk(RKB_LK_LAUNCH, RKB_LOG_WARN, "retry_gpu: the %s backend serves again", l->info.backend_name);
-    rkb_encode_ping(&l->enc, e->req.has_id, e->req.id, l->info.backend_name);
-    rkb_answer_encoded(l, e);
+    rkb_answer_encoded(l, e, rkb_encode_ping(&l->enc, e->req.has_id, e->req.id, l->info.backend_name));
 }
 
 int rkb_status_encode(rkb_shared *sh, const rkb_loop *self, rk_info *info, rkb_encoder *enc,
@@ -258,5 +256,5 @@ void rkb_do_status(rkb_loop *l, rkb_entry *e)
         rkb_answer_error(l, e, RKB_E_INTERNAL, "out of memory encoding the status");
         return;
     }
-    rkb_answer_encoded(l, e);
+    rkb_answer_encoded(l, e, 0);
 }

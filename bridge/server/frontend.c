@@ -196,14 +196,20 @@ static int rkb__refuse(rkb_front *f)
             rkb_peek_into(&req, &body);
         RKB_INC(&f->n, errors);
         RKB_INC(&f->n, shutting_down);
-        rkb_encode_error(&f->enc, req.has_id, req.id, RKB_E_SHUTTING_DOWN,
-                         "the bridge is shutting down");
         zmq_msg_t m;
-        zmq_msg_init_size(&m, rkb_encoder_size(&f->enc));
-        memcpy(zmq_msg_data(&m), rkb_encoder_data(&f->enc), rkb_encoder_size(&f->enc));
+        int rc = rkb_encode_error(&f->enc, req.has_id, req.id, RKB_E_SHUTTING_DOWN,
+                                  "the bridge is shutting down");
         if (n_body)
             zmq_msg_close(&body);
-        rkb_port_send(&f->sh->port, &env, &m);
+        if (rc == 0 && rkb_msg_encoded(&f->enc, &m) == 0) {
+            rkb_port_send(&f->sh->port, &env, &m);
+            continue;
+        }
+        /* out of memory: no part of a reply goes out (nothing shorter to say) */
+        rkb_env_close(&env);
+        RKB_INC(&f->n, internal);
+        rkb_logk(RKB_LK_INTERNAL, RKB_LOG_ERROR, "INTERNAL: out of memory for a SHUTTING_DOWN reply: "
+                 "a request read while stopping is not answered");
     }
     return n;
 }

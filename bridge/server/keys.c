@@ -15,12 +15,19 @@
 
 int rkb_key_read(const char *path, char z85[41], bool secret, bool allow_insecure)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO named *.pub would block the start until a writer came */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         fprintf(stderr, "rk-bridge: cannot open key file %s: %s\n", path, strerror(errno));
         if (fd >= 0)
             close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "rk-bridge: key file %s is not a regular file (%s)\n", path,
+                S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
+        close(fd);
         return -1;
     }
     if (secret && (st.st_mode & 077)) {

@@ -293,8 +293,7 @@ static void rkb__answer_now(rkb_loop *l, rkb_entry *e)
         return;
     }
     if (e->req.op == RKB_OP_PING) {
-        rkb_encode_ping(&l->enc, e->req.has_id, e->req.id, l->info.backend_name);
-        rkb_answer_encoded(l, e);
+        rkb_answer_encoded(l, e, rkb_encode_ping(&l->enc, e->req.has_id, e->req.id, l->info.backend_name));
     } else if (e->req.op == RKB_OP_STATUS) {
         rkb_do_status(l, e);
     } else if (e->req.op == RKB_OP_LAUNCH) {

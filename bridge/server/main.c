@@ -61,8 +61,9 @@ static const char rkb__usage[] =
 "                             device's own limits are checked too\n"
 "      --ring-slots N         slots per ring, power of two 2..16M (default 4096)\n"
 "      --slot-size BYTES      bytes per ring slot, power of two 128..4096 (default 256)\n"
-"      --arena-bytes BYTES    data arena for payloads that do not fit a slot\n"
-"                             (default 256M: a request and its reply live there)\n"
+"      --arena-bytes BYTES    data arena for payloads that do not fit a slot, at\n"
+"                             least 256 (default 256M: a request and its reply\n"
+"                             live there)\n"
 "      --window N             requests in flight per I/O thread, 1..32768 (default 4096)\n"
 "When a worker faults (the runtime's backend runs in a supervised worker\n"
 "process; README.md, \"When a GPU actor faults\")\n"
@@ -139,8 +140,9 @@ static const char rkb__usage[] =
 "  -V, --version              print the version and exit\n"
 "  -h, --help                 this text\n"
 "\n"
-"Sizes take a K, M or G suffix (powers of 1024). Exit status: 0 after a clean\n"
-"shutdown, 1 when something failed at run time, 2 for a bad command line.\n";
+"Numbers are decimal (--ipc-mode: octal); sizes take a K, M or G suffix (powers\n"
+"of 1024). Exit status: 0 after a clean shutdown, 1 when something failed at run\n"
+"time, 2 for a bad command line.\n";
 
 enum {
     O_BACKEND = 256, O_DEVICE, O_DEVICES, O_GRID, O_BLOCK, O_SMEM, O_RING_SLOTS, O_SLOT_SIZE, O_ARENA,
@@ -206,11 +208,12 @@ static int rkb__parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *o
 {
     char *end;
     /* digits first: strtoull skips blanks and negates, so " -1" would be
-     * 2^64 - 1, inside the SIZE_MAX ranges */
+     * 2^64 - 1, inside the SIZE_MAX ranges. Decimal: base 0 read
+     * "--window 010" as 8 and took 0x10 */
     if (*s < '0' || *s > '9')
         return -1;
     errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
+    unsigned long long v = strtoull(s, &end, 10);
     unsigned shift = 0;
     if (errno || end == s)
         return -1;
@@ -277,7 +280,8 @@ static int rkb__numeric(rkb_config *c, int id, const char *arg)
     /* the runtime's own rules (rk_config), said here with the option's name */
     case O_RING_SLOTS: POW2(2, RK_RING_SLOTS_MAX); c->rk.ring_slots = (uint32_t)v; break;
     case O_SLOT_SIZE: POW2(128, RK_RING_SLOT_MAX); c->rk.slot_size = (uint32_t)v; break;
-    case O_ARENA: NUM(0, SIZE_MAX); c->rk.arena_size = (size_t)v; break;
+    /* the arena's unit: a smaller one holds nothing (the runtime rounds it to 0 B) */
+    case O_ARENA: NUM(RK_ARENA_ALIGN, SIZE_MAX); c->rk.arena_size = (size_t)v; break;
     case O_WINDOW: NUM(1, 32768); c->rk.actor_window = (uint32_t)v; break;
     case O_MAXMSG: NUM(1, (uint64_t)1 << 31); c->max_message_bytes = (size_t)v; break;
     case O_QUEUE: NUM(1, 1u << 20); c->queue = (uint32_t)v; break;
@@ -340,9 +344,16 @@ static int rkb__word(rkb_config *c, int id, const char *arg)
         int n = 0;
         for (const char *p = arg; *p;) {
             char *end;
-            long d = strtol(p, &end, 10);
-            if (end == p || d < 0 || d > 1024 || n == RK_MAX_DEVICES || (*end && *end != ','))
+            /* digits first: strtol takes " 1" and "+1" */
+            long d = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
+            if (d < 0 || d > 1024 || n == RK_MAX_DEVICES || (*end && *end != ','))
                 break;
+            for (int i = 0; i < n; i++)
+                if (c->rk.devices[i] == d) { /* the runtime's refusal named no option */
+                    fprintf(stderr, "rk-bridge: --devices %s: device %ld is listed twice; each device "
+                            "serves once " RKB_HINT "\n", arg, d);
+                    return -1;
+                }
             c->rk.devices[n++] = (int)d;
             p = *end ? end + 1 : end;
             if (!*end) {
@@ -355,9 +366,10 @@ static int rkb__word(rkb_config *c, int id, const char *arg)
         return -1;
     }
     case O_IPC_MODE: {
-        char *end;
-        unsigned long m = strtoul(arg, &end, 8);
-        if (*arg && !*end && m <= 0777) {
+        /* octal digits only: strtoul takes " 600", "+600" and "-0" */
+        size_t digits = strspn(arg, "01234567");
+        unsigned long m = strtoul(arg, NULL, 8);
+        if (*arg && !arg[digits] && m <= 0777) {
             c->ipc_mode = (unsigned)m;
             return 0;
         }

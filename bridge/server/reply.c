@@ -58,23 +58,40 @@ static void rkb__free_buf(void *data, void *hint)
     free(data);
 }
 
-void rkb_msg_encoded(rkb_encoder *enc, zmq_msg_t *m)
+int rkb_msg_encoded(rkb_encoder *enc, zmq_msg_t *m)
 {
     size_t sz = rkb_encoder_size(enc);
     if (sz > 4096) {
         /* large (a status): hand the buffer to ZeroMQ without a copy */
-        zmq_msg_init_data(m, rkb_encoder_release(enc), sz, rkb__free_buf, NULL);
-    } else {
-        zmq_msg_init_size(m, sz);
+        void *buf = rkb_encoder_release(enc);
+        if (zmq_msg_init_data(m, buf, sz, rkb__free_buf, NULL) == 0)
+            return 0;
+        free(buf);
+    } else if (zmq_msg_init_size(m, sz) == 0) {
         memcpy(zmq_msg_data(m), rkb_encoder_data(enc), sz);
+        return 0;
     }
+    zmq_msg_init(m); /* out of memory: an empty frame, never sent */
+    return -1;
 }
 
-void rkb_answer_encoded(rkb_loop *l, rkb_entry *e)
+void rkb_answer_encoded(rkb_loop *l, rkb_entry *e, int rc)
 {
     zmq_msg_t m;
-    rkb_msg_encoded(&l->enc, &m);
-    rkb__deliver(l, e, &m);
+    if (rc == 0 && rkb_msg_encoded(&l->enc, &m) == 0) {
+        rkb__deliver(l, e, &m);
+        return;
+    }
+    /* out of memory: never the part that was packed, nor the last reply;
+     * a short INTERNAL error instead (it fits the buffer the encoder kept),
+     * else the request goes unanswered, logged */
+    rkb_count_error(&l->n, RKB_E_INTERNAL);
+    bool sent = rkb_encode_error(&l->enc, e->req.has_id, e->req.id, RKB_E_INTERNAL,
+                                 "out of memory for the reply") == 0 && rkb_msg_encoded(&l->enc, &m) == 0;
+    rkb_logk(RKB_LK_INTERNAL, RKB_LOG_ERROR, "INTERNAL: out of memory for the reply to id %" PRIu64 " (op %s): %s",
+             e->req.id, rkb_op_name(e->req.op), sent ? "answered INTERNAL" : "not answered");
+    if (sent)
+        rkb__deliver(l, e, &m);
 }
 
 void rkb_count_error(rkb_counters *n, int code)
@@ -103,9 +120,7 @@ void rkb_answer_error(rkb_loop *l, rkb_entry *e, int code, const char *fmt, ...)
     if (code == RKB_E_INTERNAL)
         rkb_logk(RKB_LK_INTERNAL, RKB_LOG_ERROR, "INTERNAL error answering id %" PRIu64 " (op %s): %s",
                  e->req.id, rkb_op_name(e->req.op), msg);
-    if (rkb_encode_error(&l->enc, e->req.has_id, e->req.id, code, msg) != 0)
-        rkb_logk(RKB_LK_INTERNAL, RKB_LOG_ERROR, "INTERNAL: out of memory encoding a reply");
-    rkb_answer_encoded(l, e);
+    rkb_answer_encoded(l, e, rkb_encode_error(&l->enc, e->req.has_id, e->req.id, code, msg));
 }
 
 /* Maps a runtime error of a send or a reply status onto the protocol. */
@@ -201,7 +216,7 @@ void rkb_answer_actor(rkb_loop *l, rkb_entry *e, rk_reply *r)
     else if (rc)
         rkb_answer_error(l, e, RKB_E_INTERNAL, "out of memory encoding a reply");
     else
-        rkb_answer_encoded(l, e);
+        rkb_answer_encoded(l, e, 0);
 }
 
 void rkb_peek_into(rkb_request *req, const zmq_msg_t *body)

@@ -395,13 +395,18 @@ void *rkb_worker_main(void *arg);
 
 /* reply.c: sending replies for the request in entry e (its envelope moves
  * out with the reply; the caller then frees the entry). */
-void rkb_answer_encoded(rkb_loop *l, rkb_entry *e);
+/* The reply in l->enc; rc: what the rkb_encode_* call that packed it
+ * returned. Out of memory (rc != 0, or no frame for it) it is an INTERNAL
+ * error instead, or, when not even that fits, no reply (logged). */
+void rkb_answer_encoded(rkb_loop *l, rkb_entry *e, int rc);
 void rkb_answer_error(rkb_loop *l, rkb_entry *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void rkb_answer_rk_error(rkb_loop *l, rkb_entry *e, int rc, const char *detail);
 void rkb_answer_data(rkb_loop *l, rkb_entry *e, rk_reply *r); /* releases r */
-/* The reply enc holds, as a frame to send (large ones take enc's buffer). */
-void rkb_msg_encoded(rkb_encoder *enc, zmq_msg_t *m);
+/* The reply enc holds, as a frame to send (large ones take enc's buffer).
+ * 0, or -1 out of memory: m is then an empty frame (it holds nothing;
+ * never send it) and a large reply is gone from enc. */
+int rkb_msg_encoded(rkb_encoder *enc, zmq_msg_t *m);
 /* Counts an error reply of code in n (errors, and the code's own). */
 void rkb_count_error(rkb_counters *n, int code);
 /* A module actor's reply (its outputs, or ACTOR_FAILED). Releases r. */

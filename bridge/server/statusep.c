@@ -83,8 +83,10 @@ int rkb_statusep_bind(rkb_port *p)
     return 0;
 }
 
-/* The reply to one request read here, into s->enc (counted when an error). */
-static void rkb__answer(rkb_port *p, zmq_msg_t *body, uint32_t n_body)
+/* The reply to one request read here, as a frame in *m (counted when an
+ * error): 0, or -1 when there was no memory even for an error reply (m is
+ * then empty, never sent; the request goes unanswered, logged). */
+static int rkb__answer(rkb_port *p, zmq_msg_t *body, uint32_t n_body, zmq_msg_t *m)
 {
     rkb_statusep *s = &p->st;
     rkb_request req = {0};
@@ -99,8 +101,9 @@ static void rkb__answer(rkb_port *p, zmq_msg_t *body, uint32_t n_body)
     } else {
         rc = rkb_decode_request(zmq_msg_data(body), zmq_msg_size(body), &s->lim, &req, &s->dec, &err);
     }
-    if (rc == RKB_OK && rkb_status_encode(p->sh, NULL, &s->info, &s->enc, req.has_id, req.id) == 0)
-        return;
+    if (rc == RKB_OK && rkb_status_encode(p->sh, NULL, &s->info, &s->enc, req.has_id, req.id) == 0 &&
+        rkb_msg_encoded(&s->enc, m) == 0)
+        return 0;
     if (rc == RKB_OK)
         rc = rkb_error_set(&err, RKB_E_INTERNAL, "out of memory encoding the status");
     rkb_count_error(p->n, rc);
@@ -110,8 +113,12 @@ static void rkb__answer(rkb_port *p, zmq_msg_t *body, uint32_t n_body)
     else if (rc == RKB_E_INTERNAL)
         rkb_logk(RKB_LK_INTERNAL, RKB_LOG_ERROR, "INTERNAL error answering on the status endpoint: %s",
                  err.message);
-    if (rkb_encode_error(&s->enc, req.has_id, req.id, rc, err.message) != 0)
-        rkb_logk(RKB_LK_INTERNAL, RKB_LOG_ERROR, "INTERNAL: out of memory encoding a reply");
+    /* never a reply packed in part (or the one before) */
+    if (rkb_encode_error(&s->enc, req.has_id, req.id, rc, err.message) == 0 && rkb_msg_encoded(&s->enc, m) == 0)
+        return 0;
+    rkb_logk(RKB_LK_INTERNAL, RKB_LOG_ERROR, "INTERNAL: out of memory for a reply on the status endpoint: "
+             "the request is not answered");
+    return -1;
 }
 
 int rkb_statusep_serve(rkb_port *p)
@@ -128,12 +135,14 @@ int rkb_statusep_serve(rkb_port *p)
             break;
         if (r < 0)
             continue; /* dropped and counted (an envelope too deep) */
-        rkb__answer(p, &body, n_body);
+        int rc = rkb__answer(p, &body, n_body, &m);
         /* the decoded request borrowed the body until now */
         if (n_body)
             zmq_msg_close(&body);
-        rkb_msg_encoded(&s->enc, &m);
-        rkb_port_send_on(p, s->router, &env, &m);
+        if (rc == 0)
+            rkb_port_send_on(p, s->router, &env, &m);
+        else
+            rkb_env_close(&env);
     }
     return n;
 }

@@ -120,6 +120,33 @@ static void bad_values(void)
                              NULL}, 2, opt, out, sizeof out);
         assert_non_null(strstr(out, "expected a number from"));
     }
+    /* values a bridge took and should not have (the bad --bind after each
+     * makes a bridge that takes it exit too, saying something else) */
+    static const struct { const char *opt, *val, *says; } taken[] = {
+        /* an arena below its unit is 0 B: "arena 0 B" at start, every
+         * payload past a slot TOO_LARGE */
+        {"--arena-bytes", "0", "expected a number from 256 to"},
+        {"--arena-bytes", "255", "expected a number from 256 to"},
+        /* numbers are decimal: base 0 read 0x10 as 16 (and 010 as 8) */
+        {"--grid", "0x10", "expected a number from 0 to 2147483647"},
+        {"--queue", "0x10", "expected a number from 1 to"},
+        /* --ipc-mode is octal digits: strtoul took a blank, a sign */
+        {"--ipc-mode", " 600", "expected octal permission bits from 0 to 0777"},
+        {"--ipc-mode", "+600", "expected octal permission bits from 0 to 0777"},
+        {"--ipc-mode", "-0", "expected octal permission bits from 0 to 0777"},
+        /* --devices: ordinals, each once (0,0 was refused by the runtime
+         * naming devices[1], not the option) */
+        {"--devices", " 1", "expected all, or up to 16 device ordinals"},
+        {"--devices", "0,+1", "expected all, or up to 16 device ordinals"},
+        {"--devices", "0,0", "device 0 is listed twice"},
+        {"--devices", "1,2,1", "device 1 is listed twice"},
+    };
+    for (size_t i = 0; i < sizeof taken / sizeof *taken; i++) {
+        snprintf(opt, sizeof opt, "%s %s:", taken[i].opt, taken[i].val);
+        cli((const char *[]){g_bridge_path, "--backend", "cpu", taken[i].opt, taken[i].val, "--bind",
+                             "localhost:1", NULL}, 2, opt, out, sizeof out);
+        assert_non_null(strstr(out, taken[i].says));
+    }
 }
 
 /* A malformed endpoint: exit 2, saying what is wrong (ZeroMQ said
@@ -261,8 +288,9 @@ void test_cli(void **state)
      * bridge may use more than 5 CPUs, else 1 (this bridge binds ipc only) */
     assert_int_equal(status_counter(&b, "zmq_io_threads"), 1);
     assert_int_equal(bridge_stop(&b), 0);
-    bridge_start(&b, "--zmq-io-threads", "3", NULL);
+    bridge_start(&b, "--zmq-io-threads", "3", "--window", "010", NULL);
     assert_int_equal(status_counter(&b, "zmq_io_threads"), 3);
+    assert_int_equal(status_counter(&b, "window"), 10); /* decimal: base 0 made it 8 */
     assert_int_equal(bridge_stop(&b), 0);
     /* the thread counts follow the CPUs the bridge may use (status cpus:
      * its affinity mask, capped by its cgroup's quota), not the machine's */

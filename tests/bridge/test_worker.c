@@ -484,7 +484,8 @@ void test_devices(void **state)
         {"--devices", "0,x", NULL},
         {"--devices", "0,1,2", "--io-threads", "2"},
     };
-    static const char *const says[] = {"both device 0", "--devices 0,x", "3 devices but --io-threads 2"};
+    static const char *const says[] = {"--devices 0,0: device 0 is listed twice", "--devices 0,x",
+                                       "3 devices but --io-threads 2"};
     for (int i = 0; i < 3; i++) {
         const char *args[6] = {0};
         for (int k = 0; k < 5 && bad_args[i][k]; k++)
