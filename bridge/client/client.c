@@ -124,17 +124,38 @@ void rkc_close(rkc *c)
     free(c);
 }
 
-static int rkc__poll(rkc *c, short ev, int timeout_ms)
+/* The end of a wait of timeout_ms (-1: none) that starts now: one
+ * deadline for all of a call, its send and its wait, and every poll. */
+static int64_t rkc__deadline(int timeout_ms)
+{
+    return timeout_ms < 0 ? INT64_MAX : rkc__now_ns() + (int64_t)timeout_ms * 1000000;
+}
+
+/* What is left of deadline, in ms rounded up for zmq_poll (-1: forever). */
+static int rkc__left_ms(int64_t deadline)
+{
+    if (deadline == INT64_MAX)
+        return -1;
+    int64_t now = rkc__now_ns();
+    return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+/* timeout_ms: the caller's, for the message. A handled signal is -EINTR
+ * (rk/client.h): zmq_poll is never restarted, and the caller decides. */
+static int rkc__poll(rkc *c, short ev, int64_t deadline, int timeout_ms)
 {
     zmq_pollitem_t it = {c->sock, 0, ev, 0};
-    int rc = zmq_poll(&it, 1, timeout_ms);
+    int rc = zmq_poll(&it, 1, rkc__left_ms(deadline));
+    if (rc < 0 && errno == EINTR)
+        return rkc__fail(c, -EINTR, "a signal came while waiting %s (zmq_poll: %s)",
+                         ev == ZMQ_POLLIN ? "for a reply" : "to send", zmq_strerror(EINTR));
     if (rc < 0)
         return rkc__fail(c, -EIO, "zmq_poll: %s", zmq_strerror(errno));
     return rc ? 0 : rkc__fail(c, -ETIMEDOUT, "no reply within %d ms", timeout_ms);
 }
 
 /* Receives one message off the socket (the body is its last frame). */
-static int rkc__recv_wire(rkc *c, rkc_reply *out, int timeout_ms)
+static int rkc__recv_wire(rkc *c, rkc_reply *out, int64_t deadline, int timeout_ms)
 {
     rkc_impl *im = malloc(sizeof *im);
     if (!im)
@@ -144,7 +165,7 @@ static int rkc__recv_wire(rkc *c, rkc_reply *out, int timeout_ms)
     for (;;) {
         int rc = zmq_msg_recv(&im->msg, c->sock, ZMQ_DONTWAIT);
         if (rc < 0 && errno == EAGAIN) {
-            rc = rkc__poll(c, ZMQ_POLLIN, timeout_ms);
+            rc = rkc__poll(c, ZMQ_POLLIN, deadline, timeout_ms);
             if (rc) {
                 zmq_msg_close(&im->msg);
                 free(im);
@@ -165,6 +186,18 @@ static int rkc__recv_wire(rkc *c, rkc_reply *out, int timeout_ms)
     return rkc__parse(c, im, out);
 }
 
+/* A late reply to an rkc_call that gave up on it: true, and r is freed. */
+static bool rkc__drop_gone(rkc *c, rkc_reply *r)
+{
+    for (size_t i = 0; r->has_id && r->id && i < sizeof c->gone / sizeof *c->gone; i++)
+        if (c->gone[i] == r->id) {
+            c->gone[i] = 0;
+            rkc_reply_free(r);
+            return true;
+        }
+    return false;
+}
+
 int rkc_recv(rkc *c, rkc_reply *out, int timeout_ms)
 {
     if (!c || !out)
@@ -175,13 +208,16 @@ int rkc_recv(rkc *c, rkc_reply *out, int timeout_ms)
         c->stash_n--;
         return 0;
     }
-    return rkc__recv_wire(c, out, timeout_ms);
+    const int64_t deadline = rkc__deadline(timeout_ms);
+    int rc;
+    while ((rc = rkc__recv_wire(c, out, deadline, timeout_ms)) == 0 && rkc__drop_gone(c, out))
+        ;
+    return rc;
 }
 
-int rkc_wait(rkc *c, uint64_t id, rkc_reply *out, int timeout_ms)
+/* rkc_wait until deadline (timeout_ms: the caller's, for the message). */
+static int rkc__wait(rkc *c, uint64_t id, rkc_reply *out, int64_t deadline, int timeout_ms)
 {
-    if (!c || !out)
-        return -EINVAL;
     for (size_t i = 0; i < c->stash_n; i++)
         if (c->stash[i].has_id && c->stash[i].id == id) {
             *out = c->stash[i];
@@ -189,14 +225,13 @@ int rkc_wait(rkc *c, uint64_t id, rkc_reply *out, int timeout_ms)
             c->stash_n--;
             return 0;
         }
-    int64_t deadline = timeout_ms < 0 ? INT64_MAX : rkc__now_ns() + (int64_t)timeout_ms * 1000000;
     for (;;) {
-        int64_t now = rkc__now_ns();
-        int left = timeout_ms < 0 ? -1 : now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
         rkc_reply r;
-        int rc = rkc__recv_wire(c, &r, left);
+        int rc = rkc__recv_wire(c, &r, deadline, timeout_ms);
         if (rc)
             return rc;
+        if (rkc__drop_gone(c, &r))
+            continue;
         /* an id-less reply (the bridge could not read the id) is the
          * answer when nothing else is owed: REQ, or a single call */
         if ((r.has_id && r.id == id) || (!r.has_id && c->type == RKC_REQ)) {
@@ -217,9 +252,16 @@ int rkc_wait(rkc *c, uint64_t id, rkc_reply *out, int timeout_ms)
     }
 }
 
+int rkc_wait(rkc *c, uint64_t id, rkc_reply *out, int timeout_ms)
+{
+    if (!c || !out)
+        return -EINVAL;
+    return rkc__wait(c, id, out, rkc__deadline(timeout_ms), timeout_ms);
+}
+
 /* delim (DEALER): the empty delimiter frame first, as REQ sends it, so that the
  * reply finds its way back through any broker (bridge/PROTOCOL.md). */
-static int rkc__send_buf(rkc *c, const void *buf, size_t len, int timeout_ms, bool delim)
+static int rkc__send_buf(rkc *c, const void *buf, size_t len, int64_t deadline, int timeout_ms, bool delim)
 {
     for (;;) {
         /* the rest of a message whose first frame went is always taken */
@@ -230,9 +272,11 @@ static int rkc__send_buf(rkc *c, const void *buf, size_t len, int timeout_ms, bo
             return 0;
         if (errno != EAGAIN)
             return rkc__fail(c, -EIO, "zmq_send: %s", zmq_strerror(errno));
-        int rc = rkc__poll(c, ZMQ_POLLOUT, timeout_ms);
-        if (rc)
+        int rc = rkc__poll(c, ZMQ_POLLOUT, deadline, timeout_ms);
+        if (rc == -ETIMEDOUT)
             return rkc__fail(c, rc, "could not send within %d ms", timeout_ms);
+        if (rc)
+            return rc;
     }
 }
 
@@ -240,7 +284,7 @@ int rkc_send_raw(rkc *c, const void *frame, size_t len, int timeout_ms)
 {
     if (!c || (!frame && len))
         return -EINVAL;
-    return rkc__send_buf(c, frame, len, timeout_ms, false);
+    return rkc__send_buf(c, frame, len, rkc__deadline(timeout_ms), timeout_ms, false);
 }
 
 static void rkc__key(msgpack_packer *pk, const char *k)
@@ -364,7 +408,8 @@ size_t rkc_request_bytes(const rkc_request *rq)
     return n;
 }
 
-int rkc_send(rkc *c, const rkc_request *rq, uint64_t *id_out, int timeout_ms)
+/* rkc_send until deadline (timeout_ms: the caller's, for the message). */
+static int rkc__send(rkc *c, const rkc_request *rq, uint64_t *id_out, int64_t deadline, int timeout_ms)
 {
     if (!c || !rq)
         return rkc__fail(c, -EINVAL, "no request");
@@ -399,22 +444,32 @@ int rkc_send(rkc *c, const rkc_request *rq, uint64_t *id_out, int timeout_ms)
     int e = rkc__pack_request(&c->pk, op, own, n_own, rq, id);
     if (e || !c->sbuf.data)
         return rkc__fail(c, -ENOMEM, "out of memory for a %s request", op);
-    rc = rkc__send_buf(c, c->sbuf.data, c->sbuf.size, timeout_ms, c->type != RKC_REQ); /* REQ adds its own */
+    rc = rkc__send_buf(c, c->sbuf.data, c->sbuf.size, deadline, timeout_ms,
+                       c->type != RKC_REQ); /* REQ adds its own */
     if (rc == 0 && id_out)
         *id_out = id;
     return rc;
 }
 
+int rkc_send(rkc *c, const rkc_request *rq, uint64_t *id_out, int timeout_ms)
+{
+    return rkc__send(c, rq, id_out, rkc__deadline(timeout_ms), timeout_ms);
+}
+
 int rkc_call(rkc *c, const rkc_request *rq, rkc_reply *out, int timeout_ms)
 {
     uint64_t id;
-    int64_t t0 = rkc__now_ns();
-    int rc = rkc_send(c, rq, &id, timeout_ms);
+    if (!out) /* before the request goes: nobody would take its reply */
+        return rkc__fail(c, -EINVAL, "no reply to fill");
+    int64_t t0 = rkc__now_ns(), deadline = rkc__deadline(timeout_ms);
+    int rc = rkc__send(c, rq, &id, deadline, timeout_ms);
     if (rc)
         return rc;
-    rc = rkc_wait(c, id, out, timeout_ms);
+    rc = rkc__wait(c, id, out, deadline, timeout_ms);
     if (rc == 0)
         out->rtt_us = (double)(rkc__now_ns() - t0) / 1e3;
+    else if (c->type == RKC_DEALER) /* REQ drops a late reply itself (REQ_CORRELATE) */
+        c->gone[c->gone_next++ % (sizeof c->gone / sizeof *c->gone)] = id;
     return rc;
 }
 

@@ -16,6 +16,11 @@ struct rkc {
     /* replies rkc_wait set aside: FIFO */
     rkc_reply *stash;
     size_t stash_n, stash_cap;
+    /* ids of rkc_call requests that got no reply in time (ids start at 1;
+     * 0 is a free slot), the latest 64: their caller is gone and
+     * nobody else knows the id, so a late reply is dropped, not kept */
+    uint64_t gone[64];
+    unsigned gone_next;
     msgpack_sbuffer sbuf;
     msgpack_packer pk;
 };

@@ -3,9 +3,14 @@
  * values; the actor list from status; client-side refusals; a timeout)
  * and rk-client's call and actors commands (suite 'bridge'). */
 #include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 
@@ -228,6 +233,196 @@ static void req_after_timeout(const bridge *b)
     zmq_ctx_term(ctx);
 }
 
+/* A peer that comes up late and never answers: a ROUTER bound at ep
+ * after_ms from its start that reads (and drops) every request until
+ * stop. */
+typedef struct late_router {
+    char ep[128];
+    int after_ms;
+    atomic_int stop;
+} late_router;
+
+static void *late_router_main(void *arg)
+{
+    late_router *s = arg;
+    struct timespec ts = {s->after_ms / 1000, (long)(s->after_ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+    void *ctx = zmq_ctx_new(), *srv = zmq_socket(ctx, ZMQ_ROUTER);
+    int linger = 0;
+    zmq_setsockopt(srv, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_bind(srv, s->ep) == 0) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        while (!atomic_load(&s->stop)) {
+            zmq_pollitem_t it = {srv, 0, ZMQ_POLLIN, 0};
+            if (zmq_poll(&it, 1, 20) > 0)
+                while (zmq_msg_recv(&m, srv, ZMQ_DONTWAIT) >= 0)
+                    ;
+        }
+        zmq_msg_close(&m);
+    }
+    zmq_close(srv);
+    zmq_ctx_term(ctx);
+    return NULL;
+}
+
+/* rkc_call's timeout covers the whole call: its send and its wait each
+ * had the whole timeout, so a send that waited for room most of T was
+ * followed by a wait of T more. Here the queue to a peer not up yet is
+ * full, and a peer that reads and never answers comes up at 0.8 T: the
+ * call must be over at T (the bound is generous: a loaded machine). */
+static void call_deadline(const bridge *b)
+{
+    enum { T = 1000 };
+    late_router s = {.after_ms = T * 8 / 10};
+    snprintf(s.ep, sizeof s.ep, "ipc://%s/late.sock", b->dir);
+    rkc *c = client_ep(s.ep);
+    rkc_request rq = {.op = RKC_PING};
+    int rc = 0;
+    for (long i = 0; i < 10000000 && rc == 0; i++) /* until the queue is full */
+        rc = rkc_send(c, &rq, NULL, 0);
+    assert_int_equal(rc, -ETIMEDOUT);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, late_router_main, &s), 0);
+    rkc_reply r;
+    const int64_t t0 = now_ms();
+    rc = rkc_call(c, &rq, &r, T);
+    const int64_t took = now_ms() - t0;
+    atomic_store(&s.stop, 1);
+    pthread_join(th, NULL);
+    rkc_close(c);
+    fprintf(stderr, "  rkc_call with a timeout of %d ms: %d after %lld ms\n", T, rc, (long long)took);
+    assert_int_equal(rc, -ETIMEDOUT);
+    assert_true(took < T * 3 / 2 + 100);
+}
+
+/* rkc_call with no reply to fill is -EINVAL before anything goes: the
+ * request went (a launch ran) and then the call said -EINVAL. The first
+ * request a ROUTER gets here is the one sent after it. */
+static void call_no_out(const bridge *b)
+{
+    char ep[128];
+    snprintf(ep, sizeof ep, "ipc://%s/noout.sock", b->dir);
+    void *ctx = zmq_ctx_new(), *srv = zmq_socket(ctx, ZMQ_ROUTER);
+    assert_int_equal(zmq_bind(srv, ep), 0);
+    rkc *c = client_ep(ep);
+    rkc_request rq = {.op = RKC_PING};
+    assert_int_equal(rkc_call(c, &rq, NULL, TMO), -EINVAL);
+    uint64_t id;
+    assert_int_equal(rkc_send(c, &rq, &id, TMO), 0);
+    zmq_msg_t m[8];
+    int n = recv_message(srv, m, 8);
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    assert_int_equal(msgpack_unpack_next(&up, zmq_msg_data(&m[n - 1]), zmq_msg_size(&m[n - 1]), NULL),
+                     MSGPACK_UNPACK_SUCCESS);
+    const msgpack_object *got = rkc_map_get(&up.data, "id");
+    assert_non_null(got);
+    assert_int_equal(got->via.u64, id);
+    msgpack_unpacked_destroy(&up);
+    for (int i = 0; i < n; i++)
+        zmq_msg_close(&m[i]);
+    rkc_close(c);
+    zmq_close(srv);
+    zmq_ctx_term(ctx);
+}
+
+/* Answers the message m[0..n) (its envelope back) with an ok ping reply
+ * of that id; closes m. */
+static void answer_ping(void *srv, zmq_msg_t *m, int n, uint64_t id)
+{
+    for (int i = 0; i < n - 1; i++)
+        assert_true(zmq_msg_send(&m[i], srv, ZMQ_SNDMORE) >= 0);
+    zmq_msg_close(&m[n - 1]);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 4);
+    msgpack_pack_str_with_body(&pk, "v", 1), msgpack_pack_uint8(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "id", 2), msgpack_pack_uint64(&pk, id);
+    msgpack_pack_str_with_body(&pk, "ok", 2), msgpack_pack_true(&pk);
+    msgpack_pack_str_with_body(&pk, "backend", 7), msgpack_pack_str_with_body(&pk, "cpu", 3);
+    assert_true(zmq_send(srv, sb.data, sb.size, 0) >= 0);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* The late reply to an rkc_call that timed out (DEALER) is dropped: it was
+ * set aside for good by the next rkc_wait (nobody knows its id), a leak of
+ * one reply per timeout, and handed to a later rkc_recv as if it were
+ * its caller's. */
+static void late_reply_dropped(const bridge *b)
+{
+    char ep[128];
+    snprintf(ep, sizeof ep, "ipc://%s/late-reply.sock", b->dir);
+    void *ctx = zmq_ctx_new(), *srv = zmq_socket(ctx, ZMQ_ROUTER);
+    assert_int_equal(zmq_bind(srv, ep), 0);
+    rkc *c = client_ep(ep);
+    rkc_request rq = {.op = RKC_PING};
+    rkc_reply r;
+    assert_int_equal(rkc_call(c, &rq, &r, 300), -ETIMEDOUT);
+    zmq_msg_t m[8];
+    int n = recv_message(srv, m, 8);
+    answer_ping(srv, m, n, 1); /* late */
+    uint64_t id;
+    assert_int_equal(rkc_send(c, &rq, &id, TMO), 0);
+    assert_int_equal(id, 2);
+    n = recv_message(srv, m, 8);
+    answer_ping(srv, m, n, 2);
+    assert_int_equal(rkc_wait(c, 2, &r, TMO), 0); /* reply 1 came first */
+    rkc_reply_free(&r);
+    int rc = rkc_recv(c, &r, 200);
+    if (rc == 0)
+        fail_msg("rkc_recv returned the late reply of the timed-out call (id %" PRIu64 ")", r.id);
+    assert_int_equal(rc, -ETIMEDOUT);
+    rkc_close(c);
+    zmq_close(srv);
+    zmq_ctx_term(ctx);
+}
+
+static void on_usr1(int sig) { (void)sig; }
+
+typedef struct pester {
+    pthread_t target;
+    atomic_int stop;
+} pester;
+
+/* SIGUSR1 to the target every 20 ms until stop (one may come before its
+ * wait starts; a later one comes during it). */
+static void *pester_main(void *arg)
+{
+    pester *p = arg;
+    struct timespec ts = {0, 20 * 1000000};
+    while (!atomic_load(&p->stop)) {
+        nanosleep(&ts, NULL);
+        pthread_kill(p->target, SIGUSR1);
+    }
+    return NULL;
+}
+
+/* A signal handled while a call waits: -EINTR (rk/client.h), the caller
+ * decides; it was -EIO, "ZeroMQ failed", from zmq_poll's EINTR. */
+static void call_interrupted(void)
+{
+    struct sigaction sa = {.sa_handler = on_usr1}, old;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+    rkc *c = client_ep("ipc:///tmp/rkbt-nobody-here");
+    pester p = {.target = pthread_self()};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, pester_main, &p), 0);
+    rkc_request rq = {.op = RKC_PING};
+    rkc_reply r;
+    int rc = rkc_call(c, &rq, &r, TMO);
+    atomic_store(&p.stop, 1);
+    pthread_join(th, NULL);
+    sigaction(SIGUSR1, &old, NULL);
+    fprintf(stderr, "  rkc_call under signals: %d (%s)\n", rc, rkc_errmsg(c));
+    assert_int_equal(rc, -EINTR);
+    assert_non_null(strstr(rkc_errmsg(c), "signal"));
+    rkc_close(c);
+}
+
 static void library(const bridge *b)
 {
     rkc *c = client(b);
@@ -259,6 +454,10 @@ static void library(const bridge *b)
     rkc_close(c);
     curve_key_lengths();
     req_after_timeout(b);
+    call_deadline(b);
+    call_interrupted();
+    call_no_out(b);
+    late_reply_dropped(b);
     /* a malformed endpoint: -EINVAL and what is wrong (ZeroMQ says only
      * "Invalid argument") */
     rkc *bad = (rkc *)1;

@@ -29,9 +29,12 @@
  * also after its handle is closed.
  *
  * Errors: functions return 0 or a negative errno value: -EINVAL (a bad
- * argument), -ETIMEDOUT (nothing within timeout_ms), -EPROTO (a reply that
- * is not a protocol reply), -EIO (ZeroMQ failed), -ENOMEM, -E2BIG (a field
- * longer than msgpack's 4 GiB), -ENOENT (no such reply field); rkc_errmsg()
+ * argument), -ETIMEDOUT (nothing within timeout_ms: a call's send and
+ * wait together), -EINTR (a signal handler ran while it waited; not
+ * retried, the caller decides: a request rkc_send sent is still answered,
+ * and rkc_wait() takes its reply), -EPROTO (a reply that is not a
+ * protocol reply), -EIO (ZeroMQ failed), -ENOMEM, -E2BIG (a field longer
+ * than msgpack's 4 GiB), -ENOENT (no such reply field); rkc_errmsg()
  * says more, as a sentence. The library prints nothing. A reply that says
  * ok: false is not an error of the call: its code and message are in the
  * reply, and rkc_reply_errno() maps the code to an errno value. */
@@ -183,7 +186,9 @@ int rkc_recv(rkc *c, rkc_reply *out, int timeout_ms);
  * answer. *out becomes the caller's. */
 int rkc_wait(rkc *c, uint64_t id, rkc_reply *out, int timeout_ms);
 
-/* rkc_send + rkc_wait; out->rtt_us is the round trip. */
+/* rkc_send + rkc_wait, both within timeout_ms (one deadline); out->rtt_us
+ * is the round trip. When it fails after sending (-ETIMEDOUT, -EINTR), a
+ * reply that comes later is dropped, not set aside (nobody knows its id). */
 int rkc_call(rkc *c, const rkc_request *rq, rkc_reply *out, int timeout_ms);
 
 /* Any actor (or operation) by name with n named fields: rkc_send and

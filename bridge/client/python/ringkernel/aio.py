@@ -97,9 +97,12 @@ class AsyncClient:
         if self._reader is None or self._reader.done():
             self._reader = loop.create_task(self._read())
         try:
+            # one deadline for the send and the wait (as Client's)
+            end = None if t is None else time.monotonic() + t
             # the empty delimiter first (client.py says why)
             await asyncio.wait_for(self._sock.send_multipart([b"", encode(rid)], copy=False), t)
-            return await asyncio.wait_for(asyncio.shield(fut), t)
+            left = None if end is None else max(0.0, end - time.monotonic())
+            return await asyncio.wait_for(asyncio.shield(fut), left)
         except asyncio.TimeoutError:
             raise wire.timeout_error(op, rid, self.endpoint, t) from None
         finally:

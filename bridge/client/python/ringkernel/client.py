@@ -120,7 +120,10 @@ class Client:
             if self._closed:
                 return
             self._closed = True
-            self._outbox.send(_STOP)
+            try:  # an I/O thread gone (its inbox closed) would block this for good
+                self._outbox.send(_STOP, zmq.NOBLOCK)
+            except zmq.Again:
+                pass
         self._thread.join()
         self._outbox.close()
 

@@ -10,6 +10,13 @@ import zmq
 from . import errors
 
 RESERVED = ("v", "id", "op")
+#: What the bridge decodes (bridge/PROTOCOL.md, "Decoder limits"): more is
+#: MALFORMED with id nil, a reply that would go to another request waiting.
+MAX_OBJECTS = 4096
+MAX_DEPTH = 16
+#: Fields a request carries: the map, and a key and a value for v, id, op
+#: and each field (as librkc's limit).
+MAX_FIELDS = (MAX_OBJECTS - 1) // 2 - 3
 
 Actor = collections.namedtuple("Actor", "name inputs outputs gpu cpu")
 Actor.__doc__ = """An actor's signature from ``status``: its name, the names of
@@ -53,6 +60,36 @@ def _field(name, value):
     return mv.cast("B") if mv.c_contiguous else mv.tobytes()
 
 
+def _objects(v, depth, deepest):
+    """The msgpack objects of v at depth (the request map is 1), counted as
+    the bridge does; deepest[0] gets the deepest level reached (counted no
+    deeper than one past the limit: a cycle ends there)."""
+    deepest[0] = max(deepest[0], depth)
+    if depth > MAX_DEPTH:
+        return 1
+    if isinstance(v, dict):
+        return 1 + sum(_objects(k, depth + 1, deepest) + _objects(x, depth + 1, deepest) for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return 1 + sum(_objects(x, depth + 1, deepest) for x in v)
+    return 1
+
+
+def _check_limits(msg):
+    """Refuses a request map the bridge would not decode, with the value
+    and the limit (ValueError)."""
+    deepest = [0]
+    n = _objects(msg, 1, deepest)
+    if len(msg) - 3 > MAX_FIELDS:
+        raise ValueError("%d fields: a request carries at most %d (the bridge decodes at most %d msgpack "
+                         "objects)" % (len(msg) - 3, MAX_FIELDS, MAX_OBJECTS))
+    if deepest[0] > MAX_DEPTH:
+        raise ValueError("the request nests more than %d levels deep (the request map is level 1): the "
+                         "bridge reads at most %d" % (MAX_DEPTH, MAX_DEPTH))
+    if n > MAX_OBJECTS:
+        raise ValueError("the request is %d msgpack objects (every key, value and element counted): the bridge "
+                         "decodes at most %d" % (n, MAX_OBJECTS))
+
+
 def request(rid, op, fields, kw):
     """The body frame of a request: {v: 1, id, op, fields...}."""
     if not isinstance(op, str) or not op:
@@ -64,6 +101,7 @@ def request(rid, op, fields, kw):
                 raise ValueError("field %r is %s" % (k, "given twice" if k not in RESERVED
                                                       else "the protocol's own key"))
             msg[k] = _field(k, v)
+    _check_limits(msg)
     return msgpack.packb(msg, use_bin_type=True)
 
 
@@ -71,6 +109,7 @@ def message(rid, msg):
     """The body frame of a raw request map (``v`` defaults to 1; ``id`` is the client's)."""
     m = {"v": msg.get("v", 1), "id": rid}  # id early: error replies can echo it
     m.update((k, v) for k, v in msg.items() if k not in ("v", "id"))
+    _check_limits(m)
     return msgpack.packb(m, use_bin_type=True)
 
 
@@ -95,7 +134,10 @@ def outcome(rep, op, rtt):
     if rep.get("ok") is not True:
         err = rep.get("error")
         err = err if isinstance(err, dict) else {}
-        return None, errors.error_for(err.get("code", "INTERNAL"),
+        code = err.get("code")
+        # not a str (a broken peer): no code, as librkc reads it (a list
+        # raised TypeError in the I/O thread, which then died)
+        return None, errors.error_for(code if isinstance(code, str) else "INTERNAL",
                                       err.get("message", "the bridge's error reply has no message"), rid, op)
     r = Reply((k, v) for k, v in rep.items() if k not in ("v", "id", "ok"))
     r.id, r.op, r.rtt = rid, op, rtt

@@ -14,6 +14,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 try:
@@ -147,6 +149,21 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.rk.call("")
 
+    def test_decoder_limits(self):
+        # more than the bridge decodes (PROTOCOL.md, "Decoder limits": 4096
+        # msgpack objects, 16 levels) got MALFORMED with id nil, which goes
+        # to the oldest request waiting, maybe another one: refused here
+        many = {"f%d" % i: 1 for i in range(2043)}
+        self.assertEqual(self.rk.call("echo", many, data=b"x")["data"], b"x")  # 2044 fields
+        for fields, says in (({"f%d" % i: 1 for i in range(2044)}, "2045 fields: a request carries at most 2044"),
+                             ({"x": [0] * 4096}, "4107 msgpack objects"),
+                             ({"x": [[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]}, "more than 16 levels")):
+            with self.assertRaises(ValueError) as cm:
+                self.rk.call("echo", fields, data=b"x")
+            self.assertIn(says, str(cm.exception))
+            with self.assertRaises(ValueError):
+                self.rk.request(dict(fields, op="echo", data=b"x"))
+
     def test_async(self):
         async def main():
             async with ringkernel.AsyncClient(self.b.ep, timeout=20) as rk:
@@ -192,6 +209,77 @@ class NoBridgeTest(unittest.TestCase):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+
+    def test_async_one_deadline(self):
+        # AsyncClient gave its send and its wait the whole timeout each: a
+        # send that waited for room most of t was followed by a wait of t
+        # more. Here the queue to a peer not up yet is full, and a ROUTER
+        # that reads and never answers comes up at 0.8 t. (A bound on a
+        # timeout, generous for a loaded machine.)
+        t = 1.0
+        d = tempfile.mkdtemp(prefix="rkpy-")
+        ep = "ipc://%s/late" % d
+        stop = threading.Event()
+
+        def late_router():
+            if stop.wait(0.8 * t):
+                return
+            s = zmq.Context.instance().socket(zmq.ROUTER)
+            s.linger = 0
+            s.bind(ep)
+            while not stop.is_set():
+                if s.poll(20):
+                    while s.poll(0):
+                        s.recv()
+            s.close()
+        th = threading.Thread(target=late_router)
+
+        async def main():
+            async with ringkernel.AsyncClient(ep, timeout=t) as ark:
+                ark._sock.setsockopt(zmq.SNDHWM, 1)
+                with self.assertRaises(ringkernel.Timeout):
+                    await ark.ping(timeout=0.05)  # its request fills the queue
+                th.start()
+                t0 = time.monotonic()
+                with self.assertRaises(ringkernel.Timeout):
+                    await ark.ping()
+                return time.monotonic() - t0
+        try:
+            took = asyncio.run(main())
+        finally:
+            stop.set()
+            if th.is_alive():
+                th.join()
+            shutil.rmtree(d, ignore_errors=True)
+        self.assertLess(took, 1.5 * t + 0.1)
+
+    def test_bad_error_code(self):
+        # an error reply whose code is not a str (a broken or hostile peer)
+        # raised TypeError in the I/O thread: the thread died, the call got
+        # ClientClosed and every later call waited out its timeout
+        d = tempfile.mkdtemp(prefix="rkpy-")
+        ep = "ipc://%s/peer" % d
+        srv = zmq.Context.instance().socket(zmq.ROUTER)
+        srv.linger = 0
+        srv.bind(ep)
+
+        def peer():
+            for body in ({"ok": False, "error": {"code": [1], "message": "odd"}}, {"ok": True, "backend": "cpu"}):
+                frames = srv.recv_multipart()
+                rid = msgpack.unpackb(frames[-1])["id"]
+                srv.send_multipart(frames[:-1] + [msgpack.packb(dict(body, v=1, id=rid))])
+        th = threading.Thread(target=peer)
+        th.start()
+        try:
+            with ringkernel.Client(ep, timeout=2) as rk:
+                with self.assertRaises(ringkernel.RingkernelError) as cm:
+                    rk.ping()
+                self.assertEqual(cm.exception.code, "INTERNAL")
+                self.assertEqual(rk.ping(), "cpu")
+        finally:
+            th.join(10)
+            srv.close()
+            shutil.rmtree(d, ignore_errors=True)
 
     def test_malformed_endpoint(self):
         # what is wrong, not ZeroMQ's bare "Invalid argument"
