@@ -57,6 +57,8 @@ struct shared0 {
     unsigned long long st[8];     /* dispatcher counters (lane 0), copied to scratch.stats at stop */
     uint32_t idle_fx;             /* dispatcher: the wait after an idle-path reply, cycles x 2^IDLE_FX_SHIFT
                                    * (lane 0 writes: idle_adapt) */
+    uint32_t idle_win;            /* dispatcher: the wait's window, polls | misses << 16
+                                   * (lane 0 writes: idle_adapt) */
     uint32_t read1;               /* dispatcher: the usual first poll read after a reply,
                                    * cycles (lane 0 writes: idle_adapt) */
     uint32_t idle_rr;             /* dispatcher: the reply ring of the last idle answer, the

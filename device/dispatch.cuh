@@ -63,6 +63,64 @@ __host__ __device__ constexpr uint32_t idle_wait_step(uint32_t fx, uint32_t read
                         : fx;
 }
 
+/* The windowed law (RK_KERNEL_IDLE_WIN polls a window, the default): the
+ * wait moves once a window, by IDLE_STEP cycles, up when more than
+ * IDLE_WIN_HI of its polls were misses (second-read finds), down when
+ * fewer than IDLE_WIN_LO were, so it still settles where ~0.5 % miss
+ * (1024, 8 and 3: ~5.4 misses a window); up by a step per HI + 1 misses
+ * (at most IDLE_UP_MAX), so that it climbs from its start to a slow
+ * host's turn within a few windows. Why not a step a poll
+ * (idle_wait_step, RK_KERNEL_IDLE_WIN=0): a few milliseconds in which the
+ * platform delayed every reply made every request a miss, each raised the
+ * wait, and the quantile's slow way down (205 finds a step) then left
+ * every round trip up to ~1 us late for tens of milliseconds: on two H100
+ * machines 8 of 12 actor-API rows had such stretches, the floor's none
+ * (device/NOTES.md, "Stretches"). A window moves it one step however many
+ * of its polls missed, and the next quiet window takes it back. The state
+ * (win): polls counted in the window (low 16 bits) and misses (high);
+ * finds after more reads count as neither. */
+#ifndef RK_KERNEL_IDLE_WIN
+#define RK_KERNEL_IDLE_WIN 1024u
+#endif
+#ifndef RK_KERNEL_IDLE_WIN_HI
+#define RK_KERNEL_IDLE_WIN_HI 8u
+#endif
+#ifndef RK_KERNEL_IDLE_WIN_LO
+#define RK_KERNEL_IDLE_WIN_LO 3u
+#endif
+#ifndef RK_KERNEL_IDLE_STEP
+#define RK_KERNEL_IDLE_STEP 32u
+#endif
+constexpr uint32_t IDLE_UP_MAX = 8u; /* steps up a window: a host that got slower is followed
+                                      * in a few windows, a burst moves it at most this */
+constexpr uint32_t IDLE_WIN = RK_KERNEL_IDLE_WIN, IDLE_WIN_HI = RK_KERNEL_IDLE_WIN_HI,
+                   IDLE_WIN_LO = RK_KERNEL_IDLE_WIN_LO, IDLE_STEP = idle_fx_of(RK_KERNEL_IDLE_STEP);
+static_assert(IDLE_WIN < 0x10000u, "a window's polls fit 16 bits");
+
+/* One idle-path poll that took `reads` (as idle_reads_seen counts them)
+ * into the window win and the wait fx; lo: the wait's least. */
+__host__ __device__ inline void idle_wait_next(uint32_t &fx, uint32_t &win, uint32_t reads,
+                                               uint32_t lo = IDLE_WAIT_MIN)
+{
+    if (IDLE_WIN == 0u) { /* the step-a-poll law */
+        fx = idle_wait_step(fx, reads, lo);
+        return;
+    }
+    if (reads != 1u && reads != 2u)
+        return;
+    win += 1u + (reads == 2u ? 0x10000u : 0u);
+    if ((win & 0xffffu) < IDLE_WIN)
+        return;
+    const uint32_t misses = win >> 16;
+    if (misses > IDLE_WIN_HI) { /* a step per HI + 1 misses, at most IDLE_UP_MAX */
+        const uint32_t k = misses / (IDLE_WIN_HI + 1u), up = (k < IDLE_UP_MAX ? k : IDLE_UP_MAX) * IDLE_STEP;
+        fx = fx + up < IDLE_WAIT_MAX ? fx + up : IDLE_WAIT_MAX;
+    }
+    else if (misses < IDLE_WIN_LO)
+        fx = fx > lo + IDLE_STEP ? fx - IDLE_STEP : lo;
+    win = 0u;
+}
+
 /* A second-read find whose first read came back more than IDLE_READ_SLOW
  * cycles (~0.3 us) over the usual: the read queued behind a reply late on
  * its way out (PCIe reads do not pass writes; the platform's delays are
@@ -246,6 +304,7 @@ __device__ __forceinline__ void dispatch_open(dispatch &d, const dispatch_ref &p
         for (int i = 0; i < 8; i++)
             sh.st[i] = 0;
         sh.idle_fx = idle_fx;
+        sh.idle_win = 0;
         sh.read1 = 0;
         sh.idle_rr = 0;
     }

@@ -314,12 +314,12 @@ __device__ __forceinline__ void idle_adapt(shared0 &sh, const rk_kargs &ka, uint
             seen = reads;
         step = !(ka.flags >> 16 & 0xffu); /* RK_KF_IDLE_DELAY(x): a fixed wait */
         if (step && (ka.flags & RK_KF_WAIT_MIN150)) {
-            sh.idle_fx = idle_wait_step(sh.idle_fx, seen, IDLE_WAIT_MIN_OLD);
+            idle_wait_next(sh.idle_fx, sh.idle_win, seen, IDLE_WAIT_MIN_OLD);
             step = false;
         }
 #endif
         if (step)
-            sh.idle_fx = idle_wait_step(sh.idle_fx, seen);
+            idle_wait_next(sh.idle_fx, sh.idle_win, seen);
         sh.read1 = idle_read_base(sh.read1, reads, lat1);
     }
     __syncwarp(); /* lane 0's stores before the warp reads them (at the answer) */
