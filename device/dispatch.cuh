@@ -70,13 +70,16 @@ __host__ __device__ constexpr uint32_t idle_wait_step(uint32_t fx, uint32_t read
  * (1024, 8 and 3: ~5.4 misses a window); up by a step per HI + 1 misses
  * (at most IDLE_UP_MAX), so that it climbs from its start to a slow
  * host's turn within a few windows. Why not a step a poll
- * (idle_wait_step, RK_KERNEL_IDLE_WIN=0): a few milliseconds in which the
- * platform delayed every reply made every request a miss, each raised the
- * wait, and the quantile's slow way down (205 finds a step) then left
- * every round trip up to ~1 us late for tens of milliseconds: on two H100
- * machines 8 of 12 actor-API rows had such stretches, the floor's none
- * (device/NOTES.md, "Stretches"). A window moves it one step however many
- * of its polls missed, and the next quiet window takes it back. The state
+ * (idle_wait_step, RK_KERNEL_IDLE_WIN=0): in a few milliseconds in which
+ * the platform delays every reply a little, every request is a miss, each
+ * raised the wait, and the quantile's slow way down (205 finds a step)
+ * then left every round trip up to ~1 us late for ~0.15 s (test
+ * idle_wait's host model); the stretches of 12-100 % late round trips
+ * that 8 of 18 actor-API rows had on two H100 machines, round by round,
+ * the floor's none, look like that (device/NOTES.md, "Stretches, and a
+ * wait that moves once a window"). A window moves it at most IDLE_UP_MAX
+ * steps however many of its polls missed, and the quiet windows after
+ * take them back. The state
  * (win): polls counted in the window (low 16 bits) and misses (high);
  * finds after more reads count as neither. */
 #ifndef RK_KERNEL_IDLE_WIN
