@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "json.h"
 
@@ -39,7 +40,19 @@ int rkc__call_output(rkc__call *cl, const char *spec)
     return 0;
 }
 
-/* A whole file (path "-": standard input) into *buf; -2 said on stderr. */
+/* A file past what a msgpack bin carries: a bad command line, as --size
+ * 4294967296 is, said before it is read (librkc's -E2BIG came after all
+ * of it was read, exit 1); -1. */
+static int rkc__too_big(const char *field, const char *path, uint64_t n)
+{
+    fprintf(stderr, "rk-client: field %s: %s is %s%" PRIu64 " bytes, more than the %" PRIu32 " a field "
+            "carries (see rk-client --help)\n", field, strcmp(path, "-") ? path : "standard input",
+            strcmp(path, "-") ? "" : "at least ", n, UINT32_MAX);
+    return -1;
+}
+
+/* A whole file (path "-": standard input) into *buf; -2 said on stderr, -1
+ * one too large (said). */
 static int rkc__slurp(const char *field, const char *path, void **buf, size_t *len)
 {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
@@ -47,10 +60,17 @@ static int rkc__slurp(const char *field, const char *path, void **buf, size_t *l
         fprintf(stderr, "rk-client: field %s: cannot read %s: %s\n", field, path, strerror(errno));
         return -2;
     }
+    struct stat st;
+    if (f != stdin && !fstat(fileno(f), &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size > UINT32_MAX) {
+        fclose(f);
+        return rkc__too_big(field, path, (uint64_t)st.st_size);
+    }
+    /* a stream stops one byte past the most: cap doubles up to it exactly */
+    const size_t most = (size_t)UINT32_MAX + 1;
     size_t cap = 1 << 16, n = 0;
     char *p = malloc(cap);
     bool oom = !p;
-    while (!oom) {
+    while (!oom && n < most) {
         if (n == cap) {
             char *q = realloc(p, cap *= 2);
             if (!q) {
@@ -67,6 +87,10 @@ static int rkc__slurp(const char *field, const char *path, void **buf, size_t *l
     bool bad = oom || ferror(f);
     if (f != stdin)
         fclose(f);
+    if (!bad && n == most) {
+        free(p);
+        return rkc__too_big(field, path, n);
+    }
     if (bad) {
         fprintf(stderr, "rk-client: field %s: cannot read all of %s%s\n", field, path,
                 oom ? ": out of memory" : "");
@@ -153,8 +177,9 @@ static int rkc__value(char *word, rkc_field *f, void **buf)
         char *end;
         errno = 0;
         f->type = RKC_UINT;
-        f->u = strtoull(v + 5, &end, 0);
-        /* a digit first: strtoull skips blanks and negates, " -1" is 2^64 - 1 */
+        f->u = strtoull(v + 5, &end, 10);
+        /* a digit first: strtoull skips blanks and negates, " -1" is 2^64 - 1;
+         * decimal, as the options (base 0 read uint:010 as 8) */
         if (errno || end == v + 5 || *end || v[5] < '0' || v[5] > '9') {
             fprintf(stderr, "rk-client: field %s: %s is not a whole number (see rk-client --help)\n",
                     word, v);
@@ -244,14 +269,16 @@ static int rkc__write_outputs(const rkc__call *cl, const rkc_reply *r)
     int bad = 0;
     for (int i = 0; i < cl->n_out; i++) {
         const char *eq = strchr(cl->out_spec[i], '=');
-        char name[128];
-        snprintf(name, sizeof name, "%.*s", (int)(eq - cl->out_spec[i]), cl->out_spec[i]);
+        /* the whole name: one cut short missed its field or took another */
+        char *name = strndup(cl->out_spec[i], (size_t)(eq - cl->out_spec[i]));
         const void *p;
         size_t n;
-        int rc = rkc_reply_bin(r, name, &p, &n);
+        int rc = name ? rkc_reply_bin(r, name, &p, &n) : -ENOMEM;
+        free(name);
         if (rc) {
-            fprintf(stderr, "rk-client: -o %s: the reply %s\n", cl->out_spec[i],
-                    rc == -ENOENT ? "has no such field" : "field is not bytes (bin)");
+            fprintf(stderr, "rk-client: -o %s: %s\n", cl->out_spec[i],
+                    rc == -ENOENT ? "the reply has no such field" : rc == -ENOMEM ? "out of memory"
+                    : "the reply field is not bytes (bin)");
             bad = 1;
             continue;
         }

@@ -28,8 +28,9 @@ typedef struct rkc__call {
 int rkc__call_format(rkc__call *cl, const char *fmt);
 /* `-o FIELD=FILE`: 0, or -1 with a line on stderr. */
 int rkc__call_output(rkc__call *cl, const char *spec);
-/* The fields of FIELD=VALUE words: 0; -1 a bad word (said on stderr: the
- * command line is wrong); -2 a file that cannot be read, out of memory. */
+/* The fields of FIELD=VALUE words: 0; -1 a bad word or a file over 4 GiB
+ * (said on stderr: the command line is wrong); -2 a file that cannot be
+ * read, out of memory. */
 int rkc__call_build(rkc__call *cl, char **words, int n);
 /* Prints an ok reply's fields (besides v, id, ok) on f (NULL: not),
  * writes the -o files.

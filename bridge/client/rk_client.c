@@ -38,12 +38,14 @@ static const char rkc__usage[] =
 "  -c, --count N          repeat N times and print latency percentiles (default 1)\n"
 "  -s, --size BYTES       echo payload size when no TEXT (default 64)\n"
 "  -n, --n N              vadd elements (default 1024)\n"
-"      --grid N, --block N, --smem BYTES   for launch\n"
+"      --grid N, --block N, --smem BYTES   for launch (default 0 each: the\n"
+"                         bridge's choice, as rk-bridge's own --grid/--block)\n"
 "  -t, --timeout MS       per request (default 5000)\n"
 "      --req              use a REQ socket instead of DEALER\n"
 "      --server-key FILE  CURVE: the bridge's public key file (Z85)\n"
 "      --secret-key FILE  CURVE: this client's secret key file (Z85)\n"
-"      --json             status, launch: print the reply alone, as JSON\n"
+"      --json             status, launch: print the reply alone, as JSON (the\n"
+"                         --count or --quiet summary line goes to stderr)\n"
 "  -f, --format FMT       call: print bin fields as auto (text when printable,\n"
 "                         else hex), hex, f32 or text\n"
 "  -o, --output FIELD=FILE  call: write that reply field's bytes to FILE (- is\n"
@@ -55,7 +57,8 @@ static const char rkc__usage[] =
 "A request larger than the bridge's transport cap (4 x its --max-message-bytes,\n"
 "which it would not answer) is refused before it is sent.\n"
 "Exit status: 0 when every reply was ok and correct, 1 when something failed\n"
-"(the reason goes to stderr), 2 for a bad command line.\n";
+"(the reason goes to stderr), 2 for a bad command line (also a value no request\n"
+"carries: --size or an @FILE over 4 GiB, a field given twice).\n";
 
 #define RKC_HINT "(see rk-client --help)"
 #define RKC_COMMANDS "ping, echo, vadd, status, launch, call or actors"
@@ -75,8 +78,10 @@ static int rkc__num(const char *opt, const char *s, long min, long max, long *ou
 {
     char *end;
     errno = 0;
-    long v = strtol(s, &end, 0);
-    if (errno || end == s || *end || v < min || v > max) {
+    /* decimal, digits first, as rk-bridge's: base 0 read "--block 010" as
+     * 8 and took 0x10; strtol takes " 5" and "+5" */
+    long v = *s >= '0' && *s <= '9' ? strtol(s, &end, 10) : -1;
+    if (v < 0 || errno || end == s || *end || v < min || v > max) {
         fprintf(stderr, "rk-client: %s %s: expected a whole number from %ld to %ld " RKC_HINT "\n",
                 opt, s, min, max);
         return -1;
@@ -273,7 +278,7 @@ static int rkc__fill(const rkc__args *a, rkc__work *w)
 
 static void rkc__no_reply(const rkc__args *a, rkc *c, int rc)
 {
-    if (rc == -EINVAL) { /* librkc refused the request before sending: the command line's */
+    if (rc == -EINVAL || rc == -E2BIG) { /* librkc refused the request before sending: the command line's */
         fprintf(stderr, "rk-client: %s: %s " RKC_HINT "\n", a->cmd, rkc_errmsg(c));
         return;
     }
@@ -399,21 +404,22 @@ static int rkc__run(const rkc__args *a, rkc__work *w, rkc *c)
         int rc = rkc_call(c, &w->rq, &r, (int)a->timeout);
         if (rc) {
             rkc__no_reply(a, c, rc);
-            bad = rc == -EINVAL ? 2 : 1;
+            bad = rc == -EINVAL || rc == -E2BIG ? 2 : 1; /* refused before sending */
             break;
         }
         lat[i] = r.rtt_us;
         bad = rkc__check(a, w, &r, i == 0);
         rkc_reply_free(&r);
     }
+    FILE *sum = a->json ? stderr : stdout; /* --json: stdout has the reply alone */
     if (!bad && a->count > 1) {
         long n = a->count;
         qsort(lat, (size_t)n, sizeof *lat, cmp_d);
-        printf("%s x %ld: round trip p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",
-               w->rq.name ? w->rq.name : a->cmd,
-               n, lat[n / 2], lat[n * 9 / 10], lat[n * 99 / 100], lat[n - 1]);
+        fprintf(sum, "%s x %ld: round trip p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",
+                w->rq.name ? w->rq.name : a->cmd,
+                n, lat[n / 2], lat[n * 9 / 10], lat[n * 99 / 100], lat[n - 1]);
     } else if (!bad && a->quiet) {
-        printf("%s: ok, %.1f us\n", w->rq.name ? w->rq.name : a->cmd, lat[0]);
+        fprintf(sum, "%s: ok, %.1f us\n", w->rq.name ? w->rq.name : a->cmd, lat[0]);
     }
     free(lat);
     return bad;
@@ -421,8 +427,10 @@ static int rkc__run(const rkc__args *a, rkc__work *w, rkc *c)
 
 int main(int argc, char **argv)
 {
+    /* launch's grid, block and smem: 0 unless given, the bridge's own
+     * choice (PROTOCOL.md), as rk-bridge starts */
     rkc__args a = {.endpoint = "tcp://127.0.0.1:5555", .count = 1, .size = 64, .n = 1024,
-                   .timeout = 5000, .block = 256};
+                   .timeout = 5000};
     if (rkc__parse(&a, argc, argv))
         return 2;
     if (a.help) {

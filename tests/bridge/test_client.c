@@ -3,6 +3,7 @@
  * values; the actor list from status; client-side refusals; a timeout)
  * and rk-client's call and actors commands (suite 'bridge'). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -512,6 +514,10 @@ static void command_line(const bridge *b)
     /* payloads msgpack cannot carry (a bin is at most 2^32 - 1 bytes) */
     cli((const char *[]){C, "-e", E, "--size", "4294967296", "echo", NULL}, 2, "--size 4294967296", out, sizeof out);
     cli((const char *[]){C, "-e", E, "--n", "1073741824", "vadd", NULL}, 2, "--n 1073741824", out, sizeof out);
+    /* numbers are decimal, as rk-bridge's: base 0 made 010 8 and took 0x10 */
+    cli((const char *[]){C, "-e", E, "--size", "010", "echo", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "echo: 10 random bytes"));
+    cli((const char *[]){C, "-e", E, "-t", "0x10", "ping", NULL}, 2, "--timeout 0x10", out, sizeof out);
     cli((const char *[]){C, "-e", E, "call", NULL}, 2, "actor name", out, sizeof out);
     cli((const char *[]){C, "-e", E, "call", "echo", "-f", "wide", NULL}, 2, "--format wide", out, sizeof out);
     cli((const char *[]){C, "-e", E, "call", "echo", "data=x", "-o", "data=/nonexistent/dir/f", NULL}, 1,
@@ -520,6 +526,96 @@ static void command_line(const bridge *b)
     cli((const char *[]){C, "-e", E, "actors", NULL}, 0, NULL, out, sizeof out);
     assert_non_null(strstr(out, "a, b -> c"));
     assert_non_null(strstr(out, "data -> data"));
+}
+
+/* A peer that answers one request with two bin fields, LONG (200
+ * characters) and its first 127: `-o LONG=FILE` looked up the name cut to
+ * 127 and wrote the other field. */
+static void *long_name_peer(void *srv)
+{
+    zmq_pollitem_t it = {srv, 0, ZMQ_POLLIN, 0};
+    zmq_msg_t m[8];
+    int n = 0;
+    if (zmq_poll(&it, 1, TMO) != 1)
+        return NULL;
+    do
+        zmq_msg_init(&m[n]);
+    while (zmq_msg_recv(&m[n], srv, 0) >= 0 && zmq_msg_more(&m[n++]) && n < 8);
+    for (int i = 0; i < n - 1; i++)
+        zmq_msg_send(&m[i], srv, ZMQ_SNDMORE);
+    zmq_msg_close(&m[n - 1]);
+    char name[201];
+    memset(name, 'k', 200);
+    name[200] = 0;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 5);
+    msgpack_pack_str_with_body(&pk, "v", 1), msgpack_pack_uint8(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "id", 2), msgpack_pack_uint64(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "ok", 2), msgpack_pack_true(&pk);
+    msgpack_pack_str_with_body(&pk, name, 127), msgpack_pack_bin_with_body(&pk, "wrong", 5);
+    msgpack_pack_str_with_body(&pk, name, 200), msgpack_pack_bin_with_body(&pk, "right", 5);
+    zmq_send(srv, sb.data, sb.size, 0);
+    msgpack_sbuffer_destroy(&sb);
+    return NULL;
+}
+
+static void output_long_name(const bridge *b)
+{
+    char ep[128], spec[512], file[300], out[4096], got[8] = "";
+    snprintf(ep, sizeof ep, "ipc://%s/long.sock", b->dir);
+    snprintf(file, sizeof file, "%s/long.bin", b->dir);
+    void *ctx = zmq_ctx_new(), *srv = zmq_socket(ctx, ZMQ_ROUTER);
+    assert_int_equal(zmq_bind(srv, ep), 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, long_name_peer, srv), 0);
+    memset(spec, 'k', 200);
+    snprintf(spec + 200, sizeof spec - 200, "=%s", file);
+    cli((const char *[]){g_client_path, "-e", ep, "call", "x", "-o", spec, NULL}, 0, NULL, out, sizeof out);
+    pthread_join(th, NULL);
+    FILE *f = fopen(file, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(got, 1, sizeof got - 1, f), 5);
+    fclose(f);
+    assert_string_equal(got, "right");
+    zmq_close(srv);
+    zmq_ctx_term(ctx);
+}
+
+/* The `launch` options: a launch without --block asks for block 0, the
+ * bridge's own choice (PROTOCOL.md; rk-bridge's --block default); it sent
+ * 256. --json: the reply alone on stdout, also with --count (the
+ * percentiles were printed after it) and --quiet. A field over 4 GiB is a
+ * bad command line, as --size is (sparse: nothing is written or read). */
+static void launch_json_big(void)
+{
+    bridge b;
+    bridge_start(&b, "--allow-admin-ops", NULL);
+    char out[65536], sh[4096 + 1024], file[300];
+    const char *C = g_client_path, *E = b.ep;
+    cli((const char *[]){C, "-e", E, "launch", NULL}, 0, NULL, out, sizeof out);
+    assert_non_null(strstr(out, "kernel grid 0 block 0 smem 0 B"));
+    cli((const char *[]){C, "-e", E, "call", "launch", "grid=uint:010", "block=uint:0", "smem=uint:0", NULL}, 0,
+        NULL, out, sizeof out);
+    assert_non_null(strstr(out, "kernel: {\"grid\":10,"));
+    static const char *const json[][2] = {{"-c 3", "status"}, {"-q", "status"}, {"-c 2", "launch"}};
+    for (size_t i = 0; i < sizeof json / sizeof *json; i++) {
+        snprintf(sh, sizeof sh, "exec '%s' -e '%s' %s --json %s 2>/dev/null", C, E, json[i][0], json[i][1]);
+        cli((const char *[]){"/bin/sh", "-c", sh, NULL}, 0, NULL, out, sizeof out);
+        assert_true(out[0] == '{');
+        assert_int_equal(count_lines(out), 1);
+    }
+    snprintf(file, sizeof file, "%s/big.bin", b.dir);
+    int fd = open(file, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)UINT32_MAX + 1), 0);
+    close(fd);
+    snprintf(sh, sizeof sh, "data=@%s", file);
+    cli((const char *[]){C, "-e", E, "call", "echo", sh, NULL}, 2, "4294967296 bytes", out, sizeof out);
+    assert_non_null(strstr(out, "4294967295"));
+    assert_int_equal(bridge_stop(&b), 0);
 }
 
 /* The oracle for rkc_request_bytes: the body packed here with msgpack-c
@@ -589,5 +685,7 @@ void test_client(void **state)
     bridge_start(&b, NULL);
     library(&b);
     command_line(&b);
+    output_long_name(&b);
     assert_int_equal(bridge_stop(&b), 0);
+    launch_json_big();
 }

@@ -38,9 +38,9 @@ class Client:
 
     Field values: bytes-like objects and numpy arrays are sent as msgpack
     bin (their bytes as they are in memory: use little-endian dtypes such
-    as ``"<f4"``); str, int, float, bool and None as msgpack values. A field
-    whose name is a keyword of the method (``timeout``) goes in the
-    ``fields`` dict instead.
+    as ``"<f4"``); str, int (numpy's integer scalars too), float, bool and
+    None as msgpack values. A field whose name is a keyword of the method
+    (``timeout``) goes in the ``fields`` dict instead.
 
     Every method may be called from any number of threads at once. Replies
     are matched to requests by id; a reply that carries no id (the bridge

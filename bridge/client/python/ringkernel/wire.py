@@ -1,6 +1,7 @@
 """ringkernel.wire - requests and replies as msgpack (bridge/PROTOCOL.md),
 shared by Client and AsyncClient. Internal."""
 import collections
+import numbers
 import time
 import warnings
 
@@ -50,6 +51,8 @@ def _field(name, value):
         raise ValueError("field %r is the protocol's own key" % name)
     if isinstance(value, (bytes, str, int, float, bool)) or value is None:
         return value
+    if isinstance(value, numbers.Integral):  # numpy's integer scalars: ints, not their 8 bytes
+        return int(value)
     try:  # bytearray, memoryview, numpy arrays, array.array: their bytes
         mv = memoryview(value)
     except TypeError:

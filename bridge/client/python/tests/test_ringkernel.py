@@ -90,6 +90,15 @@ class ClientTest(unittest.TestCase):
         c2 = self.rk.call("vadd", a=a[::2], b=b[::2]).array("c", dtype=np.float32)
         self.assertTrue(np.array_equal(c2[3:], (a[::2] + b[::2])[3:]))
 
+    def test_numpy_integers(self):
+        # numpy integer scalars are integers (msgpack uint), as int is: they
+        # went as 8-byte bins (they have the buffer protocol) and launch
+        # answered INVALID_ARGUMENT; arrays stay bins
+        r = self.rk.call("launch", grid=np.int64(2), block=np.uint32(64), smem=np.int16(0))
+        self.assertEqual(r["kernel"], {"grid": 2, "block": 64, "smem": 0})
+        self.rk.call("launch", grid=0, block=0, smem=0)  # as the bridge started
+        self.assertEqual(self.rk.call("echo", data=np.array([7], dtype="<i8"))["data"], bytes([7]) + bytes(7))
+
     def test_pipelining(self):
         futs = [self.rk.call_async("echo", data=b"%d" % i) for i in range(3000)]
         self.assertEqual([f.result()["data"] for f in futs], [b"%d" % i for i in range(3000)])
