@@ -190,6 +190,26 @@ static int recv_message(void *s, zmq_msg_t *m, int cap)
     return n;
 }
 
+/* Answers the message m[0..n) (its envelope back) with an ok ping reply
+ * of that id; closes m. */
+static void answer_ping(void *srv, zmq_msg_t *m, int n, uint64_t id)
+{
+    for (int i = 0; i < n - 1; i++)
+        assert_true(zmq_msg_send(&m[i], srv, ZMQ_SNDMORE) >= 0);
+    zmq_msg_close(&m[n - 1]);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 4);
+    msgpack_pack_str_with_body(&pk, "v", 1), msgpack_pack_uint8(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "id", 2), msgpack_pack_uint64(&pk, id);
+    msgpack_pack_str_with_body(&pk, "ok", 2), msgpack_pack_true(&pk);
+    msgpack_pack_str_with_body(&pk, "backend", 7), msgpack_pack_str_with_body(&pk, "cpu", 3);
+    assert_true(zmq_send(srv, sb.data, sb.size, 0) >= 0);
+    msgpack_sbuffer_destroy(&sb);
+}
+
 /* A REQ handle whose request got no reply (a bridge gone mid-call) sends
  * again: plain REQ refused every later send (EFSM, -EIO) for good. Here a
  * ROUTER that reads the first request and answers only the second. */
@@ -212,20 +232,7 @@ static void req_after_timeout(const bridge *b)
     for (int i = 0; i < n; i++)
         zmq_msg_close(&m[i]);
     n = recv_message(srv, m, 8);
-    for (int i = 0; i < n - 1; i++) /* its envelope back, as the bridge does */
-        assert_true(zmq_msg_send(&m[i], srv, ZMQ_SNDMORE) >= 0);
-    zmq_msg_close(&m[n - 1]);
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 4);
-    msgpack_pack_str_with_body(&pk, "v", 1), msgpack_pack_uint8(&pk, 1);
-    msgpack_pack_str_with_body(&pk, "id", 2), msgpack_pack_uint64(&pk, id);
-    msgpack_pack_str_with_body(&pk, "ok", 2), msgpack_pack_true(&pk);
-    msgpack_pack_str_with_body(&pk, "backend", 7), msgpack_pack_str_with_body(&pk, "cpu", 3);
-    assert_true(zmq_send(srv, sb.data, sb.size, 0) >= 0);
-    msgpack_sbuffer_destroy(&sb);
+    answer_ping(srv, m, n, id);
     assert_int_equal(rkc_wait(c, id, &r, TMO), 0);
     assert_true(r.ok);
     assert_string_equal(r.backend, "cpu");
@@ -329,25 +336,6 @@ static void call_no_out(const bridge *b)
     zmq_ctx_term(ctx);
 }
 
-/* Answers the message m[0..n) (its envelope back) with an ok ping reply
- * of that id; closes m. */
-static void answer_ping(void *srv, zmq_msg_t *m, int n, uint64_t id)
-{
-    for (int i = 0; i < n - 1; i++)
-        assert_true(zmq_msg_send(&m[i], srv, ZMQ_SNDMORE) >= 0);
-    zmq_msg_close(&m[n - 1]);
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 4);
-    msgpack_pack_str_with_body(&pk, "v", 1), msgpack_pack_uint8(&pk, 1);
-    msgpack_pack_str_with_body(&pk, "id", 2), msgpack_pack_uint64(&pk, id);
-    msgpack_pack_str_with_body(&pk, "ok", 2), msgpack_pack_true(&pk);
-    msgpack_pack_str_with_body(&pk, "backend", 7), msgpack_pack_str_with_body(&pk, "cpu", 3);
-    assert_true(zmq_send(srv, sb.data, sb.size, 0) >= 0);
-    msgpack_sbuffer_destroy(&sb);
-}
 
 /* The late reply to an rkc_call that timed out (DEALER) is dropped: it was
  * set aside for good by the next rkc_wait (nobody knows its id), a leak of
