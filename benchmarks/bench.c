@@ -39,6 +39,33 @@ int bench_bad_argument(const char *mode, const char *arg)
     return 2;
 }
 
+int bench_num(const char *mode, const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10); /* decimal: "010" is ten, as rk-bridge reads it */
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "rk-bench %s: %s %s: give %ld to %ld\n", mode, opt, s, lo, hi);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
+int bench_real(const char *mode, const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    /* !(in range) refuses a NaN too; hex floats and "inf" are no decimals */
+    if (errno || end == s || *end || !(v >= lo && v <= hi) || strpbrk(s, "xXnN")) {
+        fprintf(stderr, "rk-bench %s: %s %s: give %g to %g\n", mode, opt, s, lo, hi);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
 uint64_t bench_cpu_ns(void)
 {
     struct rusage ru;
@@ -254,6 +281,31 @@ static void json_str(FILE *f, const char *s)
             fputc(c, f);
     }
     fputc('"', f);
+}
+
+void bench_set_device(bench_report *rep, const char *name, const char *cc, long sm_count, const char *source)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f)
+        return;
+    fprintf(f, "{\"name\": ");
+    json_str(f, name);
+    if (cc && *cc) {
+        fprintf(f, ", \"cc\": ");
+        json_str(f, cc);
+    }
+    if (sm_count >= 0)
+        fprintf(f, ", \"sm_count\": %ld", sm_count);
+    if (source) {
+        fprintf(f, ", \"source\": ");
+        json_str(f, source);
+    }
+    fputc('}', f);
+    if (fclose(f) == 0 && n < sizeof rep->device_json) /* whole or not at all: a cut one breaks the JSON */
+        memcpy(rep->device_json, buf, n + 1);
+    free(buf);
 }
 
 static void host_cpu(char *buf, size_t n)

@@ -111,6 +111,11 @@ int bench_write_json(const bench_report *rep, const char *path, const char *mode
 
 void bench_report_free(bench_report *rep);
 
+/* Names the GPU a run measured in rep's "device" (what plot_cdf.py's title
+ * names): its name, compute capability cc ("9.0"; NULL or "": not known),
+ * sm_count (< 0: not known) and, when not NULL, where rk-bench read them. */
+void bench_set_device(bench_report *rep, const char *name, const char *cc, long sm_count, const char *source);
+
 /* Where a run's results go at its end. */
 typedef struct bench_output {
     const char *mode; /* the rk-bench subcommand */
@@ -146,6 +151,14 @@ int bench_bad_option(const char *mode, int ch, char **argv);
 
 /* The same line for an argument no option takes (argv[optind]). Returns 2. */
 int bench_bad_argument(const char *mode, const char *arg);
+
+/* An option's value as a whole decimal number from lo to hi (bench_num) or
+ * a decimal number from lo to hi (bench_real), into *out. A value that is
+ * not one whole ("abc", "10x", "0x10", "nan") or out of range is refused as
+ * given: "rk-bench MODE: --count abc: give 1 to 100000000". 0, or 2 (the
+ * exit status) with that line on stderr; *out is left as it was. */
+int bench_num(const char *mode, const char *opt, const char *s, long lo, long hi, long *out);
+int bench_real(const char *mode, const char *opt, const char *s, double lo, double hi, double *out);
 
 #ifdef __cplusplus
 }

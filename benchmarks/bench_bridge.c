@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,6 +22,10 @@
 /* Each throughput round's rate goes into its row's extra JSON members, 256
  * bytes (bench.h) shared with the row's other members: 10 fit. */
 #define BB_MAX_ROUNDS 10
+/* --count's most (its samples' 800 MB a side) and --threads' (each a
+ * ZeroMQ context of its own: threads and descriptors) */
+#define BB_MAX_COUNT 100000000L
+#define BB_MAX_THREADS 1024
 
 typedef struct bb_opts {
     const char *endpoint;
@@ -150,23 +155,35 @@ static int bb_lat_run(bb_lat *l, const char *ep, long n, uint64_t *out)
 #define BB_BLOCKS 10
 /* One side of an interleaved comparison. */
 typedef struct bb_leg {
-    const char *name, *backend, *ep;
+    const char *name, *backend, *ep; /* name: its rows' stem (bb_row_name) */
     bool raw, delim;
     bool cpu; /* throughput: read the bridge's CPU time around each round */
 } bb_leg;
+
+/* A leg's row name: its stem and the payload's size (bridge_echo_64 at the
+ * default --size; a run of 4096 B was named for 64 B as well). */
+static const char *bb_row_name(char *buf, size_t cap, const bb_leg *leg, const bb_opts *o)
+{
+    snprintf(buf, cap, "%s_%zu", leg->name, o->size);
+    return buf;
+}
 
 /* Adds a row for each leg (after measuring both, so that a row is whole
  * when it appears) with `extra`; their p50s in p50[0..1]. */
 static int bb_latency_legs(const bb_opts *o, bench_report *rep, const bb_leg leg[2], const char *extra,
                            double p50[2])
 {
-    bb_lat *l = calloc(2, sizeof *l);
-    uint64_t *smp[2];
     long per = o->count / BB_BLOCKS, total = per * BB_BLOCKS;
+    bb_lat *l = calloc(2, sizeof *l);
+    uint64_t *smp[2] = {malloc((size_t)total * sizeof *smp[0]), malloc((size_t)total * sizeof *smp[1])};
+    if (!l || !smp[0] || !smp[1]) {
+        fprintf(stderr, "rk-bench bridge: no memory for %ld round trips' times a side (--count)\n", total);
+        free(l), free(smp[0]), free(smp[1]);
+        return 1;
+    }
     int rc = 0;
     for (int k = 0; k < 2; k++) {
         bb_lat_open(&l[k], leg[k].ep, leg[k].raw, leg[k].delim, o->size);
-        smp[k] = malloc((size_t)total * sizeof *smp[k]);
         rc |= bb_lat_run(&l[k], leg[k].ep, o->warmup, NULL);
     }
     for (int blk = 0; blk < BB_BLOCKS && !rc; blk++)
@@ -175,7 +192,8 @@ static int bb_latency_legs(const bb_opts *o, bench_report *rep, const bb_leg leg
             rc |= bb_lat_run(&l[k], leg[k].ep, per, smp[k] + (long)blk * per);
         }
     for (int k = 0; k < 2 && !rc; k++) {
-        bench_result *r = bench_add(rep, leg[k].name, leg[k].backend);
+        char name[64];
+        bench_result *r = bench_add(rep, bb_row_name(name, sizeof name, &leg[k], o), leg[k].backend);
         snprintf(r->extra, sizeof r->extra, "%s, \"interleaved_blocks\": %d", extra, BB_BLOCKS);
         bench_latency_stats(r, smp[k], (size_t)total);
         p50[k] = r->p50_ns;
@@ -192,8 +210,8 @@ static int bb_latency_legs(const bb_opts *o, bench_report *rep, const bb_leg leg
 static int bb_latency_pair(const bb_opts *o, bench_report *rep, const char *backend,
                            const char *extra, double p50[2])
 {
-    const bb_leg leg[2] = {{"zmq_raw_echo_64", "zmq", o->raw_endpoint, true, false, false},
-                           {"bridge_echo_64", backend, o->endpoint, false, false, false}};
+    const bb_leg leg[2] = {{"zmq_raw_echo", "zmq", o->raw_endpoint, true, false, false},
+                           {"bridge_echo", backend, o->endpoint, false, false, false}};
     return bb_latency_legs(o, rep, leg, extra, p50);
 }
 
@@ -296,17 +314,19 @@ void bench_bridge_usage(FILE *f)
 "  -e, --endpoint E       the bridge (default tcp://127.0.0.1:5555)\n"
 "  -r, --raw-endpoint R   where the raw ROUTER echo server binds (default: a\n"
 "                         sibling of E on the same transport)\n"
-"  -n, --count N          round trips per latency run (default 20000; raw and\n"
-"                         bridge alternate in 10 blocks)\n"
-"  -m, --messages M       messages per throughput round (default 400000)\n"
+"  -n, --count N          round trips per latency run (default 20000, 10 to\n"
+"                         100000000; raw and bridge alternate in 10 blocks)\n"
+"  -m, --messages M       messages per throughput round (default 400000, at\n"
+"                         least --threads: each thread sends M / T)\n"
 "      --rounds R         throughput rounds of each side (default 3, 1 to 10):\n"
 "                         raw and bridge alternate (raw, bridge, raw, ...); a\n"
 "                         row is all its rounds' messages over all their time,\n"
 "                         each round's msg/s in its \"rounds\"\n"
-"  -t, --threads T        client threads for throughput (default 4)\n"
-"  -w, --window W         requests in flight per client thread (default 64)\n"
-"      --size B           payload bytes (default 64)\n"
-"      --raw-io-threads N the raw echo server's ZeroMQ I/O threads (default 1,\n"
+"  -t, --threads T        client threads for throughput (default 4, at most 1024)\n"
+"  -w, --window W         requests in flight per client thread (default 64, at\n"
+"                         most 100000)\n"
+"      --size B           payload bytes (default 64, 0 to 4096)\n"
+"      --raw-io-threads N the raw echo server's ZeroMQ I/O threads (default 1, 1 to 64,\n"
 "                         ZeroMQ's own default; the bridge's: its --zmq-io-threads)\n"
 "      --no-ring          leave out the ring reference (the bridge's start-up\n"
 "                         measurement of its own ring, from its status)\n"
@@ -314,7 +334,7 @@ void bench_bridge_usage(FILE *f)
 "      --broker           also through a ZeroMQ broker (samples/broker.c's zmq_proxy, in\n"
 "                         this process) in front of the bridge: what the hop costs\n"
 "      --timeout S        seconds to wait for the bridge's first answer (its\n"
-"                         status) before giving up (default 3)\n"
+"                         status) before giving up (default 3, 0.001 to 3600)\n"
 "The bridge throughput result also reports the bridge's CPU time per message\n"
 "(bridge_cpu_us_per_msg: its whole process, from its status counters read\n"
 "around each of its rounds).\n"
@@ -339,49 +359,48 @@ static int bb_parse(int argc, char **argv, bb_opts *o)
     *o = (bb_opts){.endpoint = "tcp://127.0.0.1:5555", .count = 20000, .messages = 400000,
                    .warmup = 2000, .threads = 4, .window = 64, .size = 64, .ring = true,
                    .latency = true, .timeout_s = 3, .raw_io_threads = 1, .rounds = 3};
-    const char *raw_ep = NULL, *rounds = NULL;
-    int ch;
+    const char *raw_ep = NULL;
+    int ch, bad = 0;
+    long v = 0;
     optind = 1;
     opterr = 0; /* bench_bad_option says it in one line */
+    /* each number whole and in range, refused as given ("x" is not 0):
+     * --count under BB_BLOCKS timed nothing, a larger one's samples take 8 B
+     * each; a client thread is a ZeroMQ context, --window at most its HWM */
     while ((ch = getopt_long(argc, argv, ":e:r:n:m:t:w:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'e': o->endpoint = optarg; break;
         case 'r': raw_ep = optarg; break;
-        case 'n': o->count = strtol(optarg, NULL, 0); break;
-        case 'm': o->messages = strtol(optarg, NULL, 0); break;
-        case 't': o->threads = atoi(optarg); break;
-        case 'w': o->window = atoi(optarg); break;
-        case O_SIZE: o->size = (size_t)strtoul(optarg, NULL, 0); break;
+        case 'n': bad = bench_num("bridge", "--count", optarg, BB_BLOCKS, BB_MAX_COUNT, &o->count); break;
+        case 'm': bad = bench_num("bridge", "--messages", optarg, 1, LONG_MAX, &o->messages); break;
+        case 't':
+            bad = bench_num("bridge", "--threads", optarg, 1, BB_MAX_THREADS, &v), o->threads = (int)v;
+            break;
+        case 'w': bad = bench_num("bridge", "--window", optarg, 1, BB_HWM, &v), o->window = (int)v; break;
+        case O_SIZE:
+            bad = bench_num("bridge", "--size", optarg, 0, BB_MAX_PAYLOAD, &v), o->size = (size_t)v;
+            break;
         case O_NORING: o->ring = false; break;
         case O_NOLAT: o->latency = false, o->ring = false; break;
-        case O_TIMEOUT: o->timeout_s = atof(optarg); break;
+        case O_TIMEOUT: bad = bench_real("bridge", "--timeout", optarg, 0.001, 3600, &o->timeout_s); break;
         case O_BROKER: o->broker = true; break;
-        case O_RAWIO: o->raw_io_threads = atoi(optarg); break;
-        case O_ROUNDS: rounds = optarg; break;
+        case O_RAWIO:
+            bad = bench_num("bridge", "--raw-io-threads", optarg, 1, 64, &v), o->raw_io_threads = (int)v;
+            break;
+        case O_ROUNDS:
+            bad = bench_num("bridge", "--rounds", optarg, 1, BB_MAX_ROUNDS, &v), o->rounds = (int)v;
+            break;
         case 'h': bench_bridge_usage(stdout); exit(0);
         default: return bench_bad_option("bridge", ch, argv);
         }
+        if (bad)
+            return bad;
     }
     if (optind < argc)
         return bench_bad_argument("bridge", argv[optind]);
-    if (o->raw_io_threads < 1 || o->raw_io_threads > 64) {
-        fprintf(stderr, "rk-bench bridge: --raw-io-threads %d: give 1 to 64\n", o->raw_io_threads);
-        return 2;
-    }
-    if (rounds) { /* strictly: "x" is refused as itself, not read as 0 */
-        char *end;
-        long r = strtol(rounds, &end, 10);
-        if (end == rounds || *end || r < 1 || r > BB_MAX_ROUNDS) {
-            fprintf(stderr, "rk-bench bridge: --rounds %s: give 1 to %d\n", rounds, BB_MAX_ROUNDS);
-            return 2;
-        }
-        o->rounds = (int)r;
-    }
-    if (o->count < 1 || o->messages < 1 || o->threads < 1 || o->window < 1 || o->size > BB_MAX_PAYLOAD ||
-        !(o->timeout_s > 0 && o->timeout_s <= 3600)) {
-        fprintf(stderr, "rk-bench bridge: --count %ld, --messages %ld, --threads %d and --window %d must be >= 1, "
-                "--size %zu at most %d, --timeout %g in (0, 3600] (see rk-bench bridge --help)\n", o->count,
-                o->messages, o->threads, o->window, o->size, BB_MAX_PAYLOAD, o->timeout_s);
+    if (o->messages < o->threads) { /* each client thread sends messages / threads */
+        fprintf(stderr, "rk-bench bridge: --messages %ld: give at least --threads (%d)\n", o->messages,
+                o->threads);
         return 2;
     }
     if (o->warmup > o->count / 5 + 100)
@@ -540,8 +559,11 @@ static int bb_throughput_legs(const bb_opts *o, bench_report *rep, const bb_leg 
             if (bench_interrupted() || bb_side_round(o, &leg[k], &sd[k]))
                 return 1;
         for (int k = 0; k < 2; k++) {
-            if (i == 0)
-                sd[k].row = (size_t)(bench_add(rep, leg[k].name, leg[k].backend) - rep->results);
+            char name[64];
+            if (i == 0) {
+                bb_row_name(name, sizeof name, &leg[k], o);
+                sd[k].row = (size_t)(bench_add(rep, name, leg[k].backend) - rep->results);
+            }
             bb_side_fill(o, rep, &sd[k], extra);
         }
     }
@@ -570,8 +592,8 @@ static void bb_ratio_claim(const bb_side sd[2])
  * counters), then the bound. */
 static int bb_throughput_pair(const bb_opts *o, bench_report *rep, const bb_status *st0, const char *extra)
 {
-    const bb_leg leg[2] = {{"zmq_raw_throughput_echo_64", "zmq", o->raw_endpoint, true, false, false},
-                           {"bridge_throughput_echo_64", st0->backend, o->endpoint, false, false, true}};
+    const bb_leg leg[2] = {{"zmq_raw_throughput_echo", "zmq", o->raw_endpoint, true, false, false},
+                           {"bridge_throughput_echo", st0->backend, o->endpoint, false, false, true}};
     bb_side sd[2];
     memset(sd, 0, sizeof sd);
     snprintf(sd[0].members, sizeof sd[0].members, "\"zmq_io_threads\": %d", o->raw_io_threads);
@@ -610,11 +632,11 @@ static int bb_broker_rows(const bb_opts *o, bench_report *rep, const char *backe
         return 1;
     fprintf(stderr, "rk-bench bridge: broker %s -> %s\n", front, o->endpoint);
     double p50[2] = {0, 0};
-    const bb_leg leg[2] = {{"bridge_delim_echo_64", backend, o->endpoint, false, true, false},
-                           {"broker_bridge_echo_64", backend, front, false, true, false}};
+    const bb_leg leg[2] = {{"bridge_delim_echo", backend, o->endpoint, false, true, false},
+                           {"broker_bridge_echo", backend, front, false, true, false}};
     int rc = o->latency ? bb_latency_legs(o, rep, leg, extra, p50) : 0;
-    const bb_leg tl[2] = {{"bridge_delim_throughput_echo_64", backend, o->endpoint, false, true, false},
-                          {"broker_bridge_throughput_echo_64", backend, front, false, true, false}};
+    const bb_leg tl[2] = {{"bridge_delim_throughput_echo", backend, o->endpoint, false, true, false},
+                          {"broker_bridge_throughput_echo", backend, front, false, true, false}};
     bb_side sd[2];
     memset(sd, 0, sizeof sd);
     rc |= bb_throughput_legs(o, rep, tl, extra, sd);
@@ -632,6 +654,8 @@ int bench_bridge_run(int argc, char **argv, bench_report *rep)
     int rc = bb_parse(argc, argv, &o);
     if (rc)
         return rc;
+    if (bb_fd_room(o.threads))
+        return 2;
     bb_status st0;
     if (bb_probe(&o, &st0))
         return 1;
@@ -639,6 +663,8 @@ int bench_bridge_run(int argc, char **argv, bench_report *rep)
     if (bb_raw_start(&raw, o.raw_endpoint, sizeof o.raw_endpoint, o.raw_io_threads))
         return 1;
     const char *backend = st0.backend;
+    if (st0.device[0]) /* the record names the bridge's GPU (plot_cdf.py's title) */
+        bench_set_device(rep, st0.device, st0.cc, (long)st0.sm_count, "the bridge's status");
     const char *transport = !strncmp(o.endpoint, "ipc://", 6) ? "ipc" : "tcp";
     char extra[96];
     snprintf(extra, sizeof extra, "\"transport\": \"%s\", \"size\": %zu", transport, o.size);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <msgpack.h>
@@ -20,7 +21,7 @@
 void *bb_socket(void *ctx, int type)
 {
     void *s = zmq_socket(ctx, type);
-    int hwm = 100000;
+    int hwm = BB_HWM;
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
     return s;
@@ -46,6 +47,30 @@ int bb_bind(void *s, char *endpoint, size_t cap, const char *what)
     size_t sz = cap;
     zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, endpoint, &sz);
     return 0;
+}
+
+/* Each client thread holds a ZeroMQ context (its I/O thread's and
+ * reaper's pollers and mailboxes), a socket and a connection, and the raw
+ * echo server the other end: 8 descriptors (7.9 measured at 50 and 100),
+ * and a margin for the rest. ZeroMQ aborts the process when it runs out. */
+#define BB_FDS_PER_THREAD 8
+#define BB_FDS_MORE 64
+
+int bb_fd_room(int threads)
+{
+    rlim_t need = (rlim_t)threads * BB_FDS_PER_THREAD + BB_FDS_MORE;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return 0;
+    if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) { /* the soft limit may rise to the hard */
+        rl.rlim_cur = need;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            return 0;
+    }
+    fprintf(stderr, "rk-bench bridge: --threads %d needs about %llu file descriptors, more than the %llu this "
+            "process may open (ulimit -n)\n", threads, (unsigned long long)need,
+            (unsigned long long)(rl.rlim_max == RLIM_INFINITY ? rl.rlim_cur : rl.rlim_max));
+    return -1;
 }
 
 /* ---- the raw echo server --------------------------------------------- */
@@ -165,9 +190,17 @@ static double bb_map_uint(const msgpack_object *m, const char *key)
     return v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (double)v->via.u64 : -1;
 }
 
+/* A str field of map m into out (cap bytes), when it is one. */
+static void bb_map_str(const msgpack_object *m, const char *key, char *out, size_t cap)
+{
+    const msgpack_object *v = rkc_map_get(m, key);
+    if (v && v->type == MSGPACK_OBJECT_STR)
+        snprintf(out, cap, "%.*s", (int)v->via.str.size, v->via.str.ptr);
+}
+
 int bb_bridge_status(const char *ep, int tmo_ms, bb_status *st)
 {
-    *st = (bb_status){-1, -1, -1, -1, -1, -1, -1, "unknown", "unknown"};
+    *st = (bb_status){-1, -1, -1, -1, -1, -1, -1, "unknown", "unknown", "", "", -1};
     void *ctx = zmq_ctx_new();
     void *s = bb_dealer(ctx, ep);
     zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo_ms, sizeof tmo_ms);
@@ -194,6 +227,10 @@ int bb_bridge_status(const char *ep, int tmo_ms, bb_status *st)
             const msgpack_object *be = rkc_map_get(&up.data, "backend");
             if (be && be->type == MSGPACK_OBJECT_STR)
                 snprintf(st->backend, sizeof st->backend, "%.*s", (int)be->via.str.size, be->via.str.ptr);
+            const msgpack_object *dev = rkc_map_get(&up.data, "device"); /* nil on the CPU backend */
+            bb_map_str(dev, "name", st->device, sizeof st->device);
+            bb_map_str(dev, "cc", st->cc, sizeof st->cc);
+            st->sm_count = bb_map_uint(dev, "sm_count");
             const msgpack_object *al = rkc_map_get(&up.data, "allocator");
             if (al && al->type == MSGPACK_OBJECT_STR)
                 snprintf(st->allocator, sizeof st->allocator, "%.*s", (int)al->via.str.size, al->via.str.ptr);

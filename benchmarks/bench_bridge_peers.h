@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <stddef.h>
 
+/* Its high-water marks (messages): a client's --window at most. */
+#define BB_HWM 100000
 /* A socket of `type` whose queues never make the benchmark's side busy. */
 void *bb_socket(void *ctx, int type);
 /* A DEALER to ep that never lingers at close. */
@@ -20,6 +22,11 @@ int bb_bind(void *s, char *endpoint, size_t cap, const char *what);
  * host with an ephemeral port, ipc beside ep's path (tag and pid in the
  * name). 0, or -1 for other transports. */
 int bb_sibling(const char *ep, const char *tag, char *out, size_t cap);
+
+/* Raises this process's soft descriptor limit to what `threads` client
+ * threads need (the hard limit allows). 0, or -1 (said on stderr, naming
+ * the need and the limit) when it cannot. */
+int bb_fd_room(int threads);
 
 /* The raw echo server: a ROUTER that sends every frame back as it came. */
 typedef struct bb_raw {
@@ -50,6 +57,10 @@ typedef struct bb_status {
     double io_threads, zmq_io_threads; /* the bridge's request loops and ZeroMQ I/O threads */
     char backend[16]; /* "unknown" when not reported */
     char allocator[16]; /* rk-bridge's malloc ("jemalloc", "libc"); "unknown" when not reported */
+    /* its GPU (status "device"): name ("" on the CPU backend), cc ("9.0"),
+     * SM count */
+    char device[128], cc[16];
+    double sm_count;
 } bb_status;
 
 /* Asks ep for its status, waiting up to tmo_ms. 0; -1 when nothing answers

@@ -9,6 +9,7 @@
  * table and the record hold only what the run measured; Ctrl-C prints (and
  * writes) the rows measured so far and exits 130. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +43,12 @@ static void usage(FILE *f)
             "  bridge   round trips through a running rk-bridge%s\n"
             "ring options:\n"
             "  -b, --backend B     auto, cpu or cuda (default cpu)\n"
-            "  -n, --count N       round trips to time (default 1000000)\n"
-            "  -w, --window W      requests in flight for the throughput run (default 64)\n"
+            "  -n, --count N       round trips to time (default 1000000, at most 100000000)\n"
+            "  -w, --window W      requests in flight for the throughput run (default 64,\n"
+            "                      at most 32768)\n"
             "  -m, --messages N    messages for the throughput run (default 2000000)\n"
-            "  -i, --idle-seconds S  measure CPU use of an idle runtime for S s (default 5; 0 skips)\n"
+            "  -i, --idle-seconds S  measure CPU use of an idle runtime for S s (default 5;\n"
+            "                      0 skips; at most 3600)\n"
             "every mode:\n"
             "  -j, --json FILE     write the JSON record to FILE\n"
             "  -s, --samples       include raw latency samples in the JSON (for CDF plots;\n"
@@ -74,6 +77,9 @@ static int die_rk(const char *what, int rc)
     return 1;
 }
 
+/* --count's most: its samples' 800 MB, and as much again to sort them */
+#define RING_MAX_COUNT 100000000L
+
 /* ring mode's options */
 typedef struct ring_opts {
     rk_config cfg;
@@ -93,7 +99,7 @@ static int ring_parse(int argc, char **argv, ring_opts *o)
     o->cfg.backend = RK_BACKEND_CPU;
     o->count = 1000000, o->window = 64, o->messages = 2000000;
     o->idle_s = 5;
-    int c;
+    int c, bad = 0;
     opterr = 0; /* bench_bad_option says it in one line */
     while ((c = getopt_long(argc, argv, ":b:n:w:m:i:h", opts, NULL)) != -1) {
         switch (c) {
@@ -103,21 +109,21 @@ static int ring_parse(int argc, char **argv, ring_opts *o)
                 return 2;
             }
             break;
-        case 'n': o->count = atol(optarg); break;
-        case 'w': o->window = atol(optarg); break;
-        case 'm': o->messages = atol(optarg); break;
-        case 'i': o->idle_s = atof(optarg); break;
+        /* each value whole and in range, refused as given: --count's
+         * samples take 8 B each, and a count past SIZE_MAX / 8 wrapped
+         * their buffer's size */
+        case 'n': bad = bench_num("ring", "--count", optarg, 1, RING_MAX_COUNT, &o->count); break;
+        case 'w': bad = bench_num("ring", "--window", optarg, 1, 32768, &o->window); break;
+        case 'm': bad = bench_num("ring", "--messages", optarg, 1, LONG_MAX, &o->messages); break;
+        case 'i': bad = bench_real("ring", "--idle-seconds", optarg, 0, 3600, &o->idle_s); break;
         case 'h': usage(stdout); exit(0);
         default: return bench_bad_option("ring", c, argv);
         }
+        if (bad)
+            return bad;
     }
     if (optind < argc)
         return bench_bad_argument("ring", argv[optind]);
-    if (o->count < 1 || o->window < 1 || o->window > 32768 || o->messages < 1) {
-        fprintf(stderr, "rk-bench: --count %ld, --messages %ld must be >= 1 and --window %ld in 1..32768\n",
-                o->count, o->messages, o->window);
-        return 2;
-    }
     o->cfg.actor_window = (uint32_t)o->window;
     return 0;
 }
@@ -137,8 +143,10 @@ static int ring_latency(rk_actor *a, const char *backend, long count, bench_repo
         rk_reply_release(a, &r);
     }
     uint64_t *lat = malloc((size_t)count * sizeof *lat);
-    if (!lat)
+    if (!lat) {
+        fprintf(stderr, "rk-bench ring: no memory for %ld round trips' times (--count)\n", count);
         return 1;
+    }
     for (long i = 0; i < count; i++) {
         uint64_t t0 = bench_now_ns();
         rc = rk_actor_call(a, RK_OP_ECHO, msg, sizeof msg, 0, &r, 5000);
@@ -261,6 +269,11 @@ static int ring_mode(int argc, char **argv, bench_report *rep)
     rk_info info;
     rk_runtime_info(rt, &info);
     printf("backend %s (%s)\n", info.backend_name, info.why);
+    if (info.has_device) { /* the record names the GPU (was "device": null on CUDA too) */
+        char cc[24];
+        snprintf(cc, sizeof cc, "%d.%d", info.cc_major, info.cc_minor);
+        bench_set_device(rep, info.device_name, cc, info.sm_count, NULL);
+    }
     rk_actor *a;
     if ((rc = rk_actor_open(rt, &a)))
         return die_rk("opening an actor", rc);
@@ -321,7 +334,8 @@ static int run_mode(const char *mode, int argc, char **argv, bench_report *rep)
 static void version(void)
 {
     const char *commit = getenv("RK_BENCH_COMMIT");
-    printf("rk-bench %s (commit %s)\n", RK_BENCH_VERSION, commit && *commit ? commit : RK_BENCH_COMMIT);
+    printf("rk-bench %s (commit %s; librk %s)\n", RK_BENCH_VERSION, commit && *commit ? commit : RK_BENCH_COMMIT,
+           rk_version());
 }
 
 int main(int argc, char **argv)
@@ -339,9 +353,8 @@ int main(int argc, char **argv)
                 mode_usage(argv[1], stdout); /* after a mode name: that mode's options */
             return 0;
         }
-        if (!strcmp(argv[i], "--version")) {
-            printf("rk-bench %s (commit %s; librk %s)\n", RK_BENCH_VERSION, RK_BENCH_COMMIT,
-                   rk_version());
+        if (!strcmp(argv[i], "--version")) { /* -V and --version say the same */
+            version();
             return 0;
         }
     }

@@ -163,6 +163,52 @@ static void test_record(void **state)
     bench_report_free(&rep);
 }
 
+/* bench_num, bench_real: a value whole and in range, else refused (2)
+ * with *out left as it was: not read as its digits, as 0 or in hex. */
+static void test_numbers(void **state)
+{
+    (void)state;
+    long v = 7;
+    assert_int_equal(bench_num("ring", "--count", "10", 1, 100, &v), 0);
+    assert_int_equal(v, 10);
+    assert_int_equal(bench_num("ring", "--count", "010", 1, 100, &v), 0);
+    assert_int_equal(v, 10); /* decimal */
+    const char *bad[] = {"", "abc", "10x", "0x10", "0", "101", "-1", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        v = 7;
+        assert_int_equal(bench_num("ring", "--count", bad[i], 1, 100, &v), 2);
+        assert_int_equal(v, 7);
+    }
+    double d = 7;
+    assert_int_equal(bench_real("bridge", "--timeout", "0.5", 0.001, 3600, &d), 0);
+    assert_true(d == 0.5);
+    const char *badr[] = {"", "abc", "1s", "0", "nan", "inf", "0x1p2", "3601", "-1"};
+    for (size_t i = 0; i < sizeof badr / sizeof *badr; i++) {
+        d = 7;
+        assert_int_equal(bench_real("bridge", "--timeout", badr[i], 0.001, 3600, &d), 2);
+        assert_true(d == 7);
+    }
+}
+
+/* bench_set_device: the record's "device" names the GPU, its strings
+ * escaped, and an object too long for it is left out whole (null). */
+static void test_device(void **state)
+{
+    (void)state;
+    bench_report rep = {0};
+    bench_set_device(&rep, "NVIDIA \"H100\"", "9.0", 132, "the bridge's status");
+    assert_string_equal(rep.device_json, "{\"name\": \"NVIDIA \\\"H100\\\"\", \"cc\": \"9.0\", \"sm_count\": 132, "
+                                         "\"source\": \"the bridge's status\"}");
+    bench_set_device(&rep, "NVIDIA H200", NULL, -1, NULL);
+    assert_string_equal(rep.device_json, "{\"name\": \"NVIDIA H200\"}");
+    char big[600];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    bench_set_device(&rep, big, "9.0", 1, NULL);
+    assert_string_equal(rep.device_json, "{\"name\": \"NVIDIA H200\"}"); /* kept, not cut */
+    bench_report_free(&rep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +216,8 @@ int main(void)
         cmocka_unit_test(test_pct_in),
         cmocka_unit_test(test_late_blocks),
         cmocka_unit_test(test_record),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
