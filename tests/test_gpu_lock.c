@@ -84,11 +84,35 @@ static void test_lock_freed_by_death(void **state)
     close(p[1]);
 }
 
+/* Refusals past the listen backlog (64) still name the holder: its
+ * periodic pass (rk__gpu_lock_drain: the supervisor's tick, the in-process
+ * watchdog) takes the connections they left. Until 2026-12 nobody took
+ * them, and from the 66th on the refusal said "another process". */
+static void test_lock_names_holder_many_times(void **state)
+{
+    (void)state;
+    char uuid[64];
+    snprintf(uuid, sizeof uuid, "GPU-test-many-%d", (int)getpid());
+    int fd = rk__gpu_lock(uuid, "Test GPU");
+    assert_true(fd >= 0);
+    char want[32];
+    snprintf(want, sizeof want, "process %d", (int)getpid());
+    for (int i = 0; i < 200; i++) {
+        assert_int_equal(rk__gpu_lock(uuid, "Test GPU"), -RK_EBUSY);
+        if (!strstr(rk_last_detail(), want))
+            fail_msg("refusal %d: %s", i, rk_last_detail());
+        if (i % 50 == 49)
+            rk__gpu_lock_drain(fd);
+    }
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lock_names_holder),
         cmocka_unit_test(test_lock_freed_by_death),
+        cmocka_unit_test(test_lock_names_holder_many_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,8 @@
  * machines have no GPU; a CUDA worker goes through the same code):
  * kill -9 under load (every request answered exactly once, no zombie, no
  * leaked fd), a poison request and the crash-loop policy, an endless loop
- * past its deadline, a stopped worker's silent heartbeat, and the bad
- * configurations. Suite: isolation. */
+ * past its deadline, a stopped worker's silent heartbeat, a worker that
+ * breaks the control protocol, and the bad configurations. Suite: isolation. */
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
@@ -18,12 +18,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <rk/rk.h>
+
+#include "worker_proto.h" /* (a worker that misbehaves on purpose) */
 
 static double now_s(void)
 {
@@ -983,8 +987,106 @@ static void test_inprocess_module(void **state)
     rk_runtime_close(rt);
 }
 
+/* ---- a worker that breaks the control protocol ---- */
+
+/* The worker's end of its control channel, taken from it (pidfd_getfd):
+ * what is sent on it reaches the supervisor as the worker's. -1 where the
+ * system does not allow it. */
+static int worker_ctl(int pid)
+{
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int fd = pfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pfd, RK__WORKER_CTL_FD, 0);
+    if (pfd >= 0)
+        close(pfd);
+    return fd;
+}
+
+/* A serving worker's message that is too short, and one of a kind no
+ * worker sends: each is a failure of that worker, replaced, its detail
+ * saying what came (until 2026-12 a short one was recorded as "the worker
+ * exited", and an unknown kind was logged and the worker served on). */
+static void test_bad_control_messages(void **state)
+{
+    (void)state;
+    const struct {
+        size_t len;
+        uint32_t kind;
+        const char *want;
+    } rows[] = {{3, RK__WM_FAULT, "sent a 3 B control message"}, {sizeof(rk__wmsg), 999, "control message 999"}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        rk_config c = worker_config();
+        rk_runtime *rt = open_rt(&c);
+        const int old = worker(rt).pid;
+        const int fd = worker_ctl(old);
+        if (fd < 0) {
+            rk_runtime_close(rt);
+            skip();
+        }
+        rk__wmsg m = {.kind = rows[i].kind};
+        assert_int_equal(send(fd, &m, rows[i].len, MSG_NOSIGNAL), (ssize_t)rows[i].len);
+        close(fd);
+        rk_worker_info w = wait_replaced(rt, old, 5.0);
+        if (!strstr(w.last_fault.detail, rows[i].want))
+            fail_msg("row %zu: last fault \"%s\", want \"%s\"", i, w.last_fault.detail, rows[i].want);
+        rk_actor *a;
+        assert_int_equal(rk_actor_open(rt, &a), 0);
+        int x = 5;
+        rk_reply r;
+        assert_int_equal(rk_actor_call(a, RK_OP_ECHO, &x, sizeof x, 0, &r, 5000), 0);
+        rk_reply_release(a, &r);
+        rk_runtime_close(rt);
+        assert_no_children();
+    }
+}
+
+/* This program as the worker (RK_WORKER=/proc/self/exe, TEST_FAKE_WORKER
+ * set): it sends log lines and never says HELLO, until its supervisor
+ * closes the channel. */
+static int fake_worker(void)
+{
+    rk__wmsg m = {.kind = RK__WM_LOG, .level = RK_LOG_ERROR};
+    snprintf(m.text, sizeof m.text, "a line of a worker that never says HELLO");
+    while (send(RK__WORKER_CTL_FD, &m, sizeof m, MSG_NOSIGNAL) == (ssize_t)sizeof m) {
+    }
+    return 0;
+}
+
+static void slow_log(rk_log_level level, const char *msg, void *user)
+{
+    (void)level, (void)msg, (void)user;
+    usleep(1000); /* the lines come faster than they are handled */
+}
+
+/* A worker that floods log lines at start: the start's time limit holds
+ * (until 2026-12 each line restarted the wait, and rk_runtime_open hung for
+ * as long as the lines came). Opened in a child, killed if it hangs. */
+static void test_log_flood_at_start(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10);
+        setenv("RK_WORKER", "/proc/self/exe", 1);
+        setenv("TEST_FAKE_WORKER", "1", 1);
+        setenv("RK_WORKER_START_MS", "300", 1);
+        rk_log_set_level(RK_LOG_ERROR);
+        rk_log_set_handler(slow_log, NULL);
+        rk_config c = worker_config();
+        rk_runtime *rt = NULL;
+        int rc = rk_runtime_open(&rt, &c);
+        _exit(rc == -RK_ETIMEDOUT && strstr(rk_last_detail(), "did not answer within 300 ms") ? 0 : 1);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (WIFSIGNALED(st))
+        fail_msg("rk_runtime_open still waited after 10 s (signal %d)", WTERMSIG(st));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void)
 {
+    if (getenv("TEST_FAKE_WORKER"))
+        return fake_worker();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worker_basics),
         cmocka_unit_test(test_bad_configurations),
@@ -1001,6 +1103,8 @@ int main(void)
         cmocka_unit_test(test_closed_actor_across_retry),
         cmocka_unit_test(test_lost_retry),
         cmocka_unit_test(test_silent_heartbeat),
+        cmocka_unit_test(test_bad_control_messages),
+        cmocka_unit_test(test_log_flood_at_start),
         cmocka_unit_test(test_kill9_under_load),
         cmocka_unit_test(test_kill9_under_batch_load),
     };

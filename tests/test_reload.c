@@ -453,6 +453,59 @@ static void test_devices(void **state)
     rk_runtime_close(rt);
 }
 
+/* Two devices on mod_worker_fails.so reload to the directory: device 0
+ * switches, device 1's prepared worker takes GO and never says RUNNING
+ * (stopped here), and no worker on the previous set starts (its module
+ * exits in rk-worker, RK_TEST_WORKER_FAILS). Each device is then on the
+ * previous set, degraded, none left serving the new one (until 2026-12
+ * device 0's way back "changed nothing": it served `upper` beside a
+ * device without it); a retry serves the previous set on both. */
+static void test_devices_rollback_fails(void **state)
+{
+    (void)state;
+    const char *fails[] = {p_fails};
+    rk_runtime *rt = open_rt(RK_ISOLATION_PROCESS, 2, fails, 1);
+    const char *dir[] = {case_dir};
+    pid_t was[64], now[64];
+    const int n_was = children(was, 64);
+    /* device 1 alone, so that its prepared worker is the one new child */
+    assert_int_equal(rk_runtime_reload_prepare(rk_runtime_device(rt, 1), dir, 1), 0);
+    const int n_now = children(now, 64);
+    pid_t next = 0;
+    for (int i = 0; i < n_now; i++) {
+        bool old = false;
+        for (int j = 0; j < n_was; j++)
+            old |= now[i] == was[j];
+        if (!old)
+            next = now[i];
+    }
+    assert_true(next > 0);
+    assert_int_equal(kill(next, SIGSTOP), 0);
+    setenv("RK_WORKER_START_MS", "900", 1); /* RUNNING awaited 300 ms */
+    setenv("RK_TEST_WORKER_FAILS", "1", 1);
+    const int rc = rk_runtime_reload_modules(rt, dir, 1);
+    unsetenv("RK_TEST_WORKER_FAILS");
+    unsetenv("RK_WORKER_START_MS");
+    assert_true(rc < 0);
+    for (int i = 0; i < 2; i++) {
+        rk_runtime *dev = rk_runtime_device(rt, i);
+        rk_worker_info w;
+        rk_runtime_worker(dev, &w);
+        if (rk_runtime_actor_find(dev, "upper", NULL) || w.state != RK_WORKER_DEGRADED)
+            fail_msg("device %d: %s, `upper` %s; reload: %s", i, w.state_name,
+                     rk_runtime_actor_find(dev, "upper", NULL) ? "served" : "gone", rk_last_detail());
+        assert_non_null(rk_runtime_actor_find(dev, "fragile", NULL));
+    }
+    assert_int_equal(rk_runtime_retry_gpu(rt), 0);
+    for (int i = 0; i < 2; i++) {
+        rk_actor *a;
+        assert_int_equal(rk_actor_open_on(rt, i, &a), 0);
+        call_is(rk_runtime_device(rt, i), a, "fragile", "back", "back");
+        rk_actor_close(a);
+    }
+    rk_runtime_close(rt);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -477,6 +530,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_prepare_in_process),
         cmocka_unit_test(test_prepare_in_worker),
         cmocka_unit_test(test_devices),
+        cmocka_unit_test(test_devices_rollback_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,7 +90,7 @@ static int rk__cpu_health(rk_runtime *rt)
 
 /* The thread runs what rt->defs held when it started (rk__cpu_thread_start):
  * it stops at a message boundary, the set changes, a new one starts. */
-static int rk__cpu_reload(rk_runtime *rt, rk__registry *next)
+static int rk__cpu_reload(rk_runtime *rt, rk__registry *next, bool back)
 {
     rk__cpu_thread *c = rt->backend_state;
     rk__cpu_thread_stop(c, rt);
@@ -99,8 +99,9 @@ static int rk__cpu_reload(rk_runtime *rt, rk__registry *next)
     if (rc) {
         char why[300];
         snprintf(why, sizeof why, "%s", rk_last_detail());
-        rk__registry_swap(rt, next);
-        if (rk__cpu_thread_start(c, rt, 0)) {
+        if (!back) /* (going back, the set it leaves is the one the group left) */
+            rk__registry_swap(rt, next);
+        if (back || rk__cpu_thread_start(c, rt, 0)) {
             rk__runtime_fault(rt, -RK_ESYS, why);
             return rk__fail(rc, "the CPU backend's thread could not be started again: %s", why);
         }

@@ -126,6 +126,7 @@ static void *rk__inproc_watchdog(void *arg)
     const int64_t hb_deadline = (int64_t)rt->cfg.heartbeat_ms * 1000000;
     while (!atomic_load(&c->wd_quit)) {
         rk__sleep_ns(RK__WATCH_PERIOD_NS);
+        rk__gpu_lock_drain(c->lock_fd); /* runtimes this GPU refused (gpu_lock.c) */
         pthread_mutex_lock(&c->lock);
         char why[512] = "";
         int64_t now = rk__now_ns();

@@ -8,7 +8,10 @@
  * ("\0ringkernel/gpu/<uuid>"): binding it is the lock, the kernel frees it
  * when the holder exits however it exits, no file is left behind and no
  * directory needs to be writable; a runtime that finds it taken connects
- * and reads the holder's pid with SO_PEERCRED, so the refusal names it. */
+ * and reads the holder's pid with SO_PEERCRED, so the refusal names it.
+ * Its connection waits in the holder's backlog (64) until the holder's
+ * rk__gpu_lock_drain takes it: a full backlog refuses the connect, and
+ * the refusal could no longer name the holder. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,7 +50,7 @@ int rk__gpu_lock(const char *uuid, const char *name)
 {
     struct sockaddr_un a;
     socklen_t len = rk__lock_addr(&a, uuid);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return rk__fail(RK_ESYS, "GPU lock: socket failed: %s", strerror(errno));
     if (bind(fd, (struct sockaddr *)&a, len) == 0 && listen(fd, 64) == 0)
@@ -67,4 +70,12 @@ int rk__gpu_lock(const char *uuid, const char *name)
                     "GPU %s (%s) already runs a ring kernel for %s; set rk_config.share_gpu "
                     "(rk-bridge --share-gpu) to share it anyway (both then time-slice)",
                     uuid, name && *name ? name : "?", who);
+}
+
+void rk__gpu_lock_drain(int fd)
+{
+    /* (the lock is non-blocking: accept stops at EAGAIN; a bound on one
+     * pass, should runtimes keep knocking) */
+    for (int i = 0, c; fd >= 0 && i < 256 && (c = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0; i++)
+        close(c);
 }

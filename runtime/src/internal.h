@@ -331,8 +331,11 @@ typedef struct rk__backend_ops {
      * *next then holds the set it replaced) and starts the consumer on
      * it. When that fails, installs the previous set again and restarts
      * on it (*next then holds the new set). 0 or the code, detail set.
+     * back: *next is the set a group's other devices went back to; one
+     * that does not start is installed all the same, the device degraded
+     * (or failed) on it, never left serving the set they left.
      * NULL: -RK_ENOTSUP. */
-    int (*reload)(rk_runtime *rt, struct rk__registry *next);
+    int (*reload)(rk_runtime *rt, struct rk__registry *next, bool back);
     /* rk_runtime_reload_prepare: starts next's consumer beside the serving
      * one, for the reload of that set to take over (NULL: nothing to
      * prepare). unprepare ends it (idempotent). Other threads may use rt. */

@@ -165,13 +165,16 @@ int rk_runtime_reload_modules(rk_runtime *rt, const char *const *paths, size_t n
     if (rc == 0) {
         int done = 0;
         for (; done < n_lanes && rc == 0; done++)
-            rc = lanes[done]->backend->reload(lanes[done], &next[done]);
+            rc = lanes[done]->backend->reload(lanes[done], &next[done], false);
         if (rc) {
-            /* lane done-1 is back on its set; put the ones before it back */
+            /* lane done-1 is back on its set; put the ones before it back
+             * (one whose worker does not start is degraded on it: a
+             * device left on the new set would serve types the others
+             * do not) */
             char why[1024];
             snprintf(why, sizeof why, "%s", rk_last_detail());
             for (int i = 0; i < done - 1; i++)
-                if (lanes[i]->backend->reload(lanes[i], &next[i]))
+                if (lanes[i]->backend->reload(lanes[i], &next[i], true))
                     snprintf(why + strlen(why), sizeof why - strlen(why), "; device %d: %s", i, rk_last_detail());
             rc = rk__fail(rc, "%s", why);
         }

@@ -389,7 +389,7 @@ static void rk__release_suspects(rk__super *s, int64_t now)
 static void rk__recover(rk__super *s, int code, const char *what, bool dead, uint64_t blame)
 {
     rk_runtime *rt = s->rt;
-    const uint32_t kind = s->active.kind;
+    const uint32_t kind = s->active.pid ? s->active.kind : rt->worker_kind; /* (ended already: main loop) */
     char why[400];
     snprintf(why, sizeof why, "%s", what);
     for (;;) {
@@ -576,10 +576,19 @@ static void rk__on_active(rk__super *s)
         /* dead: a sticky error ended its kernel; else (a stop that gave
          * up on it) the worker is ended and waited for */
         rk__recover(s, m.rc ? m.rc : -RK_EDEVICE, m.text, !(m.flags & RK__WF_MAY_RUN), 0);
-    } else if (rc == 0) {
+    } else if (rc == 0 && m.kind >= RK__WM_INIT && m.kind <= RK__WM_LOG) {
+        /* (a late answer to a stop or relaunch that gave up waiting) */
         rk__log(RK__LOG_WARN, "worker %d: unexpected control message %u", (int)s->active.pid, m.kind);
     } else {
-        rk__recover(s, -RK_EDEVICE, "the worker exited", false, 0);
+        /* closed (its exit follows in the detail), a message of the wrong
+         * size or of no kind of the protocol: a worker that cannot be trusted */
+        char what[200];
+        if (rc == 0)
+            snprintf(what, sizeof what, "worker %d sent control message %u, which is none of the protocol",
+                     (int)s->active.pid, m.kind);
+        else
+            snprintf(what, sizeof what, "%s", rc == -RK_EDEVICE ? "the worker exited" : rk_last_detail());
+        rk__recover(s, -RK_EDEVICE, what, false, 0);
     }
 }
 
@@ -625,6 +634,9 @@ void *rk__super_main(void *arg)
                               {.fd = s->standby.ctl, .events = POLLIN}};
         pthread_mutex_unlock(&s->lock);
         poll(p, 3, RK__TICK_MS);
+        /* runtimes this GPU refused (gpu_lock.c); each tick, not polled:
+         * one it cannot take (out of descriptors) must not spin the loop */
+        rk__gpu_lock_drain(s->lock_fd);
         if (atomic_load(&s->quit))
             break;
         pthread_mutex_lock(&s->lock);
@@ -634,6 +646,10 @@ void *rk__super_main(void *arg)
             rk__on_active(s);
         else if (s->active.live)
             rk__watch(s, now);
+        else if (s->state == RK_WORKER_RUNNING && !s->active.pid)
+            /* it exited while a relaunch awaited its answer (rk__proc_await
+             * ended it): nothing else would replace it */
+            rk__recover(s, -RK_EDEVICE, "the worker exited during a relaunch", true, 0);
         rk__on_standby(s, p[2].revents && p[2].fd == s->standby.ctl && s->standby.pid, now);
         int64_t hold = atomic_load(&s->rt->suspect_hold);
         if (hold && now >= hold)

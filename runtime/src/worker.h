@@ -81,5 +81,9 @@ RK__HIDDEN int rk__proc_start_ms(void);
  * a descriptor that holds the lock until closed, or -RK_EBUSY naming the
  * process that holds it. */
 RK__HIDDEN int rk__gpu_lock(const char *uuid, const char *name);
+/* Takes and closes the connections refused runtimes left on the lock fd
+ * (each read the holder's pid from it): the holder calls it now and then,
+ * so that the listen backlog never fills and every refusal names it. */
+RK__HIDDEN void rk__gpu_lock_drain(int fd);
 
 #endif

@@ -256,12 +256,26 @@ static rk__proc rk__super_stop_active(rk__super *s, rk_runtime *rt)
     return old;
 }
 
+/* A group's device whose worker did not start on *next, the set its
+ * other devices went back to: the serving worker stops and *next is
+ * installed all the same, degraded (rk_runtime_retry_gpu starts that
+ * set), so no device serves the set the others left. s->lock held. */
+static void rk__super_degrade_on(rk__super *s, rk_runtime *rt, rk__registry *next, const char *why)
+{
+    rk__proc old = rk__super_stop_active(s, rt);
+    rk__super_clear_locked(rt);
+    rk__registry_swap(rt, next);
+    rk__proc_abandon(&old, NULL, 0);
+    rk__degrade(s, why);
+}
+
 /* A fresh worker on *next's modules (internal.h, rk__backend_ops.reload).
  * It is started first, while the old one serves: its cold start (a CUDA
  * context, the module loaded, the region registered) is most of a reload,
- * and a set whose worker does not start then changes nothing. Then the
- * old one stops and the new one gets GO, as a warm standby would. */
-static int rk__super_reload(rk_runtime *rt, rk__registry *next)
+ * and a set whose worker does not start then changes nothing (unless
+ * back: rk__super_degrade_on). Then the old one stops and the new one
+ * gets GO, as a warm standby would. */
+static int rk__super_reload(rk_runtime *rt, rk__registry *next, bool back)
 {
     rk__super *s = rt->backend_state;
     pthread_mutex_lock(&s->lock);
@@ -288,11 +302,13 @@ static int rk__super_reload(rk_runtime *rt, rk__registry *next)
     }
     s->next_for = NULL;
     if (rc) {
-        char d[512];
-        snprintf(d, sizeof d, "%s", rk_last_detail()); /* (rk__fail writes where it points) */
-        rc = rk__fail(rc, "the new modules' %s worker did not start: %s; nothing was changed",
-                      rk__kind_name(rt->worker_kind), d);
-        rk__log(RK__LOG_WARN, "%s", rk_last_detail());
+        char d[700];
+        snprintf(d, sizeof d, "the %s modules' %s worker did not start: %s; %s", back ? "previous" : "new",
+                 rk__kind_name(rt->worker_kind), rk_last_detail(), back ? "degraded on them" : "nothing was changed");
+        if (back) /* (its stop may write the detail) */
+            rk__super_degrade_on(s, rt, next, d);
+        rc = rk__fail(rc, "%s", d);
+        rk__log(RK__LOG_WARN, "%s", d);
         pthread_mutex_unlock(&s->lock);
         return rc;
     }
@@ -306,18 +322,24 @@ static int rk__super_reload(rk_runtime *rt, rk__registry *next)
     rk__proc_abandon(&old, NULL, 0); /* its kernel stopped: reaped in the background */
     if (rc) {
         char why[600];
-        snprintf(why, sizeof why, "the new modules' %s worker failed as it started to serve: %s",
-                 rk__kind_name(rt->worker_kind), rk_last_detail());
+        snprintf(why, sizeof why, "the %s modules' %s worker failed as it started to serve: %s",
+                 back ? "previous" : "new", rk__kind_name(rt->worker_kind), rk_last_detail());
         /* one that got GO and then failed (no RUNNING in time, a FAULT)
          * may still run on the rings: ended before they move on, as
          * rk__bury ends a faulted one (take_over left it in active) */
         rk__proc_end(&s->active, NULL, 0);
         rk__super_clear_locked(rt);
-        rk__registry_swap(rt, next); /* the previous modules, on a fresh worker */
-        int back = rk__take_over(s, rt->worker_kind, &served, &warm);
-        if (back) {
+        int again = back ? rc : 0; /* going back, it stays on *next's set */
+        if (!back) {
+            rk__registry_swap(rt, next); /* the previous modules, on a fresh worker */
+            again = rk__take_over(s, rt->worker_kind, &served, &warm);
+        }
+        if (again) {
             char d[900];
-            snprintf(d, sizeof d, "%s; nor did one on the previous modules: %s", why, rk_last_detail());
+            if (back)
+                snprintf(d, sizeof d, "%s; degraded on them", why);
+            else
+                snprintf(d, sizeof d, "%s; nor did one on the previous modules: %s", why, rk_last_detail());
             rk__super_clear_locked(rt);
             rk__degrade(s, d);
             rc = rk__fail(rc, "%s", d);

@@ -204,6 +204,10 @@ int rk__proc_recv(rk__proc *w, rk__wmsg *m, int timeout_ms)
         if (m->kind != RK__WM_LOG)
             return 0;
         rk__log(m->level, "worker %d: %s", (int)w->pid, m->text);
+        /* a worker whose lines keep coming gets no more time than one
+         * that is silent (poll does not return 0 while they come) */
+        if (deadline != INT64_MAX && rk__now_ns() >= deadline)
+            return rk__fail_str(RK_ETIMEDOUT, "no control message from the worker in time");
     }
 }
 

@@ -4,9 +4,10 @@
  * 64 KiB vadd (a grid job): exactly one RK_EDEVICE per poison, every echo
  * and vadd answered once and correctly; an endless loop past its
  * deadline; a relaunch while degraded (crash loop) checked as on a running
- * GPU; the per-GPU lock against a second runtime (refused naming this
+ * GPU; a worker that dies during a relaunch replaced; the per-GPU lock against a second runtime (refused naming this
  * process, auto falls back to the CPU saying why, share_gpu opens it). */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -253,9 +254,53 @@ static void degraded_relaunch(void)
     rk_runtime_close(rt);
 }
 
+static void *relaunch_main(void *arg)
+{
+    return (void *)(intptr_t)rk_runtime_relaunch(arg, 0, 128, 0);
+}
+
+/* The worker exits while a relaunch waits for its answer (stopped, then
+ * killed): the relaunch fails naming its exit, and a fresh worker serves,
+ * as after any fault (until 2026-12 nobody replaced it: no consumer, every
+ * request timed out, and rk_runtime_worker said running, pid 0). */
+static void relaunch_worker_dies(void)
+{
+    rk_config c;
+    rk_config_init(&c);
+    c.backend = RK_BACKEND_CUDA;
+    rk_runtime *rt = NULL;
+    CHECK_RK(rk_runtime_open(&rt, &c), "open");
+    rk_actor *a;
+    CHECK_RK(rk_actor_open(rt, &a), "actor");
+    rk_worker_info w;
+    rk_runtime_worker(rt, &w);
+    const int old = w.pid;
+    CHECK(kill(old, SIGSTOP) == 0, "SIGSTOP worker %d", old);
+    pthread_t t;
+    pthread_create(&t, NULL, relaunch_main, rt);
+    usleep(300000); /* its RELAUNCH sent, its answer awaited */
+    CHECK(kill(old, SIGKILL) == 0, "SIGKILL worker %d", old);
+    void *ret;
+    pthread_join(t, &ret);
+    CHECK((int)(intptr_t)ret == -RK_EDEVICE, "relaunch: %s (%s)", rk_err_name((int)(intptr_t)ret),
+          rk_last_detail());
+    int x = 9;
+    rk_reply r;
+    CHECK_RK(rk_actor_call(a, RK_OP_ECHO, &x, sizeof x, 0, &r, 10000), "echo after the worker died in a relaunch");
+    CHECK(r.status == 0 && *(const int *)r.data == 9, "echo: status %d", r.status);
+    rk_reply_release(a, &r);
+    rk_runtime_worker(rt, &w);
+    CHECK(w.state == RK_WORKER_RUNNING && w.pid > 0 && w.pid != old, "worker %s, pid %d (was %d)", w.state_name,
+          w.pid, old);
+    printf("worker killed during a relaunch: replaced (%s)\n", w.last_fault.detail);
+    rk_actor_close(a);
+    rk_runtime_close(rt);
+}
+
 int main(void)
 {
     gpu_require();
+    relaunch_worker_dies();
     gpu_lock();
     endless_loop();
     degraded_relaunch();
