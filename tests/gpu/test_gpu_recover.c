@@ -261,7 +261,7 @@ static void *relaunch_main(void *arg)
 
 /* The worker exits while a relaunch waits for its answer (stopped, then
  * killed): the relaunch fails naming its exit, and a fresh worker serves,
- * as after any fault (until 2026-12 nobody replaced it: no consumer, every
+ * as after any fault (before e0c7cc4 nobody replaced it: no consumer, every
  * request timed out, and rk_runtime_worker said running, pid 0). */
 static void relaunch_worker_dies(void)
 {
