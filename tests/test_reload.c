@@ -309,6 +309,27 @@ static int children(pid_t *out, int max)
     return k;
 }
 
+/* Prepares dir on rt and stops (SIGSTOP) the worker the prepare started:
+ * the one child process that is new. Returns its pid. */
+static pid_t prepare_stopped(rk_runtime *rt, const char *const *dir)
+{
+    pid_t was[64], now[64];
+    const int n_was = children(was, 64);
+    assert_int_equal(rk_runtime_reload_prepare(rt, dir, 1), 0);
+    const int n_now = children(now, 64);
+    pid_t next = 0;
+    for (int i = 0; i < n_now; i++) {
+        bool old = false;
+        for (int j = 0; j < n_was; j++)
+            old |= now[i] == was[j];
+        if (!old)
+            next = now[i];
+    }
+    assert_true(next > 0);
+    assert_int_equal(kill(next, SIGSTOP), 0);
+    return next;
+}
+
 /* A prepared worker that takes GO but never says RUNNING (stopped here:
  * it stays alive): the reload fails, the previous set serves again, and
  * the stuck worker is ended, not left running on the rings beside the
@@ -320,20 +341,7 @@ static void test_prepared_worker_stuck_at_go(void **state)
     const char *math[] = {p_math};
     rk_runtime *rt = open_rt(RK_ISOLATION_PROCESS, 1, math, 1);
     const char *dir[] = {case_dir};
-    pid_t was[64], now[64];
-    const int n_was = children(was, 64);
-    assert_int_equal(rk_runtime_reload_prepare(rt, dir, 1), 0);
-    const int n_now = children(now, 64);
-    pid_t next = 0; /* the prepared worker: the child that is new */
-    for (int i = 0; i < n_now; i++) {
-        bool old = false;
-        for (int j = 0; j < n_was; j++)
-            old |= now[i] == was[j];
-        if (!old)
-            next = now[i];
-    }
-    assert_true(next > 0);
-    assert_int_equal(kill(next, SIGSTOP), 0);
+    const pid_t next = prepare_stopped(rt, dir);
     setenv("RK_WORKER_START_MS", "900", 1); /* RUNNING awaited 300 ms */
     const int rc = rk_runtime_reload_modules(rt, dir, 1);
     unsetenv("RK_WORKER_START_MS");
@@ -466,21 +474,8 @@ static void test_devices_rollback_fails(void **state)
     const char *fails[] = {p_fails};
     rk_runtime *rt = open_rt(RK_ISOLATION_PROCESS, 2, fails, 1);
     const char *dir[] = {case_dir};
-    pid_t was[64], now[64];
-    const int n_was = children(was, 64);
     /* device 1 alone, so that its prepared worker is the one new child */
-    assert_int_equal(rk_runtime_reload_prepare(rk_runtime_device(rt, 1), dir, 1), 0);
-    const int n_now = children(now, 64);
-    pid_t next = 0;
-    for (int i = 0; i < n_now; i++) {
-        bool old = false;
-        for (int j = 0; j < n_was; j++)
-            old |= now[i] == was[j];
-        if (!old)
-            next = now[i];
-    }
-    assert_true(next > 0);
-    assert_int_equal(kill(next, SIGSTOP), 0);
+    (void)prepare_stopped(rk_runtime_device(rt, 1), dir);
     setenv("RK_WORKER_START_MS", "900", 1); /* RUNNING awaited 300 ms */
     setenv("RK_TEST_WORKER_FAILS", "1", 1);
     const int rc = rk_runtime_reload_modules(rt, dir, 1);
