@@ -336,7 +336,6 @@ static void call_no_out(const bridge *b)
     zmq_ctx_term(ctx);
 }
 
-
 /* The late reply to an rkc_call that timed out (DEALER) is dropped: it was
  * set aside for good by the next rkc_wait (nobody knows its id), a leak of
  * one reply per timeout, and handed to a later rkc_recv as if it were
