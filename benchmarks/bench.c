@@ -2,12 +2,14 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -241,13 +243,17 @@ void bench_print_table(const bench_report *rep, FILE *f)
 {
     if (!bench_rows_measured(rep))
         return;
-    fprintf(f, "%-28s %-7s %10s %9s %9s %9s %9s %10s  %s\n", "name", "backend", "count", "p50 us",
+    int w = 4; /* the name column: as wide as the run's longest name */
+    for (size_t i = 0; i < rep->n; i++)
+        if (bench_row_measured(&rep->results[i]) && (int)strlen(rep->results[i].name) > w)
+            w = (int)strlen(rep->results[i].name);
+    fprintf(f, "%-*s %-7s %10s %9s %9s %9s %9s %10s  %s\n", w, "name", "backend", "count", "p50 us",
             "p90 us", "p99 us", "p99.9 us", "max us", "rate");
     for (size_t i = 0; i < rep->n; i++) {
         const bench_result *r = &rep->results[i];
         if (!bench_row_measured(r))
             continue;
-        fprintf(f, "%-28s %-7s ", r->name, r->backend);
+        fprintf(f, "%-*s %-7s ", w, r->name, r->backend);
         if (r->count)
             fprintf(f, "%10llu", (unsigned long long)r->count);
         else
@@ -417,6 +423,26 @@ int bench_write_json(const bench_report *rep, const char *path, const char *mode
     fprintf(f, "\n  ]\n}\n");
     int bad = ferror(f);
     return fclose(f) == 0 && !bad ? 0 : -1;
+}
+
+int bench_json_check(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return 0; /* a FIFO or a device: opened once, at the end */
+    /* a new file is made and removed again; an existing one is opened
+     * without O_TRUNC: a run that fails keeps the record it would replace */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+        close(fd);
+        return unlink(path);
+    }
+    if (errno != EEXIST)
+        return -1;
+    if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666)) < 0)
+        return -1;
+    close(fd);
+    return 0;
 }
 
 void bench_report_free(bench_report *rep)

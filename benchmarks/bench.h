@@ -109,6 +109,12 @@ void bench_print_table(const bench_report *rep, FILE *f);
  * when with_samples is non-zero. */
 int bench_write_json(const bench_report *rep, const char *path, const char *mode, int with_samples);
 
+/* 0 when bench_write_json could write path, or -1 (errno set: ENOENT,
+ * EACCES, EISDIR...): checked before a run, so that a bad --json is refused
+ * at once, not after minutes of measuring. Leaves an existing file as it
+ * was and no new one behind. */
+int bench_json_check(const char *path);
+
 void bench_report_free(bench_report *rep);
 
 /* Names the GPU a run measured in rep's "device" (what plot_cdf.py's title

@@ -221,7 +221,7 @@ typedef struct bb_tp {
     bool raw, delim;
     long n;
     long bad;
-    pthread_barrier_t *start;
+    bb_gate *start;
 } bb_tp;
 
 static void *bb_tp_main(void *arg)
@@ -245,7 +245,8 @@ static void *bb_tp_main(void *arg)
     if (t->delim)
         zmq_recv(s, rep, sizeof rep, 0);
     zmq_recv(s, rep, sizeof rep, 0);
-    pthread_barrier_wait(t->start);
+    if (bb_gate_wait(t->start)) /* the round is off: a thread did not start */
+        t->n = 0;
     long sent = 0, got = 0;
     while (got < t->n) {
         while (sent < t->n && sent - got < o->window) {
@@ -277,30 +278,37 @@ static void *bb_tp_main(void *arg)
 
 /* One round of pipelined echo on leg: o->threads clients x o->window in
  * flight, o->messages in all. Its messages, missing or wrong replies and
- * seconds in *msgs, *bad, *s. 0, or 1 (replies missing). */
+ * seconds in *msgs, *bad, *s. 0, or 1 (replies missing, or a client
+ * thread that could not start: the round is called off). */
 static int bb_tp_round(const bb_opts *o, const bb_leg *leg, long *msgs, long *bad, double *s)
 {
-    int T = o->threads;
+    int T = o->threads, made = 0, e = ENOMEM;
     bb_tp *t = calloc((size_t)T, sizeof *t);
     pthread_t *th = calloc((size_t)T, sizeof *th);
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, (unsigned)T + 1);
-    for (int i = 0; i < T; i++) {
-        t[i] = (bb_tp){o, leg->ep, leg->raw, leg->delim, o->messages / T, 0, &start};
-        pthread_create(&th[i], NULL, bb_tp_main, &t[i]);
+    bb_gate start;
+    bb_gate_init(&start);
+    for (; t && th && made < T; made++) {
+        t[made] = (bb_tp){o, leg->ep, leg->raw, leg->delim, o->messages / T, 0, &start};
+        if ((e = pthread_create(&th[made], NULL, bb_tp_main, &t[made])))
+            break;
     }
-    pthread_barrier_wait(&start);
+    bb_gate_open(&start, made, made == T);
     uint64_t t0 = bench_now_ns();
     *bad = *msgs = 0;
-    for (int i = 0; i < T; i++) {
+    for (int i = 0; i < made; i++) {
         pthread_join(th[i], NULL);
         *bad += t[i].bad;
         *msgs += t[i].n;
     }
     *s = (double)(bench_now_ns() - t0) / 1e9;
-    pthread_barrier_destroy(&start);
+    bb_gate_destroy(&start);
     free(t);
     free(th);
+    if (made < T) {
+        fprintf(stderr, "rk-bench bridge: cannot start client thread %d of %d (--threads) on %s: %s\n",
+                made + 1, T, leg->ep, strerror(e));
+        return 1;
+    }
     if (*bad && !bench_interrupted())
         fprintf(stderr, "rk-bench bridge: %ld of %ld replies missing or wrong on %s\n", *bad, *msgs,
                 leg->ep);

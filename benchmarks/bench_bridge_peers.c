@@ -73,6 +73,43 @@ int bb_fd_room(int threads)
     return -1;
 }
 
+/* ---- the gate a round's client threads start at ---------------------- */
+
+void bb_gate_init(bb_gate *g)
+{
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g->ready = g->state = 0;
+}
+
+void bb_gate_destroy(bb_gate *g)
+{
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+}
+
+int bb_gate_wait(bb_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->ready++;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->state)
+        pthread_cond_wait(&g->cv, &g->mu);
+    int st = g->state;
+    pthread_mutex_unlock(&g->mu);
+    return st > 0 ? 0 : -1;
+}
+
+void bb_gate_open(bb_gate *g, int n, int go)
+{
+    pthread_mutex_lock(&g->mu);
+    while (g->ready < n)
+        pthread_cond_wait(&g->cv, &g->mu);
+    g->state = go ? 1 : -1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
 /* ---- the raw echo server --------------------------------------------- */
 
 static void *bb_raw_main(void *arg)
@@ -126,7 +163,13 @@ int bb_raw_start(bb_raw *s, char *endpoint, size_t cap, int io_threads)
         zmq_ctx_term(s->ctx);
         return -1;
     }
-    pthread_create(&s->thread, NULL, bb_raw_main, s);
+    int e = pthread_create(&s->thread, NULL, bb_raw_main, s);
+    if (e) {
+        fprintf(stderr, "rk-bench bridge: cannot start the raw echo server's thread: %s\n", strerror(e));
+        zmq_close(s->sock);
+        zmq_ctx_term(s->ctx);
+        return -1;
+    }
     return 0;
 }
 
@@ -163,14 +206,17 @@ int bb_broker_start(bb_broker *b, const char *bridge, char *front, size_t cap)
                  zmq_connect(b->ctl_peer, "inproc://bb-broker-ctl") == 0 && zmq_connect(b->back, bridge) == 0;
     if (!wired)
         fprintf(stderr, "rk-bench bridge: cannot start a broker to %s: %s\n", bridge, zmq_strerror(errno));
-    if (!wired || bb_bind(b->front, front, cap, "broker")) {
+    int e = 0;
+    if (!wired || bb_bind(b->front, front, cap, "broker") ||
+        (e = pthread_create(&b->thread, NULL, bb_broker_main, b))) {
+        if (e)
+            fprintf(stderr, "rk-bench bridge: cannot start the broker's thread: %s\n", strerror(e));
         void *all[4] = {b->front, b->back, b->ctl, b->ctl_peer};
         for (int i = 0; i < 4; i++)
             zmq_close(all[i]);
         zmq_ctx_term(b->ctx);
         return -1;
     }
-    pthread_create(&b->thread, NULL, bb_broker_main, b);
     return 0;
 }
 

@@ -28,6 +28,22 @@ int bb_sibling(const char *ep, const char *tag, char *out, size_t cap);
  * the need and the limit) when it cannot. */
 int bb_fd_room(int threads);
 
+/* Where a round's client threads wait until all of them are connected: a
+ * barrier the starting thread may call off (a thread it could not create),
+ * so that the threads started end instead of waiting for it forever. */
+typedef struct bb_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ready, state; /* state: 0 shut, 1 open, -1 called off */
+} bb_gate;
+void bb_gate_init(bb_gate *g);
+void bb_gate_destroy(bb_gate *g);
+/* A client thread: waits until the gate opens; 0 to go, -1 when called off. */
+int bb_gate_wait(bb_gate *g);
+/* The starting thread: waits until n threads wait in g, then lets them go
+ * (go non-zero) or calls the round off. */
+void bb_gate_open(bb_gate *g, int n, int go);
+
 /* The raw echo server: a ROUTER that sends every frame back as it came. */
 typedef struct bb_raw {
     void *ctx, *sock;

@@ -8,6 +8,7 @@
  * with --json, the record described in benchmarks/results/README.md. The
  * table and the record hold only what the run measured; Ctrl-C prints (and
  * writes) the rows measured so far and exits 130. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -396,6 +397,11 @@ int main(int argc, char **argv)
             return 0;
         } else
             av[n++] = argv[i];
+    }
+    if (out.json && bench_json_check(out.json) != 0) { /* before measuring, not after */
+        fprintf(stderr, "rk-bench %s: cannot write --json %s: %s\n", mode, out.json, strerror(errno));
+        free(av);
+        return 2;
     }
     if (bench_finish_init(&rep, &out) != 0)
         perror("rk-bench: Ctrl-C reporter (a Ctrl-C will print no partial table)");

@@ -1,6 +1,7 @@
 /* test_bench.c - rk-bench's row statistics and record (bench.c): the
  * late share of a latency row and its one-read-late part, and a record
  * that holds only what a row measured. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <math.h>
@@ -209,6 +210,64 @@ static void test_device(void **state)
     bench_report_free(&rep);
 }
 
+/* bench_json_check: a path that cannot be written is refused with its
+ * reason; one that can is left as it was (an existing record not cut, no
+ * new file left behind). */
+static void test_json_check(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rk-test-bench-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/no/r.json", dir);
+    errno = 0;
+    assert_int_equal(bench_json_check(path), -1);
+    assert_int_equal(errno, ENOENT);
+    errno = 0;
+    assert_int_equal(bench_json_check(dir), -1);
+    assert_int_equal(errno, EISDIR);
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    assert_int_equal(bench_json_check(path), 0);
+    assert_int_equal(access(path, F_OK), -1); /* not left behind */
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("kept", f);
+    fclose(f);
+    assert_int_equal(bench_json_check(path), 0);
+    char buf[16] = {0};
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_int_equal(fread(buf, 1, sizeof buf - 1, f), 4);
+    fclose(f);
+    assert_string_equal(buf, "kept");
+    unlink(path);
+    rmdir(dir);
+}
+
+/* The table's name column is as wide as the run's longest row name: the
+ * bridge's broker_bridge_throughput_echo_64 (32) pushed its row's values
+ * out of their columns. */
+static void test_table_width(void **state)
+{
+    (void)state;
+    bench_report rep = {0};
+    bench_add(&rep, "ring_echo_64", "cpu")->msgs_per_s = 1e6;
+    bench_add(&rep, "broker_bridge_throughput_echo_64", "cpu")->msgs_per_s = 1e6;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    bench_print_table(&rep, f);
+    rewind(f);
+    char lines[3][256];
+    for (int i = 0; i < 3; i++)
+        assert_non_null(fgets(lines[i], sizeof lines[i], f));
+    fclose(f);
+    /* the backend starts in the same column in the header and both rows */
+    size_t at = strstr(lines[0], "backend") - lines[0];
+    assert_true(at > strlen("broker_bridge_throughput_echo_64"));
+    assert_int_equal(strstr(lines[1], " cpu ") + 1 - lines[1], at);
+    assert_int_equal(strstr(lines[2], " cpu ") + 1 - lines[2], at);
+    bench_report_free(&rep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +277,8 @@ int main(void)
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_device),
+        cmocka_unit_test(test_json_check),
+        cmocka_unit_test(test_table_width),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

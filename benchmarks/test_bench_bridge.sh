@@ -36,6 +36,17 @@ for r in 0 11 21 x 2x ""; do
   refused "rk-bench bridge: --rounds $r: give 1 to 10" bridge --rounds "$r"
 done
 refused "unknown mode bogus" bogus
+# a --json FILE that cannot be written: refused before measuring, naming
+# it and why (was found only after the whole run, exit 1, nothing kept);
+# an existing record is not cut by the check, a new one not left behind
+refused "rk-bench ring: cannot write --json $t/no/r.json: No such file or directory" \
+  ring --json "$t/no/r.json" --count 10 --messages 10 --idle-seconds 0
+refused "rk-bench bridge: cannot write --json $t: Is a directory" bridge -j "$t" --endpoint "ipc://$t/x" --timeout 0.5
+echo kept >"$t/old.json"
+"$bench" ring --json "$t/old.json" --count 0 >/dev/null 2>&1
+[ "$(cat "$t/old.json")" = kept ] || fail "a refused run cut $t/old.json"
+"$bench" ring --json "$t/new.json" --count 0 >/dev/null 2>&1
+[ ! -e "$t/new.json" ] || fail "a refused run left $t/new.json"
 # a bad number: refused as given with its range, not read as its digits
 # (10x), as 0 (abc), in another base (0x10), skipped (an idle time of abc)
 # or wrapped (a count whose buffer's size overflowed: a crash); a bridge
