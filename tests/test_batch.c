@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "actor.h"
 #include "cpu_common.h"
 #include "internal.h"
+#include "worker.h"
 
 enum { MAXB = 64 };
 
@@ -483,7 +485,9 @@ static void test_fault_buf_send(void **state)
 
 /* An actor closed after its backend failed gives back at once what it had
  * in flight (no reply will come to reclaim it): its records, their arena
- * space and its slot. */
+ * space and its slot. (One closed before the fault keeps them until
+ * rk_runtime_close on the in-process backends: not fixed, see the note of
+ * 2026-11-28.) */
 static void test_fault_close(void **state)
 {
     (void)state;
@@ -509,6 +513,40 @@ static void test_fault_close(void **state)
     rk_actor_close(a2);
     rk_actor_close(b);
     rk_runtime_close(rt);
+}
+
+static char env_warning[256];
+
+static void keep_warning(rk_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    if (level == RK_LOG_WARN)
+        snprintf(env_warning, sizeof env_warning, "%s", msg);
+}
+
+/* A knob out of its range (a negative RK_WORKER_START_MS waited for a
+ * worker without end) gives its default, with a warning that names it,
+ * its value and the range. */
+static void test_env_out_of_range(void **state)
+{
+    (void)state;
+    const rk_log_level was = rk_log_get_level();
+    rk_log_set_level(RK_LOG_WARN);
+    rk_log_set_handler(keep_warning, NULL);
+    setenv("RK_WORKER_START_MS", "-1", 1);
+    assert_int_equal(rk__proc_start_ms(), 30000);
+    assert_non_null(strstr(env_warning, "RK_WORKER_START_MS=-1 is not an integer in 3..3600000"));
+    setenv("RK_WORKER_START_MS", "900", 1);
+    assert_int_equal(rk__proc_start_ms(), 900);
+    unsetenv("RK_WORKER_START_MS");
+    setenv("RK_HEARTBEAT_MS", "-5", 1);
+    rk_config c;
+    rk_config_init(&c);
+    unsetenv("RK_HEARTBEAT_MS");
+    assert_int_equal(c.heartbeat_ms, 1000);
+    assert_non_null(strstr(env_warning, "RK_HEARTBEAT_MS=-5"));
+    rk_log_set_handler(NULL, NULL);
+    rk_log_set_level(was);
 }
 
 typedef struct {
@@ -659,6 +697,7 @@ int main(void)
         cmocka_unit_test(test_closing),
         cmocka_unit_test(test_fault_buf_send),
         cmocka_unit_test(test_fault_close),
+        cmocka_unit_test(test_env_out_of_range),
         cmocka_unit_test(test_fault_wakes_arena_wait),
         cmocka_unit_test(test_recv_batch_with_call),
         cmocka_unit_test(test_router_yields_d2h_lock),

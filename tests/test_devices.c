@@ -158,10 +158,18 @@ static void test_placement(void **state)
         rk_reply_release(busy, &r);
     }
     rk_actor_close(busy);
-    /* out of range: names the value and the count */
+    /* out of range: names the value and the count; *out is NULL, as on
+     * every failure */
+    next = (rk_actor *)&next;
     assert_int_equal(rk_actor_open_on(rt, 2, &next), -RK_EINVAL);
     assert_non_null(strstr(rk_last_detail(), "device 2; this runtime has 2"));
+    assert_null(next);
+    next = (rk_actor *)&next;
     assert_int_equal(rk_actor_open_on(rt, -1, &next), -RK_EINVAL);
+    assert_null(next);
+    next = (rk_actor *)&next;
+    assert_int_equal(rk_actor_open_on(NULL, 0, &next), -RK_EINVAL);
+    assert_null(next);
     rk_runtime_close(rt);
 }
 

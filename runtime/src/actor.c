@@ -31,9 +31,10 @@ int rk_actor_device(const rk_actor *a) { return a ? a->rt->lane : -1; }
 
 int rk_actor_open(rk_runtime *rt, rk_actor **out)
 {
+    if (out)
+        *out = NULL; /* on every failure (runtime.h) */
     if (!rt || !out)
         return rk__fail(RK_EINVAL, "rk_actor_open: %s is NULL", rt ? "out" : "runtime");
-    *out = NULL;
     if (rt->lanes && !(rt = rk__group_place(rt))) /* several devices: group.c places it */
         return -RK_EDEVICE;
     if (atomic_load(&rt->closing))

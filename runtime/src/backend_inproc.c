@@ -203,7 +203,7 @@ static int rk__inproc_start(rk_runtime *rt)
     if (rc == 0 && (rc = c->api->launch(c->e, 0, 0, 0, 0, &c->dev, err, sizeof err)))
         rc = rk__fail(rc, "%s", err);
     if (rc == 0)
-        rc = rk__selftest(rt, (int)rk__env_ll("RK_CUDA_SELFTEST_MS", 5000), rk__inproc_alive, c);
+        rc = rk__selftest(rt, (int)rk__env_range("RK_CUDA_SELFTEST_MS", 5000, 1, RK__ENV_MS_MAX), rk__inproc_alive, c);
     if (rc) {
         char detail[512];
         snprintf(detail, sizeof detail, "%s", rk_last_detail());

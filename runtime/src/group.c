@@ -235,6 +235,8 @@ rk_runtime *rk_runtime_device(rk_runtime *rt, int i)
 
 int rk_actor_open_on(rk_runtime *rt, int device, rk_actor **out)
 {
+    if (out)
+        *out = NULL; /* as rk_actor_open: NULL on every failure */
     if (!rt || !out)
         return rk__fail(RK_EINVAL, "rk_actor_open_on: %s is NULL", rt ? "out" : "runtime");
     int n = rk_runtime_device_count(rt);

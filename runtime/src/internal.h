@@ -114,6 +114,11 @@ static inline void rk__cpu_relax(void)
 
 /* Reads an integer from the environment (a test or tuning knob), or dflt. */
 RK__HIDDEN long long rk__env_ll(const char *name, long long dflt);
+/* The same for a knob with a range, lo..hi: dflt also (with one warning
+ * that names it, its value and the range) when it is out of range or not
+ * an integer. */
+#define RK__ENV_MS_MAX 3600000 /* an hour: a wait in ms fits an int */
+RK__HIDDEN long long rk__env_range(const char *name, long long dflt, long long lo, long long hi);
 
 /* ---- the shared region (runtime/abi/rk_abi.h) ----
  * The same view is built by librk (which creates the region) and by a

@@ -26,10 +26,10 @@ void rk_config_init(rk_config *cfg)
     cfg->actor_window = 256;
     cfg->max_actors = 64;
     /* RK_REPLY_RINGS: to compare the reply paths without a rebuild */
-    cfg->reply_rings = (uint32_t)rk__env_ll("RK_REPLY_RINGS", RK__REPLY_RINGS_DEFAULT);
+    cfg->reply_rings = (uint32_t)rk__env_range("RK_REPLY_RINGS", RK__REPLY_RINGS_DEFAULT, 0, RK_REPLY_RINGS_MAX);
     cfg->request_deadline_ms = 10000;
     /* RK_HEARTBEAT_MS: for runs that slow the consumer down (sanitizers) */
-    cfg->heartbeat_ms = (uint32_t)rk__env_ll("RK_HEARTBEAT_MS", 1000);
+    cfg->heartbeat_ms = (uint32_t)rk__env_range("RK_HEARTBEAT_MS", 1000, 50, RK_HEARTBEAT_MS_MAX);
     cfg->fault_limit = 10;
     cfg->fault_window_ms = 60000;
 }

@@ -143,3 +143,19 @@ long long rk__env_ll(const char *name, long long dflt)
     long long v = strtoll(s, &end, 10);
     return *end ? dflt : v;
 }
+
+long long rk__env_range(const char *name, long long dflt, long long lo, long long hi)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    /* a negative wait was one without end, a huge one wrapped in an int */
+    if (*end || v < lo || v > hi) {
+        rk__log(RK__LOG_WARN, "%s=%s is not an integer in %lld..%lld: the default %lld is used", name, s, lo, hi,
+                dflt);
+        return dflt;
+    }
+    return v;
+}

@@ -75,7 +75,7 @@ static int rk__super_start(rk_runtime *rt)
     if (rc == 0)
         rc = rk__go(s, &s->active, &served);
     if (rc == 0)
-        rc = rk__selftest(rt, (int)rk__env_ll("RK_CUDA_SELFTEST_MS", 5000), rk__super_alive, s);
+        rc = rk__selftest(rt, (int)rk__env_range("RK_CUDA_SELFTEST_MS", 5000, 1, RK__ENV_MS_MAX), rk__super_alive, s);
     if (rc) {
         char detail[512];
         snprintf(detail, sizeof detail, "%s", rk_last_detail());

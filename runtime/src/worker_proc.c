@@ -24,7 +24,8 @@ extern char **environ;
 #define RK_WORKER_INSTALL_PATH ""
 #endif
 
-int rk__proc_start_ms(void) { return (int)rk__env_ll("RK_WORKER_START_MS", 30000); }
+/* (3 ms at least: RUNNING is awaited a third of it) */
+int rk__proc_start_ms(void) { return (int)rk__env_range("RK_WORKER_START_MS", 30000, 3, RK__ENV_MS_MAX); }
 
 static bool rk__present(const char *p, int mode) { return p[0] && access(p, mode) == 0; }
 
@@ -350,7 +351,7 @@ static void rk__proc_finish(rk__proc *w, char *why, size_t cap, long long reap_m
 
 void rk__proc_end(rk__proc *w, char *why, size_t cap)
 {
-    rk__proc_finish(w, why, cap, rk__env_ll("RK_WORKER_REAP_MS", 3000));
+    rk__proc_finish(w, why, cap, rk__env_range("RK_WORKER_REAP_MS", 3000, 0, RK__ENV_MS_MAX));
 }
 
 void rk__proc_abandon(rk__proc *w, char *why, size_t cap) { rk__proc_finish(w, why, cap, 0); }

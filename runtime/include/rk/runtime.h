@@ -392,7 +392,8 @@ int rk_runtime_reload_prepare(rk_runtime *rt, const char *const *paths, size_t n
 /* ---- host actors ---- */
 
 /* Opens an actor on rt. *out is owned by the caller until rk_actor_close
- * (or rk_runtime_close). Fails with -RK_EBUSY at max_actors. */
+ * (or rk_runtime_close). Fails with -RK_EBUSY at max_actors. On every
+ * failure (here and in rk_actor_open_on) *out is NULL, unless out is. */
 int rk_actor_open(rk_runtime *rt, rk_actor **out);
 /* On a runtime of several devices, rk_actor_open places the actor: every
  * request of it goes to the device with the fewest requests outstanding
