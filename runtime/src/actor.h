@@ -99,6 +99,19 @@ static inline rk_actor *rk__actor_at(rk_runtime *rt, uint32_t i)
     return i < rt->n_actor_slots ? __atomic_load_n(&rt->actors[i], __ATOMIC_ACQUIRE) : NULL;
 }
 
+/* Where record p's request payload is staged (rk__prepare: its arena
+ * block, or its inline buffer until the post copies it into the slot),
+ * and where its reply is once done: what rk_buf.data and rk_reply.data
+ * point at, so that a buffer or reply is known for this record's. */
+static inline uint8_t *rk__request_data(const rk_runtime *rt, const rk__pending *p)
+{
+    return p->arena_len ? rt->arena.base + p->arena_off : p->inline_buf;
+}
+static inline const void *rk__reply_data(const rk_runtime *rt, const rk__pending *p)
+{
+    return p->arena_len ? (const void *)(rt->arena.base + p->out_off) : p->inline_buf;
+}
+
 /* router.c */
 /* Claims the next chunk of reply ring d, if any is complete and the lock
  * is free, and routes it; returns the number of replies routed. */

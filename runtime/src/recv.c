@@ -21,12 +21,6 @@ static bool rk__ready_pop(rk_actor *a, uint16_t *tag)
     return true;
 }
 
-/* Where a completed record's reply data is. */
-static const void *rk__reply_data(const rk_actor *a, const rk__pending *p)
-{
-    return p->arena_len ? (const void *)(a->rt->arena.base + p->out_off) : p->inline_buf;
-}
-
 /* Whether r is a reply a holds: its record done, for its id, at its data.
  * The data too: every actor's first request is tag 0, id 1, so another
  * actor's reply would pass for a's own */
@@ -35,14 +29,14 @@ static bool rk__held(const rk_actor *a, const rk_reply *r)
     if (r->tag_ >= a->window)
         return false;
     const rk__pending *p = &a->pend[r->tag_];
-    return rk__ld_relaxed(&p->state) == RK__P_DONE && p->id == r->id && rk__reply_data(a, p) == r->data;
+    return rk__ld_relaxed(&p->state) == RK__P_DONE && p->id == r->id && rk__reply_data(a->rt, p) == r->data;
 }
 
 /* Why the reply in record tag failed, into buf (empty when it did not). */
 static void rk__reply_why(const rk_actor *a, uint16_t tag, char *buf, size_t cap)
 {
     const rk__pending *p = &a->pend[tag];
-    const void *data = rk__reply_data(a, p);
+    const void *data = rk__reply_data(a->rt, p);
     const char *name = rk__type_name(a->rt, p->type);
     buf[0] = '\0';
     if (p->status == -RK_EDEVICE && p->strikes >= 2)
@@ -70,7 +64,7 @@ static void rk__fill_reply(rk_actor *a, uint16_t tag, rk_reply *out)
     out->type = p->type;
     out->status = p->status;
     out->len = p->len;
-    out->data = rk__reply_data(a, p);
+    out->data = rk__reply_data(a->rt, p);
     out->tag_ = tag;
     /* The receiving thread's detail says why a failed reply failed (the
      * status alone cannot tell a poison request from a dead backend). */

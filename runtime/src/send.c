@@ -99,10 +99,8 @@ static int rk__prepare(rk_actor *a, uint16_t type, size_t len, size_t reply_cap,
         p->arena_len = in_sz + out_sz;
         p->out_off = off + in_sz;
         p->out_cap = out_cap;
-        *dst = rt->arena.base + off;
-    } else {
-        *dst = p->inline_buf; /* staged here, copied into the slot at post */
     }
+    *dst = rk__request_data(rt, p);
     rk__st_relaxed(&p->state, (uint8_t)RK__P_STAGED);
     *tag_out = tag;
     return 0;
@@ -391,7 +389,7 @@ static bool rk__buf_valid(const rk_actor *a, const rk_buf *buf)
         return false;
     const rk__pending *p = &a->pend[buf->tag_];
     return rk__ld_relaxed(&p->state) == RK__P_STAGED &&
-           buf->data == (p->arena_len ? (void *)(a->rt->arena.base + p->arena_off) : (void *)p->inline_buf);
+           buf->data == rk__request_data(a->rt, p);
 }
 
 int rk_actor_buf_send(rk_actor *a, rk_buf *buf, uint64_t *id, int timeout_ms)
